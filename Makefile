@@ -1,0 +1,68 @@
+# ropebook: `make book` builds the whole book (CPU defaults); `make test` runs every test.
+# PROFILE=smoke|cpu|gpu picks model sizes; PROFILE=gpu also installs JAX's CUDA build.
+PROFILE ?= cpu
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CHAPTER ?=
+PARAMS ?=
+BOOK_FLAGS := -W -n --keep-going
+
+.PHONY: book setup assets data proofs zoo chapters run html check-site test lint sync browser clean
+
+book: setup assets data proofs zoo chapters html
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	if [ "$(PROFILE)" = gpu ]; then $(PY) -m pip install --quiet "jax[cuda12]==$$($(PY) -c 'import jax; print(jax.__version__)')"; fi
+	touch $@
+
+setup: $(VENV)/.installed
+
+# vega, vega-lite, vega-embed and MathJax at the versions pinned in web/package-lock.json.
+assets/vendor/.stamp: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --silent
+	rm -rf assets/vendor && mkdir -p assets/vendor
+	cp web/node_modules/vega/build/vega.min.js web/node_modules/vega-lite/build/vega-lite.min.js \
+	   web/node_modules/vega-embed/build/vega-embed.min.js assets/vendor/
+	cp -r web/node_modules/mathjax/es5 assets/vendor/mathjax
+	touch $@
+
+assets: assets/vendor/.stamp
+
+data: setup
+	$(PY) -m ropebook data
+
+proofs: setup
+	$(PY) -m ropebook proofs
+
+zoo: setup data
+	$(PY) -m ropebook zoo --profile $(PROFILE)
+
+sync: setup
+	$(VENV)/bin/jupytext --sync chapters/*.py
+
+chapters: setup sync
+	$(PY) -m ropebook run all --profile $(PROFILE)
+
+# make run CHAPTER=rope_basics PARAMS="seed=1 head_dim=128"
+run: setup
+	$(PY) -m ropebook run $(CHAPTER) --profile $(PROFILE) $(foreach p,$(PARAMS),-p $(subst =, ,$(p)))
+
+html: setup assets
+	$(VENV)/bin/jupyter-book build . $(BOOK_FLAGS)
+	$(PY) -m ropebook check-site _build/html
+
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+test: setup assets browser
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check src tests chapters benchmarks && $(VENV)/bin/ruff format --check src tests chapters benchmarks
+
+clean:
+	rm -rf _build executed

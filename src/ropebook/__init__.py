@@ -1,0 +1,15 @@
+"""ropebook: the library behind the book "Why does RoPE work?".
+
+One module per idea (see DESIGN.md in ../shared): ``rope`` (maths), ``encodings`` and ``model``
+(a JAX transformer with every positional encoding), ``data``, ``train``, ``zoo`` (trained models,
+cached), ``analysis``, ``proofs`` (sympy), ``plots``, ``claims`` and ``pipeline`` (the runner).
+"""
+
+from pathlib import Path
+import os
+
+__version__ = "0.1.0"
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DATA_DIR = Path(os.environ.get("ROPEBOOK_DATA", REPO_ROOT / "data"))
+CACHE_DIR = Path(os.environ.get("ROPEBOOK_CACHE", DATA_DIR / "cache"))

@@ -1,0 +1,229 @@
+"""A small decoder-only transformer in pure JAX, with every positional encoding of the book.
+
+Pre-norm blocks ``x += attn(norm(x)); x += mlp(norm(x))``, RMSNorm, causal multi-head attention,
+no learned absolute positions (position enters only through the chosen encoding, see
+:mod:`ropebook.encodings`), a final RMSNorm, and an output layer **tied** to the token embedding
+(as in GPT-2, the CABLE baseline: fewer parameters, and the same at every size).
+
+The MLP is ``down(relu(up(x))²)`` (ReLU², So et al. 2021 "Primer"): two matmuls instead of a
+gated MLP's three, and an activation that costs one max and one multiply, where GELU's tanh or
+erf was the most expensive elementwise op of a CPU step. It trains at least as well at this scale.
+
+Params are a plain pytree (dicts and a list of layers), so checkpoints name tensors by their path
+(``layers.0.qkv``) and chapters can read any weight directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from ropebook import encodings
+
+DTYPES = ("float32", "bfloat16")
+Params = dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """Architecture and encoding of one model; ``head_dim=None`` means ``d_model // n_heads``."""
+
+    vocab_size: int
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_ff: int
+    context: int
+    encoding: str = "rope"
+    head_dim: int | None = None
+    rope_base: float = 10_000.0
+    pairing: str = "half"
+    proportion: float = 1.0
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        for field in ("vocab_size", "n_layers", "n_heads", "d_model", "d_ff", "context"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"ModelConfig.{field} must be a positive integer, got {value!r}")
+        if self.head_dim is None:
+            if self.d_model % self.n_heads:
+                raise ValueError(
+                    f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
+                    "pass head_dim explicitly"
+                )
+            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}; valid dtypes: {', '.join(DTYPES)}")
+        self.encoding_config.check_head_dim(self.head_dim)
+
+    @property
+    def encoding_config(self) -> encodings.EncodingConfig:
+        """The validated encoding (raises ``ValueError`` listing valid names)."""
+        return encodings.EncodingConfig(
+            self.encoding, base=self.rope_base, pairing=self.pairing, proportion=self.proportion
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown ModelConfig fields {sorted(unknown)}; valid: {sorted(known)}")
+        return cls(**data)
+
+
+def init_params(key: jax.Array, config: ModelConfig) -> Params:
+    """GPT-2 initialisation: N(0, 0.02), residual projections scaled by ``1/sqrt(2·n_layers)``."""
+    d, h, hd = config.d_model, config.n_heads, config.head_dim
+    enc = config.encoding_config
+    std, out_std = 0.02, 0.02 / (2 * config.n_layers) ** 0.5
+    key, embed_key = jax.random.split(key)
+    layers = []
+    for layer_key in jax.random.split(key, config.n_layers):
+        k_qkv, k_out, k_up, k_down, k_enc = jax.random.split(layer_key, 5)
+        layers.append(
+            {
+                "attn_norm": jnp.ones(d),
+                "qkv": std * jax.random.normal(k_qkv, (d, 3 * h * hd)),
+                "out": out_std * jax.random.normal(k_out, (h * hd, d)),
+                "mlp_norm": jnp.ones(d),
+                "up": std * jax.random.normal(k_up, (d, config.d_ff)),
+                "down": out_std * jax.random.normal(k_down, (config.d_ff, d)),
+                "encoding": encodings.init_params(k_enc, enc, h),
+            }
+        )
+    return {
+        "embed": std * jax.random.normal(embed_key, (config.vocab_size, d)),
+        "layers": layers,
+        "final_norm": jnp.ones(d),
+    }
+
+
+def rms_norm(x: jnp.ndarray, scale: jnp.ndarray, eps: float = 1e-6) -> jnp.ndarray:
+    """RMSNorm, computed in float32 whatever the activation dtype."""
+    x32 = x.astype(jnp.float32)
+    normed = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
+    return (normed * scale).astype(x.dtype)
+
+
+def mlp(layer: Params, x: jnp.ndarray) -> jnp.ndarray:
+    """ReLU² MLP (see the module docstring for why)."""
+    hidden = jax.nn.relu(x @ layer["up"].astype(x.dtype))
+    return (hidden * hidden) @ layer["down"].astype(x.dtype)
+
+
+def _project_qkv(layer: Params, x: jnp.ndarray, config: ModelConfig) -> tuple[jnp.ndarray, ...]:
+    """One fused matmul, split into ``q, k, v`` of shape ``[B, T, H, D]``."""
+    b, t, _ = x.shape
+    qkv = (x @ layer["qkv"].astype(x.dtype)).reshape(b, t, 3, config.n_heads, config.head_dim)
+    return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+
+
+def attention(
+    layer: Params,
+    x: jnp.ndarray,
+    positions: jnp.ndarray,
+    config: ModelConfig,
+    *,
+    return_internals: bool = False,
+) -> tuple[jnp.ndarray, dict[str, jnp.ndarray | None] | None]:
+    """Causal self-attention of ``x [B, T, d]``; returns ``(output, internals or None)``.
+
+    The fast path hands rotated ``q, k`` and the bias to ``jax.nn.dot_product_attention`` and
+    never stores scores; the internals path spells the same maths out so chapters can read it.
+    """
+    enc = config.encoding_config
+    q, k, v = _project_qkv(layer, x, config)
+    q_rot = encodings.rotate(q, positions, enc)
+    k_rot = encodings.rotate(k, positions, enc)
+    bias = encodings.bias(layer["encoding"], enc, config.n_heads, positions, positions, config.context)
+    b, t = x.shape[:2]
+    if not return_internals:
+        out = jax.nn.dot_product_attention(
+            q_rot,
+            k_rot,
+            v,
+            bias=None if bias is None else bias[None].astype(x.dtype),
+            is_causal=True,
+            implementation="xla",
+        )
+        return out.reshape(b, t, -1) @ layer["out"].astype(x.dtype), None
+    scale = config.head_dim**-0.5
+    scores = jnp.einsum("bqhd,bkhd->bhqk", q_rot, k_rot).astype(jnp.float32) * scale
+    if bias is not None:
+        scores = scores + bias[None]
+    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
+    scores = jnp.where(causal, scores, -jnp.inf)
+    probs = jax.nn.softmax(scores, axis=-1)
+    out = jnp.einsum("bhqk,bkhd->bqhd", probs.astype(v.dtype), v)
+    internals = {
+        "q": q,
+        "k": k,
+        "q_rot": q_rot,
+        "k_rot": k_rot,
+        "v": v,
+        "bias": bias,
+        "scores": scores,
+        "probs": probs,
+    }
+    return out.reshape(b, t, -1) @ layer["out"].astype(x.dtype), internals
+
+
+def forward(
+    params: Params,
+    tokens: jnp.ndarray,
+    config: ModelConfig,
+    *,
+    positions: jnp.ndarray | None = None,
+    return_internals: bool = False,
+) -> jnp.ndarray | tuple[jnp.ndarray, list[dict[str, jnp.ndarray | None]]]:
+    """Logits ``[B, T, V]`` float32 for ``tokens [B, T]`` at integer ``positions [T]``.
+
+    ``positions`` defaults to ``arange(T)``; ``T`` may exceed ``config.context`` (extrapolation).
+    With ``return_internals`` also returns one dict per layer: ``q, k`` (before rotation) and
+    ``q_rot, k_rot`` (after; the same arrays for non-rotary encodings), ``v`` — all
+    ``[B, T, H, D]`` — ``bias`` (``[H, T, T]`` or ``None``), ``scores`` (``[B, H, T, T]``,
+    scaled by ``1/sqrt(D)``, bias added, masked entries ``-inf``) and ``probs`` (softmax of scores).
+    """
+    t = tokens.shape[1]
+    positions = jnp.arange(t) if positions is None else jnp.asarray(positions)
+    dtype = jnp.dtype(config.dtype)
+    x = params["embed"][tokens].astype(dtype)
+    internals = []
+    for layer in params["layers"]:
+        h, info = attention(
+            layer, rms_norm(x, layer["attn_norm"]), positions, config,
+            return_internals=return_internals,
+        )  # fmt: skip
+        x = x + h
+        x = x + mlp(layer, rms_norm(x, layer["mlp_norm"]))
+        internals.append(info)
+    x = rms_norm(x, params["final_norm"])
+    logits = (x @ params["embed"].T.astype(dtype)).astype(jnp.float32)
+    return (logits, internals) if return_internals else logits
+
+
+def token_losses(params: Params, tokens: jnp.ndarray, config: ModelConfig) -> jnp.ndarray:
+    """Next-token cross entropy ``[B, T-1]`` (nats): position ``t`` predicts ``tokens[:, t+1]``."""
+    logits = forward(params, tokens[:, :-1], config)
+    targets = tokens[:, 1:]
+    log_z = jax.nn.logsumexp(logits, axis=-1)
+    target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    return log_z - target_logit
+
+
+def loss_fn(params: Params, tokens: jnp.ndarray, config: ModelConfig) -> jnp.ndarray:
+    """Mean next-token cross entropy of ``tokens [B, T+1]`` (a window one longer than inputs)."""
+    return jnp.mean(token_losses(params, tokens, config))
+
+
+def n_params(params: Params) -> int:
+    return sum(int(x.size) for x in jax.tree_util.tree_leaves(params))

@@ -1,0 +1,159 @@
+"""Check a built site: no external scripts or styles, no error outputs, vendored assets present.
+
+``python -m ropebook check-site [_build/html]`` exits non-zero listing every problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from ropebook import REPO_ROOT
+
+EXTERNAL = re.compile(
+    r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[\"']((?:https?:)?//[^\"']+)[\"'][^>]*>",
+    re.IGNORECASE,
+)
+ERROR_MARKERS = ("Traceback (most recent call last)", 'class="output traceback', 'class="output error')
+REQUIRED_ASSETS = (
+    "_static/vendor/vega.min.js",
+    "_static/vendor/vega-lite.min.js",
+    "_static/vendor/vega-embed.min.js",
+    "_static/vendor/mathjax/tex-chtml.js",
+)
+
+
+def problems(site: Path) -> list[str]:
+    found = [f"missing vendored asset {a}" for a in REQUIRED_ASSETS if not (site / a).exists()]
+    pages = sorted(site.rglob("*.html"))
+    if not pages:
+        found.append(f"no HTML pages under {site}")
+    for page in pages:
+        text = page.read_text(errors="replace")
+        name = page.relative_to(site)
+        for match in EXTERNAL.finditer(text):
+            tag = match.group(0)
+            if tag.lower().startswith("<link") and "stylesheet" not in tag and "preload" not in tag:
+                continue  # plain hyperlinks in <link rel=canonical> etc. load nothing
+            found.append(f"{name}: loads external {match.group(1)}")
+        found += [f"{name}: contains an error output ({m})" for m in ERROR_MARKERS if m in text]
+    return found
+
+
+CHROMIUM = os.environ.get("ROPEBOOK_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+PAGE_PROBE = """() => {
+  const mathSource = document.querySelectorAll('.math, .MathJax_Preview, script[type^="math/tex"]').length;
+  return {
+    math: mathSource,
+    rendered: document.querySelectorAll('mjx-container').length,
+    mathErrors: document.querySelectorAll('mjx-merror, [data-mjx-error]').length,
+    charts: document.querySelectorAll('.ropebook-vega').length,
+    drawn: Array.from(document.querySelectorAll('.ropebook-vega')).filter(
+      (el) => el.querySelector('svg, canvas')).length,
+    brokenImages: Array.from(document.images).filter(
+      (img) => !img.complete || img.naturalWidth === 0).map((img) => img.src),
+  };
+}"""
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def _serve(site: Path) -> Iterator[str]:
+    handler = partial(_QuietHandler, directory=str(site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def browser_problems(site: Path, screenshots: Path | None = None) -> list[str]:
+    """Open every page in headless Chromium with the network cut off but for the site itself.
+
+    A page fails on any console error, failed or external request, broken image, math that
+    MathJax did not typeset, or an Altair chart that did not draw. Screenshots go to
+    ``screenshots`` (default: ``<site>/../screenshots``).
+    """
+    from playwright.sync_api import sync_playwright
+
+    screenshots = screenshots or site.parent / "screenshots"
+    screenshots.mkdir(parents=True, exist_ok=True)
+    found: list[str] = []
+    pages = sorted(p for p in site.rglob("*.html") if "_static" not in p.parts)
+    with _serve(site) as root, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for path in pages:
+            name = path.relative_to(site).as_posix()
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            errors: list[str] = []
+
+            def route(request_route, name=name, errors=errors):
+                url = request_route.request.url
+                if url.startswith(root) or url.startswith("data:"):
+                    return request_route.continue_()
+                errors.append(f"{name}: external request {url}")
+                return request_route.abort()
+
+            page.route("**/*", route)
+            page.on("console", lambda m, n=name, e=errors: m.type == "error" and e.append(f"{n}: console error: {m.text}"))  # fmt: skip
+            page.on("pageerror", lambda exc, n=name, e=errors: e.append(f"{n}: page error: {exc}"))
+            page.on("requestfailed", lambda r, n=name, e=errors: e.append(f"{n}: request failed: {r.url}"))  # fmt: skip
+            page.goto(f"{root}/{name}", wait_until="load")
+            page.wait_for_load_state("networkidle")
+            try:  # MathJax and vega-embed render asynchronously after load
+                page.wait_for_function(
+                    "() => Array.from(document.querySelectorAll('.ropebook-vega')).every("
+                    "(el) => el.querySelector('svg, canvas')) && (!window.MathJax || "
+                    "!MathJax.startup || !MathJax.startup.promise || MathJax.typesetPromise)",
+                    timeout=15_000,
+                )
+                page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+            except Exception:  # noqa: BLE001 - reported below through the probe
+                pass
+            probe = page.evaluate(PAGE_PROBE)
+            if probe["math"] and probe["rendered"] == 0:
+                errors.append(f"{name}: {probe['math']} math elements but none typeset by MathJax")
+            if probe["mathErrors"]:
+                errors.append(f"{name}: {probe['mathErrors']} MathJax errors")
+            if probe["drawn"] < probe["charts"]:
+                errors.append(f"{name}: {probe['charts'] - probe['drawn']} Altair charts not drawn")
+            errors += [f"{name}: broken image {src}" for src in probe["brokenImages"]]
+            shot = screenshots / (name.replace("/", "__").removesuffix(".html") + ".png")
+            page.screenshot(path=str(shot), full_page=True)
+            found += errors
+            page.close()
+        browser.close()
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ropebook check-site", description=__doc__)
+    parser.add_argument("site", nargs="?", default=str(REPO_ROOT / "_build" / "html"))
+    parser.add_argument("--browser", action="store_true", help="also open every page in Chromium")
+    args = parser.parse_args(argv)
+    site = Path(args.site)
+    issues = problems(site)
+    if args.browser and not issues:
+        issues += browser_problems(site)
+    for issue in issues:
+        print(f"site check: {issue}")
+    pages = len(list(site.rglob("*.html")))
+    print(f"site check: {pages} pages, {len(issues)} problems")
+    return 1 if issues else 0

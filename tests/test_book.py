@@ -1,0 +1,72 @@
+"""Smoke build of the whole book: every chapter through the runner, then Jupyter Book with -W,
+then the offline-assets check and every page opened in headless Chromium."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ropebook import REPO_ROOT, pipeline
+from ropebook.claims import VERDICTS, read_claims
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def smoke_book(tmp_path_factory):
+    book = tmp_path_factory.mktemp("book")
+    for name in ("_config.yml", "_toc.yml", "index.md"):
+        shutil.copy(REPO_ROOT / name, book / name)
+    if not (REPO_ROOT / "assets" / "vendor").exists():
+        pytest.fail("vendored web assets missing: run `make assets` (make test does)")
+    shutil.copytree(REPO_ROOT / "assets", book / "assets")
+    env = {**os.environ, "ROPEBOOK_EXECUTED": str(book / "executed")}
+    run = subprocess.run(
+        [sys.executable, "-m", "ropebook", "run", "all", "--profile", "smoke"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-5000:]
+    build = subprocess.run(
+        [str(REPO_ROOT / ".venv/bin/jupyter-book") if (REPO_ROOT / ".venv/bin/jupyter-book").exists()
+         else "jupyter-book", "build", str(book), "-W", "-n", "--keep-going"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stdout[-5000:] + build.stderr[-5000:]
+    return book
+
+
+def test_every_chapter_executed_with_claims(smoke_book):
+    for name in pipeline.chapter_names():
+        notebook = smoke_book / "executed" / f"{name}.ipynb"
+        assert notebook.exists(), name
+        claims = read_claims(notebook)
+        assert claims, f"{name} glued no claims"
+        assert all(c.verdict in VERDICTS for c in claims)
+
+
+def test_site_loads_nothing_external_and_has_no_errors(smoke_book):
+    result = subprocess.run(
+        [sys.executable, "-m", "ropebook", "check-site", str(smoke_book / "_build" / "html")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout
+
+
+def test_every_page_renders_in_chromium(smoke_book):
+    if not shutil.which("chromium") and not os.path.exists("/usr/bin/chromium"):
+        pytest.fail("chromium is not installed: `make browser` installs Debian's package")
+    from ropebook.sitecheck import browser_problems
+
+    site = smoke_book / "_build" / "html"
+    assert browser_problems(site) == []
+    shots = list((smoke_book / "_build" / "screenshots").glob("*.png"))
+    assert len(shots) >= len(pipeline.chapter_names()) + 1
+
+
+def test_math_and_chart_actually_drawn(smoke_book):
+    """The first chapter has display math and one Altair chart: both must reach the page."""
+    html = (smoke_book / "_build" / "html" / "executed" / "rope_basics.html").read_text()
+    assert "ropebook-vega" in html and "vegaEmbed" in html
+    assert "\\theta^{-2k/d}" in html

@@ -1,0 +1,118 @@
+"""The chapter runner: parameter checks, atomic results, provenance, jupytext round trip."""
+
+import json
+import subprocess
+import sys
+
+import jupytext
+import pytest
+
+from ropebook import REPO_ROOT, pipeline
+
+CHAPTER = """# %% [markdown]
+# # A test chapter
+
+# %% tags=["parameters"]
+profile = "cpu"
+steps = 3
+rate = 0.5
+label = "x"
+fail = False
+
+# %%
+assert isinstance(steps, int) and isinstance(rate, float)
+if fail:
+    raise RuntimeError("boom in the test chapter")
+print(profile, steps, rate, label)
+"""
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    chapters, executed = tmp_path / "chapters", tmp_path / "executed"
+    chapters.mkdir()
+    (chapters / "toy.py").write_text(CHAPTER)
+    monkeypatch.setattr(pipeline, "CHAPTERS_DIR", chapters)
+    monkeypatch.setattr(pipeline, "EXECUTED_DIR", executed)
+    return tmp_path
+
+
+def test_parameters_are_parsed_with_types(sandbox):
+    declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))
+    assert {n: p.type_name for n, p in declared.items()} == {
+        "profile": "str", "steps": "int", "rate": "float", "label": "str", "fail": "bool",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"no_such_param": "1"}, "unknown parameter 'no_such_param'"),
+        ({"steps": "many"}, "steps must be int"),
+        ({"steps": "2.5"}, "steps must be int"),
+        ({"fail": "1"}, "fail must be bool"),
+        ({"profile": "tpu"}, "profile must be one of smoke, cpu, gpu"),
+    ],
+)
+def test_bad_parameters_fail_before_running(sandbox, given, message):
+    with pytest.raises(pipeline.ChapterError, match=message) as error:
+        pipeline.run_chapter("toy", given)
+    assert "Valid parameters: profile: str = 'cpu', steps: int = 3" in str(error.value)
+    assert not (sandbox / "executed").exists()  # nothing ran, nothing written
+
+
+def test_values_are_coerced(sandbox):
+    declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))
+    values = pipeline.validate_parameters("toy", declared, {"steps": "7", "rate": "2", "label": "5"})
+    assert values == {"steps": 7, "rate": 2.0, "label": "5"}
+
+
+def test_unknown_chapter_lists_chapters(sandbox):
+    with pytest.raises(pipeline.ChapterError, match="chapters: toy"):
+        pipeline.run_chapter("nope")
+
+
+@pytest.mark.slow
+def test_run_records_provenance_and_failure_keeps_previous(sandbox):
+    good = pipeline.run_chapter("toy", {"steps": "5"}, profile="smoke", progress=False)
+    notebook = json.loads(good.read_text())
+    meta = notebook["metadata"]["ropebook"]
+    assert meta["parameters"] == {"steps": 5, "profile": "smoke"}
+    assert meta["jax_backend"] == "cpu" and meta["jax_devices"]
+    assert meta["packages"]["jax"] and meta["git_commit"]
+    outputs = ["".join(o.get("text", "")) for c in notebook["cells"] for o in c.get("outputs", [])]
+    assert any("smoke 5 0.5 x" in text for text in outputs)
+    assert "Provenance:" in json.dumps(notebook["cells"][-1]["outputs"])
+    assert pipeline.is_up_to_date("toy", {"steps": 5, "profile": "smoke"})
+    assert not pipeline.is_up_to_date("toy", {"steps": 6, "profile": "smoke"})
+
+    before = good.read_bytes()
+    with pytest.raises(pipeline.ChapterError) as error:
+        pipeline.run_chapter("toy", {"fail": "true"}, progress=False)
+    text = str(error.value)
+    assert "chapter 'toy' failed in cell" in text and "boom in the test chapter" in text
+    assert "RuntimeError" in text
+    assert good.read_bytes() == before
+    assert not list((sandbox / "executed").glob(".toy.*"))  # no temp files left behind
+
+
+def test_cli_rejects_unknown_parameter_fast():
+    result = subprocess.run(
+        [sys.executable, "-m", "ropebook", "run", "rope_basics", "-p", "no_such_param", "1"],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "unknown parameter 'no_such_param'" in result.stderr
+    assert "Valid parameters: profile: str = 'cpu'" in result.stderr
+
+
+@pytest.mark.parametrize("path", sorted((REPO_ROOT / "chapters").glob("*.py")), ids=lambda p: p.stem)
+def test_chapters_are_percent_scripts_with_one_parameters_cell(path):
+    notebook = jupytext.read(path)
+    tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{path.name}: exactly one cell tagged parameters"
+    assert "profile" in pipeline.chapter_parameters(notebook)
+    # tags survive the .py -> .ipynb -> .py round trip
+    again = jupytext.reads(jupytext.writes(notebook, "ipynb"), "ipynb")
+    assert jupytext.writes(again, "py:percent") == jupytext.writes(notebook, "py:percent")
+    assert "format_name: percent" in path.read_text()
