@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ropebook import claims, plots, proofs, rope
+from ropebook import claims, plots, rope
 from ropebook.proofs import rope_basics as rope_proofs
 
 plots.setup()
@@ -71,6 +71,7 @@ rope_proofs.norm_preserved()
 # `rotate_half` does; `interleaved` pairs $(2k, 2k+1)$ as Meta's reference code does. For random
 # queries, keys and positions we compare $\langle R^m q, R^n k\rangle$ with
 # $\langle q, R^{n-m} k\rangle$ and $\lVert R^m q\rVert$ with $\lVert q\rVert$.
+
 
 # %%
 def relative_property_errors(pairing: str, key: jax.Array) -> dict[str, float]:
@@ -142,11 +143,16 @@ for row in spectrum:
 
 import altair as alt
 
-alt.Chart(alt.InlineData(values=spectrum), title=f"RoPE variants: frequency of each plane (d = {head_dim}, θ = {base:,.0f})").mark_line(
-    point=True
-).encode(
+alt.Chart(
+    alt.InlineData(values=spectrum),
+    title=f"RoPE variants: frequency of each plane (d = {head_dim}, θ = {base:,.0f})",
+).mark_line(point=True).encode(
     x=alt.X("plane k:Q", title="plane k (0 = fastest)"),
-    y=alt.Y("plotted frequency:Q", scale=alt.Scale(type="log"), title="angular frequency g_k (rad/token)"),
+    y=alt.Y(
+        "plotted frequency:Q",
+        scale=alt.Scale(type="log"),
+        title="angular frequency g_k (rad/token)",
+    ),
     color=alt.Color("variant:N"),
     strokeDash=alt.StrokeDash("variant:N"),
     tooltip=[
@@ -162,7 +168,9 @@ alt.Chart(alt.InlineData(values=spectrum), title=f"RoPE variants: frequency of e
 # ## What we claim and what we measured
 
 # %%
-rotating = {label: sum(r["rotates"] for r in spectrum if r["variant"] == label) for label in variants}
+rotating = {
+    label: sum(r["rotates"] for r in spectrum if r["variant"] == label) for label in variants
+}
 claims.record(
     [
         claims.Claim(
@@ -186,7 +194,9 @@ claims.record(
             source="Barbero et al. 2025, Sec. 6.1",
             statement="0.75-RoPE keeps the fastest 75% of frequencies",
             measured=f"{rotating['0.75-RoPE (p-RoPE)']} of {head_dim // 2} planes rotate",
-            verdict="held" if rotating["0.75-RoPE (p-RoPE)"] == int(0.75 * head_dim // 2) else "not held",
+            verdict="held"
+            if rotating["0.75-RoPE (p-RoPE)"] == int(0.75 * head_dim // 2)
+            else "not held",
         ),
     ]
 )

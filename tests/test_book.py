@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def smoke_book(tmp_path_factory):
     book = tmp_path_factory.mktemp("book")
-    for name in ("_config.yml", "_toc.yml", "index.md"):
+    for name in ("_config.yml", "_toc.yml"):
         shutil.copy(REPO_ROOT / name, book / name)
     if not (REPO_ROOT / "assets" / "vendor").exists():
         pytest.fail("vendored web assets missing: run `make assets` (make test does)")

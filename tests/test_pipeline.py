@@ -63,7 +63,9 @@ def test_bad_parameters_fail_before_running(sandbox, given, message):
 
 def test_values_are_coerced(sandbox):
     declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))
-    values = pipeline.validate_parameters("toy", declared, {"steps": "7", "rate": "2", "label": "5"})
+    values = pipeline.validate_parameters(
+        "toy", declared, {"steps": "7", "rate": "2", "label": "5"}
+    )
     assert values == {"steps": 7, "rate": 2.0, "label": "5"}
 
 
@@ -106,7 +108,9 @@ def test_cli_rejects_unknown_parameter_fast():
     assert "Valid parameters: profile: str = 'cpu'" in result.stderr
 
 
-@pytest.mark.parametrize("path", sorted((REPO_ROOT / "chapters").glob("*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted((REPO_ROOT / "chapters").glob("*.py")), ids=lambda p: p.stem
+)
 def test_chapters_are_percent_scripts_with_one_parameters_cell(path):
     notebook = jupytext.read(path)
     tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]

@@ -39,7 +39,9 @@ def test_equals_block_rotation_matrix(pairing):
     dim, positions = 16, np.array([0, 1, 7, 300])
     x = random((len(positions), 1, dim), 2)
     ours = np.asarray(rope.apply_rope(x, positions, pairing=pairing))
-    expected = np.stack([rope.rotation_matrix(p, dim, pairing=pairing) @ x[i, 0] for i, p in enumerate(positions)])
+    expected = np.stack(
+        [rope.rotation_matrix(p, dim, pairing=pairing) @ x[i, 0] for i, p in enumerate(positions)]
+    )
     np.testing.assert_allclose(ours[:, 0], expected, atol=1e-5)
 
 
@@ -61,8 +63,10 @@ def test_frequencies_of_each_variant():
 def test_p_rope_leaves_slowest_chunks_unrotated(pairing):
     dim, p = 16, 0.25
     x = random((5, 2, dim), 3)
-    rotated = np.asarray(rope.apply_rope(x, np.arange(5) * 13, variant="p-rope", proportion=p, pairing=pairing))
-    still = rope.chunk_indices(dim, pairing)[int(p * dim // 2):].ravel()
+    rotated = np.asarray(
+        rope.apply_rope(x, np.arange(5) * 13, variant="p-rope", proportion=p, pairing=pairing)
+    )
+    still = rope.chunk_indices(dim, pairing)[int(p * dim // 2) :].ravel()
     moved = rope.chunk_indices(dim, pairing)[: int(p * dim // 2)].ravel()
     np.testing.assert_array_equal(rotated[..., still], x[..., still])
     assert not np.allclose(rotated[1:, :, moved], x[1:, :, moved])

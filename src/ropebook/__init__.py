@@ -5,8 +5,8 @@ One module per idea (see DESIGN.md in ../shared): ``rope`` (maths), ``encodings`
 cached), ``analysis``, ``proofs`` (sympy), ``plots``, ``claims`` and ``pipeline`` (the runner).
 """
 
-from pathlib import Path
 import os
+from pathlib import Path
 
 __version__ = "0.1.0"
 

@@ -24,7 +24,6 @@ import os
 import platform
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -37,6 +36,8 @@ from ropebook import REPO_ROOT
 CHAPTERS_DIR = REPO_ROOT / "chapters"
 EXECUTED_DIR = Path(os.environ.get("ROPEBOOK_EXECUTED", REPO_ROOT / "executed"))
 PROFILE_NAMES = ("smoke", "cpu", "gpu")
+# Pages built from the other chapters' executed notebooks: always run last, and always re-run.
+SUMMARY_CHAPTERS = ("scorecard", "index")
 TRACKED_PACKAGES = (
     "jax", "jaxlib", "numpy", "optax", "sympy", "matplotlib", "altair", "papermill", "jupytext",
     "jupyter-book", "tokenizers", "safetensors",
@@ -63,8 +64,10 @@ class Parameter:
         if isinstance(value, str) and not isinstance(self.default, str):
             value = _literal(value)
         expected = type(self.default)
-        if self.default is None or isinstance(value, expected) and not _is_bool_mismatch(
-            value, self.default
+        if (
+            self.default is None
+            or isinstance(value, expected)
+            and not _is_bool_mismatch(value, self.default)
         ):
             return value
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
@@ -98,7 +101,10 @@ def chapter_names() -> list[str]:
             if line.startswith("file:") and "executed/" in line:
                 listed.append(line.split("executed/", 1)[1].strip())
     present = sorted(p.stem for p in CHAPTERS_DIR.glob("*.py"))
-    return [n for n in listed if n in present] + [n for n in present if n not in listed]
+    ordered = [n for n in listed if n in present] + [n for n in present if n not in listed]
+    return [n for n in ordered if n not in SUMMARY_CHAPTERS] + [
+        n for n in SUMMARY_CHAPTERS if n in present
+    ]
 
 
 def chapter_path(name: str) -> Path:
@@ -120,7 +126,9 @@ def chapter_parameters(notebook) -> dict[str, Parameter]:
     """Parse the single ``parameters``-tagged cell into ``{name: Parameter}``."""
     cells = [c for c in notebook.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if len(cells) != 1:
-        raise ChapterError(f"a chapter needs exactly one cell tagged 'parameters', found {len(cells)}")
+        raise ChapterError(
+            f"a chapter needs exactly one cell tagged 'parameters', found {len(cells)}"
+        )
     params = {}
     for node in ast.parse(cells[0].source).body:
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
@@ -255,6 +263,7 @@ def run_chapter(
     try:
         _execute(name, notebook, tmp, values, progress)
         executed = nbformat.read(tmp, as_version=4)
+        _hide_injected_parameters_like_declared(executed)
         declared_profile = chapter_parameters(notebook).get("profile")
         executed.metadata["ropebook"] = {
             **_stamp(name, values),
@@ -271,6 +280,16 @@ def run_chapter(
         provenance_file.unlink(missing_ok=True)
         Path(tmp).unlink(missing_ok=True)
     return target
+
+
+def _hide_injected_parameters_like_declared(notebook) -> None:
+    """Papermill's injected cell inherits the remove-* tags of the cell tagged parameters."""
+    tags = [c.metadata.get("tags", []) for c in notebook.cells]
+    declared = next((t for t in tags if "parameters" in t), [])
+    hiding = [t for t in declared if t.startswith(("remove-", "hide-"))]
+    for cell, cell_tags in zip(notebook.cells, tags, strict=True):
+        if "injected-parameters" in cell_tags:
+            cell.metadata["tags"] = [*cell_tags, *hiding]
 
 
 def _execute(name: str, notebook, tmp: str, values: dict, progress: bool) -> None:
@@ -294,5 +313,8 @@ def _execute(name: str, notebook, tmp: str, values: dict, progress: bool) -> Non
 
 
 def run_all(profile: str | None = None, *, force: bool = False) -> list[Path]:
-    """Run every chapter in book order; stop at the first failure."""
-    return [run_chapter(n, profile=profile, force=force) for n in chapter_names()]
+    """Run every chapter in book order, summaries last; stop at the first failure."""
+    return [
+        run_chapter(n, profile=profile, force=force or n in SUMMARY_CHAPTERS)
+        for n in chapter_names()
+    ]

@@ -1,4 +1,5 @@
-"""Check a built site: no external scripts or styles, no error outputs, vendored assets present.
+"""Check a built site: no external scripts or styles, no error outputs, no broken links,
+vendored assets present; with ``--browser`` every page is also opened in headless Chromium.
 
 ``python -m ropebook check-site [_build/html]`` exits non-zero listing every problem.
 """
@@ -12,8 +13,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
+from html.parser import HTMLParser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from ropebook import REPO_ROOT
 
@@ -21,13 +24,64 @@ EXTERNAL = re.compile(
     r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[\"']((?:https?:)?//[^\"']+)[\"'][^>]*>",
     re.IGNORECASE,
 )
-ERROR_MARKERS = ("Traceback (most recent call last)", 'class="output traceback', 'class="output error')
+ERROR_MARKERS = (
+    "Traceback (most recent call last)",
+    'class="output traceback',
+    'class="output error',
+)
 REQUIRED_ASSETS = (
     "_static/vendor/vega.min.js",
     "_static/vendor/vega-lite.min.js",
     "_static/vendor/vega-embed.min.js",
     "_static/vendor/mathjax/tex-chtml.js",
 )
+
+
+class _Links(HTMLParser):
+    """Collect ``href``/``src`` targets and element ids of one page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if name in ("href", "src") and value and tag != "base":
+                self.links.append(value)
+            elif name in ("id", "name") and value:
+                self.ids.add(value)
+
+
+def broken_links(site: Path) -> list[str]:
+    """Offline link check: every relative link must reach a file, and its #anchor an element."""
+    parsed: dict[Path, _Links] = {}
+
+    def parse(page: Path) -> _Links:
+        if page not in parsed:
+            parsed[page] = _Links()
+            parsed[page].feed(page.read_text(errors="replace"))
+        return parsed[page]
+
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        for link in parse(page).links:
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc or link.startswith(("#", "javascript:")):
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            name = page.relative_to(site)
+            if not target.exists():
+                found.append(f"{name}: broken link {link}")
+            elif (
+                parts.fragment
+                and target.suffix == ".html"
+                and parts.fragment not in parse(target).ids
+            ):
+                found.append(f"{name}: link {link} names a missing anchor")
+    return found
 
 
 def problems(site: Path) -> list[str]:
@@ -44,7 +98,7 @@ def problems(site: Path) -> list[str]:
                 continue  # plain hyperlinks in <link rel=canonical> etc. load nothing
             found.append(f"{name}: loads external {match.group(1)}")
         found += [f"{name}: contains an error output ({m})" for m in ERROR_MARKERS if m in text]
-    return found
+    return found + broken_links(site)
 
 
 CHROMIUM = os.environ.get("ROPEBOOK_CHROMIUM", "/usr/bin/chromium")

@@ -41,7 +41,9 @@ class Proof:
 
     def _repr_markdown_(self) -> str:
         lines = [f"**{self.name}** — {self.claim} ({self.source}). Checked with sympy:", ""]
-        lines += [f"- {label} $\\;\\longrightarrow\\; {sp.latex(expr)}$" for label, expr in self.steps]
+        lines += [
+            f"- {label} $\\;\\longrightarrow\\; {sp.latex(expr)}$" for label, expr in self.steps
+        ]
         return "\n".join(lines)
 
 
@@ -75,7 +77,9 @@ def require_zero(proof: Proof, label: str, expression: sp.Basic) -> None:
         raise ProofError(f"{proof.name}: {label} does not vanish, it simplifies to {simplified}")
 
 
-def require(proof: Proof, label: str, condition: bool | sp.Basic, shown: sp.Basic | None = None) -> None:
+def require(
+    proof: Proof, label: str, condition: bool | sp.Basic, shown: sp.Basic | None = None
+) -> None:
     """Record ``shown`` (or the condition) and raise ProofError naming the step if it is not True."""
     proof.show(label, shown if shown is not None else condition)
     if condition is not sp.true and condition is not True:

@@ -31,7 +31,11 @@ def relative_property(proof: Proof) -> None:
         k = sp.Matrix(sp.symbols(f"k_1:{dim + 1}", real=True))
         lhs = (block_rotation(m, frequencies) * q).dot(block_rotation(n, frequencies) * k)
         rhs = q.dot(block_rotation(n - m, frequencies) * k)
-        require_zero(proof, f"{label}: $\\langle R^m q, R^n k\\rangle - \\langle q, R^{{n-m}} k\\rangle$", lhs - rhs)
+        require_zero(
+            proof,
+            f"{label}: $\\langle R^m q, R^n k\\rangle - \\langle q, R^{{n-m}} k\\rangle$",
+            lhs - rhs,
+        )
 
 
 @statement(
@@ -44,6 +48,11 @@ def norm_preserved(proof: Proof) -> None:
     g = sp.symbols("g", positive=True)
     q = sp.Matrix(sp.symbols("q_1:3", real=True))
     rotated = rotation(m * g) * q
-    require_zero(proof, r"$\lVert \rho(mg)\,q\rVert^2 - \lVert q\rVert^2$", rotated.dot(rotated) - q.dot(q))
-    require_zero(proof, r"$\sum_{ij} \big(\rho(mg)^\top \rho(mg) - I\big)_{ij}^2$",
-                 sum(e**2 for e in rotation(m * g).T * rotation(m * g) - sp.eye(2)))
+    require_zero(
+        proof, r"$\lVert \rho(mg)\,q\rVert^2 - \lVert q\rVert^2$", rotated.dot(rotated) - q.dot(q)
+    )
+    require_zero(
+        proof,
+        r"$\sum_{ij} \big(\rho(mg)^\top \rho(mg) - I\big)_{ij}^2$",
+        sum(e**2 for e in rotation(m * g).T * rotation(m * g) - sp.eye(2)),
+    )

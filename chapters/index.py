@@ -1,0 +1,90 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Round and round: why RoPE works
+#
+# Rotary position embeddings (RoPE) are the positional encoding of most open language models.
+# The common story says they help because attention *decays* with distance. Barbero et al.
+# (*Round and Round We Go! What makes RoPE useful?*, ICLR 2025) argue otherwise: models use
+# RoPE's **high frequencies** to build precise positional heads, and its **low frequencies** as
+# semantic channels that are not robust over long contexts — which motivates *p*-RoPE, which
+# drops the lowest frequencies. The CABLE paper (Veisi et al., 2025) draws the attention maps and
+# biases of RoPE, ALiBi, Kerple and FIRE side by side.
+#
+# This book re-derives each claim symbolically (sympy, executed on the page), measures it on small
+# transformers we train ourselves in JAX, and says plainly whether it held. Every page is an
+# executed notebook; every number on it was computed when the page was built.
+
+# %% tags=["parameters", "remove-cell"]
+profile = "cpu"  # smoke | cpu | gpu (recorded only: this page reads the other chapters)
+executed_dir = ""  # folder of executed chapters (empty: the default executed/)
+
+# %% tags=["remove-input"]
+from collections import Counter
+from pathlib import Path
+
+from IPython.display import Markdown
+
+from ropebook import claims, pipeline
+
+folder = Path(executed_dir) if executed_dir else pipeline.EXECUTED_DIR
+names = [n for n in pipeline.chapter_names() if n != "index"]
+records = [
+    claims.read_chapter_record(folder / f"{n}.ipynb")
+    for n in names
+    if (folder / f"{n}.ipynb").exists()
+]
+
+
+def summary(record: claims.ChapterRecord) -> str:
+    tally = Counter(c.verdict for c in record.claims)
+    verdicts = ", ".join(f"{tally[v]} {v}" for v in claims.VERDICTS if tally[v])
+    findings = "; ".join(f"{c.statement} — *{c.verdict}* ({c.measured})" for c in record.claims[:3])
+    more = f"; and {len(record.claims) - 3} more" if len(record.claims) > 3 else ""
+    return f"**[{record.title}]({record.name}.ipynb)** ({verdicts}). {findings}{more}."
+
+
+Markdown("## What each chapter found\n\n" + "\n\n".join(summary(r) for r in records))
+
+# %% [markdown]
+# ## Re-running a chapter
+#
+# Each chapter is a plain Python file, `chapters/<name>.py`, in jupytext's percent format; its
+# cell tagged `parameters` lists what can be changed. To re-run one chapter with other values and
+# rebuild the site:
+#
+# ```bash
+# make run CHAPTER=decay PARAMS="seed=1"        # CPU, default profile
+# make run CHAPTER=p_rope PROFILE=gpu           # GPU-sized models (JAX picks the GPU)
+# make html
+# ```
+#
+# `make book` builds everything from a fresh clone; `make book PROFILE=gpu` does so with JAX's
+# CUDA build and GPT-2-Small-sized models. Open a chapter's `.py` in Jupyter to edit it as a
+# notebook (`jupytext.toml` keeps the paired `.ipynb` in sync).
+#
+# ## This build
+
+# %% tags=["remove-input"]
+provenance = [r.provenance for r in records if r.provenance]
+devices = sorted({d for p in provenance for d in p.get("jax_devices", [])})
+commits = sorted({p.get("git_commit", "unknown") for p in provenance})
+profiles = sorted({str(p.get("profile")) for p in provenance})
+seconds = sum(p.get("seconds", 0) for p in provenance)
+Markdown(
+    f"Built from commit {', '.join(f'`{c}`' for c in commits)} with profile "
+    f"{', '.join(f'`{p}`' for p in profiles)} on {', '.join(devices) or 'unknown devices'}; "
+    f"{len(records)} chapters took {seconds / 60:.1f} minutes of execution "
+    "(models come from the zoo's cache; training time is reported in each chapter)."
+)

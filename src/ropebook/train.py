@@ -1,0 +1,290 @@
+"""Training loop, evaluation, checkpoints and resume.
+
+Everything a run does is a function of ``(model config, train config, tokens)``: the initial
+params come from ``jax.random.key(seed)`` and the batch of step ``s`` from
+``numpy.random.default_rng([seed, s])``, so an interrupted run resumed from its last checkpoint
+takes exactly the steps an uninterrupted run would (bit-exact on CPU) with no sampler state to save.
+
+A checkpoint is a directory holding ``step_XXXXXXX.safetensors`` (params and optimizer state,
+tensors named by their pytree path) and ``checkpoint.json`` (configs, step, history and the
+sha256 of the tensor file). Both are written atomically, the JSON last, so a crash leaves the
+previous checkpoint intact. With several JAX devices, batches are split data-parallel over a
+1-D mesh and params are replicated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from safetensors.numpy import load_file, save_file
+from tqdm.auto import tqdm
+
+from ropebook import io, model
+from ropebook.model import ModelConfig, Params
+
+CHECKPOINT_JSON = "checkpoint.json"
+FORMAT = 1
+
+
+class CheckpointError(io.IntegrityError):
+    """A checkpoint is missing, corrupt or belongs to another run; the message names the file."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """Optimisation settings. ``eval_every``/``checkpoint_every`` of 0 mean "only at the end"."""
+
+    steps: int
+    batch_size: int
+    seq_len: int
+    lr: float = 3e-3
+    warmup: int = 20
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.1
+    clip: float = 1.0
+    b1: float = 0.9
+    b2: float = 0.95
+    seed: int = 0
+    eval_every: int = 0
+    eval_batches: int = 8
+    checkpoint_every: int = 0
+    log_every: int = 10
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "seq_len", "eval_batches", "log_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"TrainConfig.{name} must be positive, got {getattr(self, name)}")
+        if not 0 <= self.warmup <= self.steps:
+            raise ValueError(f"warmup must lie in [0, steps={self.steps}], got {self.warmup}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class TrainResult:
+    params: Params
+    history: dict[str, list[dict[str, float]]]
+    tokens_seen: int
+    seconds: float
+    step: int
+    opt_state: Any = field(default=None, repr=False)
+
+
+# ---------------------------------------------------------------- optimiser and batches
+
+
+def make_optimizer(tc: TrainConfig) -> optax.GradientTransformation:
+    """AdamW (decay on matrices only) with linear warm-up, cosine decay and global-norm clipping."""
+    schedule = optax.warmup_cosine_decay_schedule(
+        0.0, tc.lr, tc.warmup, tc.steps, end_value=tc.lr * tc.min_lr_ratio
+    )
+    return optax.chain(
+        optax.clip_by_global_norm(tc.clip),
+        optax.adamw(
+            schedule, b1=tc.b1, b2=tc.b2, weight_decay=tc.weight_decay,
+            mask=lambda params: jax.tree.map(lambda x: x.ndim >= 2, params),
+        ),
+    )  # fmt: skip
+
+
+def sample_windows(
+    tokens: np.ndarray, length: int, batch_size: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``[batch_size, length]`` int32 windows at uniform random starts of a 1-D token array."""
+    if tokens.ndim != 1 or len(tokens) < length + 1:
+        raise ValueError(f"need a 1-D token array longer than {length}, got shape {tokens.shape}")
+    starts = rng.integers(0, len(tokens) - length + 1, size=batch_size)
+    return np.stack([tokens[s : s + length] for s in starts]).astype(np.int32)
+
+
+def batch_at(tokens: np.ndarray, tc: TrainConfig, step: int) -> np.ndarray:
+    """The training batch of ``step`` (``[B, seq_len + 1]``): a pure function of (seed, step)."""
+    return sample_windows(tokens, tc.seq_len + 1, tc.batch_size, np.random.default_rng([tc.seed, step]))
+
+
+# ---------------------------------------------------------------- devices
+
+
+def _shardings(batch_size: int) -> tuple[NamedSharding, NamedSharding]:
+    """(batch sharding over a 1-D ``data`` mesh, replicated sharding) on as many devices as divide B."""
+    devices = jax.devices()
+    n = max(k for k in range(1, len(devices) + 1) if batch_size % k == 0)
+    mesh = Mesh(np.asarray(devices[:n]), ("data",))
+    return NamedSharding(mesh, PartitionSpec("data")), NamedSharding(mesh, PartitionSpec())
+
+
+# ---------------------------------------------------------------- steps and evaluation
+
+
+def _make_train_step(config: ModelConfig, optimizer: optax.GradientTransformation):
+    def step(params: Params, opt_state: Any, batch: jnp.ndarray):
+        loss, grads = jax.value_and_grad(model.loss_fn)(params, batch, config)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss, optax.global_norm(grads)
+
+    return jax.jit(step, donate_argnums=(0, 1))
+
+
+_token_losses = jax.jit(model.token_losses, static_argnames="config")
+
+
+def _window_losses(params: Params, config: ModelConfig, windows: np.ndarray) -> np.ndarray:
+    batch_sharding, _ = _shardings(len(windows))
+    return np.asarray(_token_losses(params, jax.device_put(windows, batch_sharding), config))
+
+
+def evaluate(
+    params: Params,
+    config: ModelConfig,
+    tokens: np.ndarray,
+    *,
+    seq_len: int,
+    batch_size: int,
+    n_batches: int,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Mean next-token loss (nats) and perplexity over ``n_batches`` random windows."""
+    rng = np.random.default_rng([seed, 2**31])
+    losses = [
+        _window_losses(params, config, sample_windows(tokens, seq_len + 1, batch_size, rng)).mean()
+        for _ in range(n_batches)
+    ]
+    loss = float(np.mean(losses))
+    return {"loss": loss, "ppl": math.exp(loss)}
+
+
+def loss_by_position(
+    params: Params,
+    config: ModelConfig,
+    tokens: np.ndarray,
+    *,
+    seq_len: int,
+    n_windows: int,
+    seed: int = 0,
+    batch_size: int = 8,
+) -> np.ndarray:
+    """Mean loss at each position ``[seq_len]`` over ``n_windows`` windows; ``seq_len`` may exceed
+    the training context, which is how the chapters draw length-extrapolation curves."""
+    rng = np.random.default_rng([seed, 2**31 + 1])
+    total = np.zeros(seq_len)
+    for start in range(0, n_windows, batch_size):
+        count = min(batch_size, n_windows - start)
+        total += _window_losses(params, config, sample_windows(tokens, seq_len + 1, count, rng)).sum(0)
+    return total / n_windows
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def _named_leaves(tree: Any, prefix: str) -> list[tuple[str, Any]]:
+    """Leaves with names from their pytree path: ``params.layers.0.qkv``, ``opt_state.1.0.mu...``."""
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return [
+        (f"{prefix}.{jax.tree_util.keystr(path, simple=True, separator='.')}", leaf)
+        for path, leaf in leaves
+    ]
+
+
+def _unflatten(template: Any, prefix: str, tensors: dict[str, np.ndarray], path: Path) -> Any:
+    """Fill ``template`` (a tree of shape structs) from ``tensors``, checking names and shapes."""
+    leaves = []
+    for name, spec in _named_leaves(template, prefix):
+        if name not in tensors:
+            raise CheckpointError(f"{path}: tensor {name!r} is missing")
+        array = tensors[name]
+        if array.shape != spec.shape or array.dtype != spec.dtype:
+            raise CheckpointError(
+                f"{path}: tensor {name!r} has shape {array.shape} {array.dtype}, "
+                f"expected {spec.shape} {spec.dtype}"
+            )
+        leaves.append(jnp.asarray(array))
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
+
+
+def save_checkpoint(
+    directory: Path | str,
+    params: Params,
+    opt_state: Any,
+    *,
+    step: int,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    history: dict[str, list[dict[str, float]]],
+    tokens_seen: int,
+    seconds: float,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write the tensors, then the JSON that points at them, then drop older tensor files."""
+    directory = Path(directory)
+    name = f"step_{step:07d}.safetensors"
+    tensors = {
+        name: np.asarray(leaf)
+        for prefix, tree in (("params", params), ("opt_state", opt_state))
+        for name, leaf in _named_leaves(tree, prefix)
+    }
+    with io.atomic_path(directory / name) as tmp:
+        save_file(tensors, str(tmp))
+    meta = {
+        "format": FORMAT,
+        "file": name,
+        "sha256": io.sha256_file(directory / name),
+        "step": step,
+        "complete": step >= train_config.steps,
+        "model": model_config.to_dict(),
+        "train": train_config.to_dict(),
+        "history": history,
+        "tokens_seen": tokens_seen,
+        "seconds": seconds,
+        "extra": extra or {},
+    }
+    io.write_json_atomic(directory / CHECKPOINT_JSON, meta)
+    for old in directory.glob("step_*.safetensors"):
+        if old.name != name:
+            old.unlink()
+    return directory / CHECKPOINT_JSON
+
+
+def read_metadata(directory: Path | str) -> dict[str, Any]:
+    """The checkpoint's JSON metadata, or a :class:`CheckpointError` naming the file."""
+    path = Path(directory) / CHECKPOINT_JSON
+    try:
+        meta = json.loads(path.read_text())
+    except FileNotFoundError as error:
+        raise CheckpointError(f"{path}: no checkpoint here") from error
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{path}: not valid JSON ({error})") from error
+    missing = {"format", "file", "sha256", "step", "model", "train"} - set(meta)
+    if missing or meta["format"] != FORMAT:
+        raise CheckpointError(f"{path}: not a format-{FORMAT} checkpoint (missing {sorted(missing)})")
+    return meta
+
+
+def load_checkpoint(directory: Path | str) -> tuple[Params, Any, dict[str, Any]]:
+    """``(params, opt_state, metadata)`` after verifying the sha256, names and shapes."""
+    meta = read_metadata(directory)
+    path = Path(directory) / meta["file"]
+    if not path.exists():
+        raise CheckpointError(f"{path}: tensor file named by {CHECKPOINT_JSON} is missing")
+    io.verify_sha256(path, meta["sha256"])
+    config = ModelConfig.from_dict(meta["model"])
+    optimizer = make_optimizer(TrainConfig(**meta["train"]))
+    params_shape = jax.eval_shape(model.init_params, jax.random.key(0), config)
+    opt_shape = jax.eval_shape(optimizer.init, params_shape)
+    tensors = load_file(str(path))
+    params = _unflatten(params_shape, "params", tensors, path)
+    opt_state = _unflatten(opt_shape, "opt_state", tensors, path)
+    return params, opt_state, meta
