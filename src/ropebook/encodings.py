@@ -108,8 +108,9 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
     return 2.0 ** (-8.0 * h / n_heads)
 
 
-def _inverse_softplus(y: np.ndarray) -> np.ndarray:
-    return np.log(np.expm1(y))
+def _inverse_softplus(y: jnp.ndarray | float) -> jnp.ndarray:
+    """The raw value whose softplus is ``y`` (float32)."""
+    return jnp.log(jnp.expm1(jnp.asarray(y, jnp.float32)))
 
 
 def init_params(key: jax.Array, enc: EncodingConfig, n_heads: int) -> dict:
@@ -123,7 +124,7 @@ def init_params(key: jax.Array, enc: EncodingConfig, n_heads: int) -> dict:
         k1, k2 = jax.random.split(key)
         r1 = jax.random.uniform(k1, (n_heads,), minval=0.1, maxval=2.0)
         r2 = jax.random.uniform(k2, (n_heads,), minval=0.1, maxval=1.0)
-        return {"r1": jnp.log(jnp.expm1(r1)), "r2": jnp.log(jnp.expm1(r2))}
+        return {"r1": _inverse_softplus(r1), "r2": _inverse_softplus(r2)}
     if enc.name == "fire":
         k1, k2 = jax.random.split(key)
         w1 = jax.random.normal(k1, (1, FIRE_HIDDEN))
@@ -133,8 +134,8 @@ def init_params(key: jax.Array, enc: EncodingConfig, n_heads: int) -> dict:
             "b1": jnp.zeros(FIRE_HIDDEN),
             "w2": w2,
             "b2": jnp.zeros(n_heads),
-            "c": jnp.asarray(_inverse_softplus(np.float64(FIRE_INIT_C)), jnp.float32),
-            "L": jnp.asarray(_inverse_softplus(np.float64(1.0)), jnp.float32),
+            "c": _inverse_softplus(FIRE_INIT_C),
+            "L": _inverse_softplus(1.0),
         }
     return {}
 
@@ -173,7 +174,7 @@ def _fire_bias(params: dict, qi: jnp.ndarray, dist: jnp.ndarray, context: int) -
     c = jax.nn.softplus(params["c"])
     threshold = jax.nn.softplus(params["L"]) * context
     normaliser = jnp.log1p(c * jnp.maximum(threshold, qi))  # [T_q, 1]
-    x = jnp.log1p(c * dist) / normaliser  # [T_q, T_k], in [0, 1] for i >= L
+    x = jnp.log1p(c * dist) / normaliser  # [T_q, T_k] in [0, 1], as i - j <= max(L, i)
     hidden = jax.nn.relu(x[..., None] * params["w1"][0] + params["b1"])
     out = hidden @ params["w2"] + params["b2"]  # [T_q, T_k, H]
     return jnp.moveaxis(out, -1, 0)

@@ -7,7 +7,14 @@ no learned absolute positions (position enters only through the chosen encoding,
 
 The MLP is ``down(relu(up(x))²)`` (ReLU², So et al. 2021 "Primer"): two matmuls instead of a
 gated MLP's three, and an activation that costs one max and one multiply, where GELU's tanh or
-erf was the most expensive elementwise op of a CPU step. It trains at least as well at this scale.
+erf was the most expensive elementwise op of a CPU step; Primer and modded-nanoGPT found it
+competitive with GELU and SwiGLU for small language models.
+
+Attention has two paths that share projections, rotation and bias: training uses
+:func:`_attend`, tuned for CPU and keeping nothing; ``return_internals=True`` spells the maths out
+and returns every intermediate for the chapters. With float32 and a fused ``qkv`` matmul, a
+training step of the ``cpu`` zoo model ran at ~0.85× the speed of the same model in PyTorch eager
+with ``scaled_dot_product_attention`` on 2 CPU cores (``dot_product_attention`` + GELU: ~0.45×).
 
 Params are a plain pytree (dicts and a list of layers), so checkpoints name tensors by their path
 (``layers.0.qkv``) and chapters can read any weight directly.
@@ -57,6 +64,8 @@ class ModelConfig:
                     "pass head_dim explicitly"
                 )
             object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+        object.__setattr__(self, "rope_base", float(self.rope_base))  # 1e4 and 10_000 hash alike
+        object.__setattr__(self, "proportion", float(self.proportion))
         if self.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r}; valid dtypes: {', '.join(DTYPES)}")
         self.encoding_config.check_head_dim(self.head_dim)
@@ -76,7 +85,9 @@ class ModelConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise ValueError(f"unknown ModelConfig fields {sorted(unknown)}; valid: {sorted(known)}")
+            raise ValueError(
+                f"unknown ModelConfig fields {sorted(unknown)}; valid: {sorted(known)}"
+            )
         return cls(**data)
 
 
@@ -127,6 +138,40 @@ def _project_qkv(layer: Params, x: jnp.ndarray, config: ModelConfig) -> tuple[jn
     return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
 
 
+def _attend(
+    q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, bias: jnp.ndarray | None
+) -> jnp.ndarray:
+    """Fast path: causal softmax attention of ``[B, T, H, D]`` inputs, probabilities not kept.
+
+    Three choices, each measured on 2 CPU cores: heads move next to batch so both products are
+    plain batched matmuls; the causal mask is one additive ``[T, T]`` constant folded into the
+    bias; and the softmax is normalised *after* multiplying by ``v`` (``(e @ v) / sum(e)``), which
+    skips a full ``[B, H, T, T]`` pass forward and backward. Attention forward+backward ran 2×
+    faster than ``jax.nn.dot_product_attention(is_causal=True)``.
+    """
+    t = q.shape[1]
+    q, k, v = (jnp.swapaxes(a, 1, 2) for a in (q, k, v))  # [B, H, T, D]
+    mask = jnp.where(jnp.tril(jnp.ones((t, t), dtype=bool)), 0.0, -1e30).astype(q.dtype)
+    scores = (q * q.shape[-1] ** -0.5) @ jnp.swapaxes(k, -1, -2)
+    scores = scores + (mask if bias is None else (bias + mask).astype(q.dtype))
+    weights = jnp.exp(scores - jax.lax.stop_gradient(scores.max(axis=-1, keepdims=True)))
+    out = (weights @ v) / weights.sum(axis=-1, keepdims=True)
+    return jnp.swapaxes(out, 1, 2)
+
+
+def _attend_explicit(
+    q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, bias: jnp.ndarray | None
+) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """The same maths spelled out, returning ``(out, scores, probs)`` for the chapters."""
+    t = q.shape[1]
+    scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32) * q.shape[-1] ** -0.5
+    if bias is not None:
+        scores = scores + bias[None]
+    scores = jnp.where(jnp.tril(jnp.ones((t, t), dtype=bool)), scores, -jnp.inf)
+    probs = jax.nn.softmax(scores, axis=-1)
+    return jnp.einsum("bhqk,bkhd->bqhd", probs.astype(v.dtype), v), scores, probs
+
+
 def attention(
     layer: Params,
     x: jnp.ndarray,
@@ -137,43 +182,24 @@ def attention(
 ) -> tuple[jnp.ndarray, dict[str, jnp.ndarray | None] | None]:
     """Causal self-attention of ``x [B, T, d]``; returns ``(output, internals or None)``.
 
-    The fast path hands rotated ``q, k`` and the bias to ``jax.nn.dot_product_attention`` and
-    never stores scores; the internals path spells the same maths out so chapters can read it.
+    The encoding acts here and only here: it rotates ``q, k`` and/or supplies a score bias.
     """
     enc = config.encoding_config
     q, k, v = _project_qkv(layer, x, config)
-    q_rot = encodings.rotate(q, positions, enc)
-    k_rot = encodings.rotate(k, positions, enc)
-    bias = encodings.bias(layer["encoding"], enc, config.n_heads, positions, positions, config.context)
+    q_rot, k_rot = encodings.rotate(q, positions, enc), encodings.rotate(k, positions, enc)
+    bias = encodings.bias(
+        layer["encoding"], enc, config.n_heads, positions, positions, config.context
+    )
+    internals = None
+    if return_internals:
+        out, scores, probs = _attend_explicit(q_rot, k_rot, v, bias)
+        internals = {
+            "q": q, "k": k, "q_rot": q_rot, "k_rot": k_rot, "v": v,
+            "bias": bias, "scores": scores, "probs": probs,
+        }  # fmt: skip
+    else:
+        out = _attend(q_rot, k_rot, v, bias)
     b, t = x.shape[:2]
-    if not return_internals:
-        out = jax.nn.dot_product_attention(
-            q_rot,
-            k_rot,
-            v,
-            bias=None if bias is None else bias[None].astype(x.dtype),
-            is_causal=True,
-            implementation="xla",
-        )
-        return out.reshape(b, t, -1) @ layer["out"].astype(x.dtype), None
-    scale = config.head_dim**-0.5
-    scores = jnp.einsum("bqhd,bkhd->bhqk", q_rot, k_rot).astype(jnp.float32) * scale
-    if bias is not None:
-        scores = scores + bias[None]
-    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
-    scores = jnp.where(causal, scores, -jnp.inf)
-    probs = jax.nn.softmax(scores, axis=-1)
-    out = jnp.einsum("bhqk,bkhd->bqhd", probs.astype(v.dtype), v)
-    internals = {
-        "q": q,
-        "k": k,
-        "q_rot": q_rot,
-        "k_rot": k_rot,
-        "v": v,
-        "bias": bias,
-        "scores": scores,
-        "probs": probs,
-    }
     return out.reshape(b, t, -1) @ layer["out"].astype(x.dtype), internals
 
 

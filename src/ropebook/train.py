@@ -15,6 +15,7 @@ previous checkpoint intact. With several JAX devices, batches are split data-par
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -76,26 +77,34 @@ class TrainConfig:
 
 @dataclass
 class TrainResult:
+    """A run's state after ``step`` steps; also what :func:`train` updates as it goes."""
+
     params: Params
-    history: dict[str, list[dict[str, float]]]
-    tokens_seen: int
-    seconds: float
-    step: int
-    opt_state: Any = field(default=None, repr=False)
+    opt_state: Any = field(repr=False)
+    step: int = 0
+    history: dict[str, list[dict[str, float]]] = field(
+        default_factory=lambda: {"train": [], "val": []}
+    )
+    tokens_seen: int = 0
+    seconds: float = 0.0
 
 
 # ---------------------------------------------------------------- optimiser and batches
 
 
-def make_optimizer(tc: TrainConfig) -> optax.GradientTransformation:
-    """AdamW (decay on matrices only) with linear warm-up, cosine decay and global-norm clipping."""
-    schedule = optax.warmup_cosine_decay_schedule(
+def make_schedule(tc: TrainConfig) -> optax.Schedule:
+    """Linear warm-up from 0 to ``lr``, then cosine decay to ``lr · min_lr_ratio`` at ``steps``."""
+    return optax.warmup_cosine_decay_schedule(
         0.0, tc.lr, tc.warmup, tc.steps, end_value=tc.lr * tc.min_lr_ratio
     )
+
+
+def make_optimizer(tc: TrainConfig) -> optax.GradientTransformation:
+    """AdamW (weight decay on matrices only) after global-norm gradient clipping."""
     return optax.chain(
         optax.clip_by_global_norm(tc.clip),
         optax.adamw(
-            schedule, b1=tc.b1, b2=tc.b2, weight_decay=tc.weight_decay,
+            make_schedule(tc), b1=tc.b1, b2=tc.b2, weight_decay=tc.weight_decay,
             mask=lambda params: jax.tree.map(lambda x: x.ndim >= 2, params),
         ),
     )  # fmt: skip
@@ -108,12 +117,14 @@ def sample_windows(
     if tokens.ndim != 1 or len(tokens) < length + 1:
         raise ValueError(f"need a 1-D token array longer than {length}, got shape {tokens.shape}")
     starts = rng.integers(0, len(tokens) - length + 1, size=batch_size)
-    return np.stack([tokens[s : s + length] for s in starts]).astype(np.int32)
+    return np.lib.stride_tricks.sliding_window_view(tokens, length)[starts].astype(np.int32)
 
 
 def batch_at(tokens: np.ndarray, tc: TrainConfig, step: int) -> np.ndarray:
     """The training batch of ``step`` (``[B, seq_len + 1]``): a pure function of (seed, step)."""
-    return sample_windows(tokens, tc.seq_len + 1, tc.batch_size, np.random.default_rng([tc.seed, step]))
+    return sample_windows(
+        tokens, tc.seq_len + 1, tc.batch_size, np.random.default_rng([tc.seed, step])
+    )
 
 
 # ---------------------------------------------------------------- devices
@@ -130,7 +141,11 @@ def _shardings(batch_size: int) -> tuple[NamedSharding, NamedSharding]:
 # ---------------------------------------------------------------- steps and evaluation
 
 
-def _make_train_step(config: ModelConfig, optimizer: optax.GradientTransformation):
+@functools.lru_cache(maxsize=16)
+def _train_step(config: ModelConfig, tc: TrainConfig):
+    """The jitted step, cached per run so that resuming in the same process does not recompile."""
+    optimizer = make_optimizer(tc)
+
     def step(params: Params, opt_state: Any, batch: jnp.ndarray):
         loss, grads = jax.value_and_grad(model.loss_fn)(params, batch, config)
         updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -157,7 +172,11 @@ def evaluate(
     n_batches: int,
     seed: int = 0,
 ) -> dict[str, float]:
-    """Mean next-token loss (nats) and perplexity over ``n_batches`` random windows."""
+    """Mean next-token loss (nats) and perplexity over ``n_batches`` random windows.
+
+    The windows depend only on ``seed`` (training always uses 0), so every model of the zoo is
+    scored on the same text and differences between models are paired.
+    """
     rng = np.random.default_rng([seed, 2**31])
     losses = [
         _window_losses(params, config, sample_windows(tokens, seq_len + 1, batch_size, rng)).mean()
@@ -183,7 +202,9 @@ def loss_by_position(
     total = np.zeros(seq_len)
     for start in range(0, n_windows, batch_size):
         count = min(batch_size, n_windows - start)
-        total += _window_losses(params, config, sample_windows(tokens, seq_len + 1, count, rng)).sum(0)
+        total += _window_losses(
+            params, config, sample_windows(tokens, seq_len + 1, count, rng)
+        ).sum(0)
     return total / n_windows
 
 
@@ -217,23 +238,17 @@ def _unflatten(template: Any, prefix: str, tensors: dict[str, np.ndarray], path:
 
 def save_checkpoint(
     directory: Path | str,
-    params: Params,
-    opt_state: Any,
-    *,
-    step: int,
+    run: TrainResult,
     model_config: ModelConfig,
     train_config: TrainConfig,
-    history: dict[str, list[dict[str, float]]],
-    tokens_seen: int,
-    seconds: float,
     extra: dict[str, Any] | None = None,
 ) -> Path:
     """Write the tensors, then the JSON that points at them, then drop older tensor files."""
     directory = Path(directory)
-    name = f"step_{step:07d}.safetensors"
+    name = f"step_{run.step:07d}.safetensors"
     tensors = {
         name: np.asarray(leaf)
-        for prefix, tree in (("params", params), ("opt_state", opt_state))
+        for prefix, tree in (("params", run.params), ("opt_state", run.opt_state))
         for name, leaf in _named_leaves(tree, prefix)
     }
     with io.atomic_path(directory / name) as tmp:
@@ -242,13 +257,13 @@ def save_checkpoint(
         "format": FORMAT,
         "file": name,
         "sha256": io.sha256_file(directory / name),
-        "step": step,
-        "complete": step >= train_config.steps,
+        "step": run.step,
+        "complete": run.step >= train_config.steps,
         "model": model_config.to_dict(),
         "train": train_config.to_dict(),
-        "history": history,
-        "tokens_seen": tokens_seen,
-        "seconds": seconds,
+        "history": run.history,
+        "tokens_seen": run.tokens_seen,
+        "seconds": run.seconds,
         "extra": extra or {},
     }
     io.write_json_atomic(directory / CHECKPOINT_JSON, meta)
@@ -269,7 +284,9 @@ def read_metadata(directory: Path | str) -> dict[str, Any]:
         raise CheckpointError(f"{path}: not valid JSON ({error})") from error
     missing = {"format", "file", "sha256", "step", "model", "train"} - set(meta)
     if missing or meta["format"] != FORMAT:
-        raise CheckpointError(f"{path}: not a format-{FORMAT} checkpoint (missing {sorted(missing)})")
+        raise CheckpointError(
+            f"{path}: not a format-{FORMAT} checkpoint (missing {sorted(missing)})"
+        )
     return meta
 
 
@@ -282,9 +299,103 @@ def load_checkpoint(directory: Path | str) -> tuple[Params, Any, dict[str, Any]]
     io.verify_sha256(path, meta["sha256"])
     config = ModelConfig.from_dict(meta["model"])
     optimizer = make_optimizer(TrainConfig(**meta["train"]))
-    params_shape = jax.eval_shape(model.init_params, jax.random.key(0), config)
+    params_shape = jax.eval_shape(lambda key: model.init_params(key, config), jax.random.key(0))
     opt_shape = jax.eval_shape(optimizer.init, params_shape)
     tensors = load_file(str(path))
     params = _unflatten(params_shape, "params", tensors, path)
     opt_state = _unflatten(opt_shape, "opt_state", tensors, path)
     return params, opt_state, meta
+
+
+# ---------------------------------------------------------------- the loop
+
+
+def _start(config: ModelConfig, tc: TrainConfig, directory: Path | None) -> TrainResult:
+    """A fresh run from ``key(seed)``, or the checkpoint in ``directory`` if it is of this run."""
+    if directory is None or not (directory / CHECKPOINT_JSON).exists():
+        params = model.init_params(jax.random.key(tc.seed), config)
+        return TrainResult(params, make_optimizer(tc).init(params))
+    params, opt_state, meta = load_checkpoint(directory)
+    for key, ours in (("model", config.to_dict()), ("train", tc.to_dict())):
+        if meta[key] != ours:
+            diff = sorted(k for k in ours if meta[key].get(k) != ours[k])
+            raise CheckpointError(
+                f"{directory / CHECKPOINT_JSON}: checkpoint is of another run ({key} fields "
+                f"{diff} differ); delete the directory or pass another checkpoint_dir"
+            )
+    return TrainResult(
+        params, opt_state, meta["step"], meta["history"], meta["tokens_seen"], meta["seconds"]
+    )
+
+
+def train(
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    train_tokens: np.ndarray,
+    val_tokens: np.ndarray | None = None,
+    *,
+    checkpoint_dir: Path | str | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    extra: dict[str, Any] | None = None,
+    desc: str = "train",
+) -> TrainResult:
+    """Train from scratch, or resume from ``checkpoint_dir`` if it holds a checkpoint of this run.
+
+    Checkpoints are written every ``checkpoint_every`` steps and at the end; after an interrupt,
+    calling again with the same arguments resumes from the last one. ``stop_after`` ends the run
+    (with a checkpoint) after that many steps in total, as an interrupt would. ``extra`` is stored
+    in the JSON metadata.
+    """
+    tc = train_config
+    directory = None if checkpoint_dir is None else Path(checkpoint_dir)
+    batch_sharding, replicated = _shardings(tc.batch_size)
+    run = _start(model_config, tc, directory)
+    run.params, run.opt_state = jax.device_put((run.params, run.opt_state), replicated)
+    step_fn, schedule = _train_step(model_config, tc), make_schedule(tc)
+    start, end = run.step, tc.steps if stop_after is None else min(tc.steps, stop_after)
+    seconds_before, clock = run.seconds, time.perf_counter()
+
+    def checkpoint() -> None:
+        run.seconds = seconds_before + time.perf_counter() - clock
+        if directory is not None:
+            save_checkpoint(directory, run, model_config, tc, extra)
+
+    pending: list[tuple[jax.Array, jax.Array]] = []  # (loss, grad norm) not yet fetched
+    last_log = clock
+    bar = tqdm(total=tc.steps, initial=start, desc=desc, disable=not progress, leave=False)
+    try:
+        while run.step < end:
+            batch = jax.device_put(batch_at(train_tokens, tc, run.step), batch_sharding)
+            run.params, run.opt_state, loss, grad_norm = step_fn(run.params, run.opt_state, batch)
+            run.step += 1
+            run.tokens_seen += tc.batch_size * tc.seq_len
+            pending.append((loss, grad_norm))
+            if run.step % tc.log_every == 0 or run.step == end:
+                losses, norms = np.asarray(jax.device_get(pending)).T
+                now = time.perf_counter()
+                row = {
+                    "step": run.step, "loss": float(losses.mean()), "grad_norm": float(norms.mean()),
+                    "lr": float(schedule(run.step - 1)),
+                    "tokens_per_s": len(pending) * tc.batch_size * tc.seq_len / (now - last_log),
+                }  # fmt: skip
+                run.history["train"].append(row)
+                bar.update(len(pending))
+                bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{row['tokens_per_s']:,.0f}")
+                pending, last_log = [], now
+            if val_tokens is not None and (
+                tc.eval_every and run.step % tc.eval_every == 0 or run.step == tc.steps
+            ):
+                metrics = evaluate(
+                    run.params, model_config, val_tokens, seq_len=tc.seq_len,
+                    batch_size=tc.batch_size, n_batches=tc.eval_batches, seed=0,
+                )  # fmt: skip
+                run.history["val"].append({"step": run.step, **metrics})
+                bar.set_postfix(val_ppl=f"{metrics['ppl']:.1f}")
+            if tc.checkpoint_every and run.step % tc.checkpoint_every == 0 and run.step < end:
+                checkpoint()
+    finally:
+        bar.close()
+    if run.step > start:
+        checkpoint()
+    return run

@@ -1,0 +1,480 @@
+"""Positional heads: detect them (Def. 5.1), build them (Thm. 5.3), and fail to build them
+without positions (Prop. 5.2). Barbero et al. (2025), Sec. 5 and App. A.2, E.1.
+
+Conventions: attention matrices are ``[..., T, T]`` with rows = queries ``i`` and columns = keys
+``j <= i`` (causal), rows summing to 1. Positions are 0-based here; the paper counts from 1.
+
+- **Detector** (Def. 5.1). A head is *epsilon-diagonal* over a size ``N`` if ``alpha_{i,i} > 1-eps``
+  for every row ``i < N``, *epsilon-previous-token* if ``alpha_{i,i-1} > 1-eps``. Row 0 is left
+  out of both: it has one key, so ``alpha_{0,0} = 1`` whatever the head does (trivially
+  diagonal), and it has no previous token. :func:`epsilon_achieved` gives the smallest such
+  ``eps`` a head reaches on some inputs (``1 - min_i alpha_{i,target}``); trained heads are never
+  perfect, so :func:`positional_score` (mean attention on the target) ranks them softly.
+- **Construction** (Thm. 5.3): every query ``psi``, every key ``psi`` (diagonal) or ``R psi``
+  (previous token), rotated by :func:`ropebook.rope.apply_rope`. :func:`threshold_norm` is the
+  closed form for the ``||psi||^2`` that guarantees ``1 - eps``.
+- **Isolated heads** (Prop. 5.2, empirically): :func:`fit_isolated_head` trains one head whose
+  queries and keys are arbitrary functions of the token (two lookup tables), with or without RoPE.
+- **Trained models**: :func:`scan_model` measures every head of a :mod:`ropebook.model` model on
+  token windows; :func:`activation_table` is the paper's Tables 3-5 (activations next to their
+  Cauchy-Schwarz bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ropebook import rope
+from ropebook.analysis import chunk_norms
+
+KINDS: tuple[str, ...] = ("diagonal", "previous")
+OFFSET = {"diagonal": 0, "previous": 1}  # target key of query i is i - OFFSET[kind]
+
+
+def _check_kind(kind: str) -> int:
+    if kind not in OFFSET:
+        raise ValueError(f"unknown head kind {kind!r}; valid kinds: {', '.join(KINDS)}")
+    return OFFSET[kind]
+
+
+# ---------------------------------------------------------------- Def. 5.1: the detector
+
+
+def target_weights(attention, kind: str, n: int | None = None) -> np.ndarray:
+    """``alpha_{i, i - offset}`` for rows ``i = 1 .. N-1``: ``[..., T, T] -> [..., N-1]``."""
+    offset = _check_kind(kind)
+    a = np.asarray(attention)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"attention must be [..., T, T], got shape {a.shape}")
+    t = a.shape[-1] if n is None else n
+    if not 2 <= t <= a.shape[-1]:
+        raise ValueError(f"need 2 <= N <= T = {a.shape[-1]}, got N = {t}")
+    rows = np.arange(1, t)
+    return a[..., rows, rows - offset].astype(np.float64)
+
+
+def epsilon_achieved(attention, kind: str, n: int | None = None) -> float:
+    """The smallest ``eps`` with ``alpha_{i,target} >= 1 - eps`` for every row (and batch item)."""
+    return float(1.0 - target_weights(attention, kind, n).min())
+
+
+def is_positional(attention, kind: str, eps: float, n: int | None = None) -> bool:
+    """Def. 5.1: ``alpha_{i,target} > 1 - eps`` for every row ``1 <= i < N`` of every matrix."""
+    return bool(np.all(target_weights(attention, kind, n) > 1.0 - eps))
+
+
+def positional_score(attention, kind: str, n: int | None = None) -> float:
+    """Mean attention on the target key over rows ``1 .. N-1`` (and any leading axes)."""
+    return float(target_weights(attention, kind, n).mean())
+
+
+def classify(attention, eps: float, n: int | None = None) -> str:
+    """``"diagonal"``, ``"previous"`` or ``"neither"`` (Def. 5.1 with ``eps < 1/2`` is exclusive)."""
+    if eps > 0.5:
+        raise ValueError("eps must be <= 1/2 so that a row cannot have two targets above 1 - eps")
+    for kind in KINDS:
+        if is_positional(attention, kind, eps, n):
+            return kind
+    return "neither"
+
+
+def repeat_counts(tokens, kind: str) -> np.ndarray:
+    """``r_i``: how many keys ``j <= i`` hold the same token as the target key of row ``i``.
+
+    ``[..., T] -> [..., T-1]`` for rows ``1 .. T-1``. A head whose keys depend only on the token
+    gives those ``r_i`` keys one activation, so it cannot put more than ``1/r_i`` on the target.
+    """
+    offset = _check_kind(kind)
+    x = np.asarray(tokens)
+    t = x.shape[-1]
+    same = x[..., :, None] == x[..., None, :]  # [..., target position, key position]
+    causal = np.tril(np.ones((t, t), bool))
+    rows = np.arange(1, t)
+    return (same[..., rows - offset, :] & causal[rows]).sum(-1)
+
+
+# ---------------------------------------------------------------- Thm. 5.3: the construction
+
+
+def plane_vector(head_dim: int, weights, pairing: str = "half") -> np.ndarray:
+    """A vector with ``||psi^(k)||^2 = weights[k]`` in chunk ``k`` (on the chunk's first dim)."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (head_dim // 2,) or np.any(w < 0):
+        raise ValueError(f"weights must be {head_dim // 2} non-negative numbers")
+    psi = np.zeros(head_dim)
+    psi[rope.chunk_indices(head_dim, pairing)[:, 0]] = np.sqrt(w)
+    return psi
+
+
+def construction(kind: str, psi, n: int, *, base: float = 10_000.0, pairing: str = "half"):
+    """Thm. 5.3's queries and keys ``[n, 1, d]`` *before* RoPE: ``q_i = psi``; ``k_j = psi``
+    (diagonal) or ``k_j = R^1 psi`` (previous token, one unit rotation of every chunk)."""
+    offset = _check_kind(kind)
+    psi = np.asarray(psi, dtype=np.float64)
+    key = rope.rotation_matrix(offset, psi.size, base=base, pairing=pairing) @ psi
+    return np.tile(psi, (n, 1, 1)), np.tile(key, (n, 1, 1))
+
+
+def construction_attention(
+    kind: str, psi, n: int, *, base: float = 10_000.0, pairing: str = "half"
+) -> np.ndarray:
+    """``[n, n]`` attention of the construction, rotated by the models' own ``apply_rope``
+    (raw dot products, no ``1/sqrt(d)``; float32 like the models)."""
+    q, k = construction(kind, psi, n, base=base, pairing=pairing)
+    positions = jnp.arange(n)
+    q_rot = rope.apply_rope(jnp.asarray(q, jnp.float32), positions, base=base, pairing=pairing)
+    k_rot = rope.apply_rope(jnp.asarray(k, jnp.float32), positions, base=base, pairing=pairing)
+    scores = jnp.einsum("id,jd->ij", q_rot[:, 0], k_rot[:, 0])
+    scores = jnp.where(jnp.tril(jnp.ones((n, n), bool)), scores, -jnp.inf)
+    return np.asarray(jax.nn.softmax(scores, axis=-1), dtype=np.float64)
+
+
+def wrong_offsets(kind: str, n: int) -> np.ndarray:
+    """``|m|`` of the relative rotations ``R^m`` that the wrong keys of the last row see.
+
+    Diagonal: key ``j`` of row ``i`` scores ``<psi, R^{j-i} psi>``, so ``|m| = 1 .. N-1``.
+    Previous token: ``<psi, R^{j+1-i} psi>``, so ``m = 1`` (key ``i``) and ``|m| = 1 .. N-2``.
+    Earlier rows see a subset, so the last row is the hardest.
+    """
+    _check_kind(kind)
+    if n < 2:
+        raise ValueError("need N >= 2 positions")
+    top = n - 1 if kind == "diagonal" else max(1, n - 2)
+    return np.arange(1, top + 1)
+
+
+def margin(kind: str, n: int, frequencies, weights) -> float:
+    """``delta = min_m sum_k w_k (1 - cos(m g_k))`` with ``w`` normalised: the best wrong key
+    scores ``||psi||^2 (1 - delta)``."""
+    w = np.asarray(weights, dtype=np.float64)
+    w = w / w.sum()
+    m = wrong_offsets(kind, n)[:, None]
+    return float(np.min((w * (1.0 - np.cos(m * np.asarray(frequencies)))).sum(-1)))
+
+
+def threshold_norm(eps: float, n: int, kind: str, frequencies, weights) -> float:
+    """Closed form: ``||psi||^2 >= ln((N-1)(1-eps)/eps) / delta`` guarantees ``alpha >= 1-eps``
+    on the target of every row ``i < N`` (each of the ``<= N-1`` wrong keys has weight at most
+    ``exp(-||psi||^2 delta)`` relative to the target). ``inf`` when ``delta = 0``."""
+    if not 0 < eps < 1:
+        raise ValueError(f"eps must lie in (0, 1), got {eps}")
+    delta = margin(kind, n, frequencies, weights)
+    if delta <= 0:
+        return float("inf")
+    return float(max(np.log((n - 1) * (1 - eps) / eps), 0.0) / delta)
+
+
+def construction_epsilon(norm2, n: int, kind: str, frequencies, weights) -> np.ndarray:
+    """Exact ``1 - min_i alpha_{i,target}`` of the construction with ``||psi||^2 = norm2``
+    (float64, from the closed-form scores ``norm2 * sum_k w_k cos(m g_k)``); ``norm2`` may be an
+    array."""
+    offset = _check_kind(kind)
+    w = np.asarray(weights, dtype=np.float64)
+    w = w / w.sum()
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    m = j + offset - i  # rotation seen by key j from query i
+    angles = m[..., None] * np.asarray(frequencies, dtype=np.float64)
+    unit = (w * np.cos(angles)).sum(-1)  # [n, n] score per unit norm^2
+    causal = j <= i
+    rows = np.arange(1, n)
+    out = []
+    for s in np.atleast_1d(np.asarray(norm2, dtype=np.float64)):
+        scores = np.where(causal, s * unit, -np.inf)
+        scores -= scores.max(-1, keepdims=True)
+        p = np.exp(scores)
+        p /= p.sum(-1, keepdims=True)
+        out.append(1.0 - p[rows, rows - offset].min())
+    result = np.asarray(out)
+    return result if np.ndim(norm2) else result[0]
+
+
+def exact_threshold_norm(
+    eps: float, n: int, kind: str, frequencies, weights, *, hi: float = 1e12
+) -> float:
+    """Smallest ``||psi||^2`` with ``construction_epsilon <= eps`` (bisection on a log scale)."""
+    lo = 1e-9
+    if construction_epsilon(hi, n, kind, frequencies, weights) > eps:
+        return float("inf")
+    for _ in range(200):
+        mid = np.sqrt(lo * hi)
+        if construction_epsilon(mid, n, kind, frequencies, weights) <= eps:
+            hi = mid
+        else:
+            lo = mid
+        if hi / lo < 1 + 1e-9:
+            break
+    return float(hi)
+
+
+# ---------------------------------------------------------------- Prop. 5.2: a head in isolation
+
+
+@dataclass
+class IsolatedFit:
+    """One head trained alone to be ``kind``; queries and keys are lookup tables of the token."""
+
+    encoding: str
+    kind: str
+    losses: np.ndarray  # training loss per step (mean -log alpha_target)
+    mean_target: float  # mean alpha_target on held-out random sequences (rows 1..T-1)
+    epsilon: float  # 1 - min alpha_target on those sequences (Def. 5.1)
+    repeated_target: float  # mean alpha_target on rows whose target token occurs >= 2 times
+    repeat_excess: float  # max over those rows of alpha_target - 1/r (<= 0: the NoPE bound)
+    bos_x_x: float  # max over tokens x of alpha_target of the last row of [bos, x, x]
+    params: dict = field(repr=False, default_factory=dict)
+
+
+def _isolated_scores(params, tokens, encoding: str, base: float):
+    """Raw scores ``[B, T, T]`` (causal mask = -inf) of an isolated head, in JAX for training."""
+    q = params["q"][tokens][..., None, :]  # [B, T, 1, d]
+    k = params["k"][tokens][..., None, :]
+    if encoding == "rope":
+        positions = jnp.arange(tokens.shape[-1])
+        q, k = rope.apply_rope(q, positions, base=base), rope.apply_rope(k, positions, base=base)
+    t = tokens.shape[-1]
+    scores = jnp.einsum("bid,bjd->bij", q[:, :, 0], k[:, :, 0])
+    return jnp.where(jnp.tril(jnp.ones((t, t), bool)), scores, -jnp.inf)
+
+
+def isolated_attention(params, tokens, encoding: str, base: float = 10_000.0) -> np.ndarray:
+    """``[B, T, T]`` attention of an isolated head on ``tokens [B, T]``, in float64.
+
+    Evaluated in numpy float64 (RoPE through :func:`ropebook.rope.rotation_matrix`) so that a
+    weight of ``1/2 - 1e-9`` is not rounded to ``1/2`` as float32 would.
+    """
+    tokens = np.asarray(tokens)
+    q = np.asarray(params["q"], np.float64)[tokens]  # [B, T, d]
+    k = np.asarray(params["k"], np.float64)[tokens]
+    t, d = tokens.shape[-1], q.shape[-1]
+    if encoding == "rope":
+        rotations = np.stack([rope.rotation_matrix(p, d, base=base) for p in range(t)])
+        q = np.einsum("tde,bte->btd", rotations, q)
+        k = np.einsum("tde,bte->btd", rotations, k)
+    scores = np.einsum("bid,bjd->bij", q, k)
+    scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
+    scores -= scores.max(-1, keepdims=True)
+    weights = np.exp(scores)
+    return weights / weights.sum(-1, keepdims=True)
+
+
+def random_sequences(rng: np.random.Generator, batch: int, length: int, vocab: int) -> np.ndarray:
+    """``[batch, length]``: token 0 (BOS) then uniform tokens from ``1 .. vocab`` (many repeats)."""
+    body = rng.integers(1, vocab + 1, size=(batch, length - 1))
+    return np.concatenate([np.zeros((batch, 1), body.dtype), body], axis=1)
+
+
+def fit_isolated_head(
+    kind: str,
+    encoding: str,
+    *,
+    vocab: int = 8,
+    head_dim: int = 8,
+    seq_len: int = 16,
+    steps: int = 400,
+    batch_size: int = 64,
+    lr: float = 0.05,
+    init_scale: float = 0.5,
+    base: float = 10_000.0,
+    seed: int = 0,
+    n_eval: int = 512,
+) -> IsolatedFit:
+    """Train one attention head *alone* to be a diagonal or previous-token head.
+
+    Queries and keys are free lookup tables ``[vocab + 1, head_dim]`` (token 0 = BOS): the most
+    general function of the token a head can compute, so Prop. 5.2's bound applies to NoPE however
+    well it trains. The loss is ``-mean log alpha_{i,target}`` over rows ``1..T-1`` of random
+    sequences; Adam (optax) for ``steps`` steps with fresh batches.
+    """
+    import optax
+
+    offset = _check_kind(kind)
+    if encoding not in ("nope", "rope"):
+        raise ValueError(f"encoding must be 'nope' or 'rope', got {encoding!r}")
+    rng = np.random.default_rng([seed, 5, offset])
+    key_q, key_k = jax.random.split(jax.random.key(seed))
+    params = {
+        "q": init_scale * jax.random.normal(key_q, (vocab + 1, head_dim)),
+        "k": init_scale * jax.random.normal(key_k, (vocab + 1, head_dim)),
+    }
+    rows = jnp.arange(1, seq_len)
+
+    def loss_fn(p, tokens):
+        log_probs = jax.nn.log_softmax(_isolated_scores(p, tokens, encoding, base), axis=-1)
+        return -jnp.mean(log_probs[:, rows, rows - offset])
+
+    optimizer = optax.adam(lr)
+    state = optimizer.init(params)
+
+    @jax.jit
+    def step(p, s, tokens):
+        loss, grads = jax.value_and_grad(loss_fn)(p, tokens)
+        updates, s = optimizer.update(grads, s, p)
+        return optax.apply_updates(p, updates), s, loss
+
+    losses = []
+    for _ in range(steps):
+        batch = jnp.asarray(random_sequences(rng, batch_size, seq_len, vocab))
+        params, state, loss = step(params, state, batch)
+        losses.append(float(loss))
+
+    eval_tokens = random_sequences(np.random.default_rng([seed, 6]), n_eval, seq_len, vocab)
+    attention = isolated_attention(params, eval_tokens, encoding, base)
+    weights = target_weights(attention, kind)
+    r = repeat_counts(eval_tokens, kind)
+    repeated = r >= 2
+    probes = np.array([[0, x, x] for x in range(1, vocab + 1)])
+    probe_attention = isolated_attention(params, probes, encoding, base)
+    return IsolatedFit(
+        encoding=encoding,
+        kind=kind,
+        losses=np.asarray(losses),
+        mean_target=float(weights.mean()),
+        epsilon=float(1 - weights.min()),
+        repeated_target=float(weights[repeated].mean()) if repeated.any() else float("nan"),
+        repeat_excess=float((weights - 1 / r)[repeated].max()) if repeated.any() else float("nan"),
+        bos_x_x=float(probe_attention[:, 2, 2 - offset].max()),
+        params=jax.tree.map(np.asarray, params),
+    )
+
+
+# ---------------------------------------------------------------- trained models
+
+
+@dataclass
+class HeadScan:
+    """Every head of one model measured on token windows. Arrays are ``[L, H]`` unless noted.
+
+    ``score[kind]``: mean ``alpha_{i,target}`` over rows ``1..T-1`` (the soft detector);
+    ``epsilon[kind]``: ``1 - min alpha_{i,target}`` (Def. 5.1's ``eps`` reached on these windows);
+    ``repeated[kind]``: mean ``alpha_{i,target}`` on rows whose target token occurs ``r >= 2``
+    times among the visible keys; ``repeat_excess[kind]``: max of ``alpha_{i,target} - 1/r`` on
+    those rows (``<= 0`` is Prop. 5.2's bound for keys that depend on the token only);
+    ``cosine[kind]``: mean ``a_{i,target} / (||q_i|| ||k_target|| / sqrt(d))``, the target
+    activation as a fraction of its Cauchy-Schwarz bound (Tables 3-5);
+    ``q_norms``, ``k_norms``: ``[L, H, d/2]`` mean chunk norms before rotation, fastest first.
+    """
+
+    score: dict[str, np.ndarray]
+    epsilon: dict[str, np.ndarray]
+    repeated: dict[str, np.ndarray]
+    repeat_excess: dict[str, np.ndarray]
+    cosine: dict[str, np.ndarray]
+    q_norms: np.ndarray
+    k_norms: np.ndarray
+    n_windows: int
+    seq_len: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.score["diagonal"].shape
+
+    def heads(self, kind: str, threshold: float) -> list[tuple[int, int]]:
+        """``(layer, head)`` of every head whose mean target attention is at least ``threshold``."""
+        _check_kind(kind)
+        layers, heads = np.nonzero(self.score[kind] >= threshold)
+        return [(int(a), int(b)) for a, b in zip(layers, heads, strict=True)]
+
+
+def scan_model(params, config, windows, *, batch_size: int = 4) -> HeadScan:
+    """Measure every head of a :mod:`ropebook.model` model on ``windows [B, T]`` of tokens.
+
+    Works batch by batch and layer by layer, keeping only running sums, so memory stays at one
+    layer's ``[batch, H, T, T]`` attention whatever the model size.
+    """
+    from ropebook import model
+
+    windows = np.asarray(windows)
+    n_layers, n_heads, t = config.n_layers, config.n_heads, windows.shape[-1]
+    forward = jax.jit(lambda p, x: model.forward(p, x, config, return_internals=True)[1])
+    shape = (n_layers, n_heads)
+    # Running sums per kind: target weight, its minimum, weight and count on repeated rows,
+    # the largest excess over 1/r, and the target cosine (activation / Cauchy-Schwarz bound).
+    acc = {
+        kind: {
+            "w": np.zeros(shape),
+            "min": np.ones(shape),
+            "rep_w": np.zeros(shape),
+            "rep_n": np.zeros(shape),
+            "excess": np.full(shape, -np.inf),
+            "cos": np.zeros(shape),
+        }
+        for kind in KINDS
+    }
+    q_sum = np.zeros((n_layers, n_heads, config.head_dim // 2))
+    k_sum = np.zeros_like(q_sum)
+    rows = np.arange(1, t)
+    for start in range(0, len(windows), batch_size):
+        tokens = windows[start : start + batch_size]
+        internals = forward(params, jnp.asarray(tokens))
+        counts = {kind: repeat_counts(tokens, kind)[:, None, :] for kind in KINDS}  # [B, 1, T-1]
+        for layer, info in enumerate(internals):
+            q_sum[layer] += chunk_norms(info["q"], config.pairing).sum(axis=(0, 1))
+            k_sum[layer] += chunk_norms(info["k"], config.pairing).sum(axis=(0, 1))
+            probs = np.asarray(info["probs"])  # [B, H, T, T]
+            q_rot = np.asarray(info["q_rot"], np.float64)  # [B, T, H, D]
+            k_rot = np.asarray(info["k_rot"], np.float64)
+            for kind in KINDS:
+                a = acc[kind]
+                w = target_weights(probs, kind)  # [B, H, T-1]
+                r = counts[kind]
+                repeated = r >= 2
+                a["w"][layer] += w.sum(axis=(0, 2))
+                a["min"][layer] = np.minimum(a["min"][layer], w.min(axis=(0, 2)))
+                a["rep_w"][layer] += np.where(repeated, w, 0.0).sum(axis=(0, 2))
+                a["rep_n"][layer] += np.broadcast_to(repeated, w.shape).sum(axis=(0, 2))
+                excess = np.where(repeated, w - 1.0 / r, -np.inf).max(axis=(0, 2))
+                a["excess"][layer] = np.maximum(a["excess"][layer], excess)
+                qs, ks = q_rot[:, rows], k_rot[:, rows - OFFSET[kind]]  # [B, T-1, H, D]
+                norms = np.linalg.norm(qs, axis=-1) * np.linalg.norm(ks, axis=-1)
+                a["cos"][layer] += ((qs * ks).sum(-1) / np.maximum(norms, 1e-12)).sum(axis=(0, 1))
+    n_rows = len(windows) * (t - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return HeadScan(
+            score={k: acc[k]["w"] / n_rows for k in KINDS},
+            epsilon={k: 1.0 - acc[k]["min"] for k in KINDS},
+            repeated={k: acc[k]["rep_w"] / acc[k]["rep_n"] for k in KINDS},
+            repeat_excess={k: acc[k]["excess"] for k in KINDS},
+            cosine={k: acc[k]["cos"] / n_rows for k in KINDS},
+            q_norms=q_sum / (len(windows) * t),
+            k_norms=k_sum / (len(windows) * t),
+            n_windows=len(windows),
+            seq_len=t,
+        )
+
+
+def fast_share(q_norms, k_norms, fraction: float = 0.25) -> np.ndarray:
+    """Share of ``sum_k ||q^(k)|| ||k^(k)||`` (the Cauchy-Schwarz budget of each chunk) in the
+    fastest ``fraction`` of chunks: ``[..., K] -> [...]``. Uniform use gives ``fraction``."""
+    budget = np.asarray(q_norms) * np.asarray(k_norms)
+    n_fast = max(1, int(round(fraction * budget.shape[-1])))
+    return budget[..., :n_fast].sum(-1) / budget.sum(-1)
+
+
+def activation_table(layer_internals: dict, head: int, n_tokens: int = 8, batch: int = 0) -> list:
+    """Tables 3-5: for the first ``n_tokens`` queries of one window, the Cauchy-Schwarz bound
+    ``||q_i|| ||k_i|| / sqrt(d)``, the diagonal activation ``a_{i,i}``, the previous-token
+    activation ``a_{i,i-1}`` and its own bound ``||q_i|| ||k_{i-1}|| / sqrt(d)``.
+
+    Activations are the model's pre-softmax scores (scaled by ``1/sqrt(d)``, any bias included).
+    """
+    q = np.asarray(layer_internals["q_rot"][batch, :, head], np.float64)  # [T, D]
+    k = np.asarray(layer_internals["k_rot"][batch, :, head], np.float64)
+    scores = np.asarray(layer_internals["scores"][batch, head], np.float64)
+    scale = q.shape[-1] ** -0.5
+    qn, kn = np.linalg.norm(q, axis=-1), np.linalg.norm(k, axis=-1)
+    rows = []
+    for i in range(min(n_tokens, q.shape[0])):
+        rows.append(
+            {
+                "token": i,
+                "bound ‖q_i‖‖k_i‖/√d": float(qn[i] * kn[i] * scale),
+                "diagonal a_ii": float(scores[i, i]),
+                "previous a_i,i-1": float(scores[i, i - 1]) if i else float("nan"),
+                "bound ‖q_i‖‖k_i-1‖/√d": float(qn[i] * kn[i - 1] * scale) if i else float("nan"),
+            }
+        )
+    return rows

@@ -1,0 +1,277 @@
+"""The model zoo: named encodings × profiles × seeds × domains, trained once and cached.
+
+Chapters never train ad hoc; they call :func:`load`, which trains the model if the cache lacks
+it (resuming an interrupted run) and otherwise loads it in a second, after checking its sha256.
+A model's cache folder is ``CACHE_DIR/zoo/<spec_hash>``, where the hash covers everything that
+determines the weights: model and training configs, seed, domain and a digest of the tokens.
+
+Profiles trade size for time (Shakespeare train split: 1.37 M tokens at vocabulary 4096):
+
+- ``smoke``: ~3 s per model (the whole zoo in ~1 minute), for tests and chapter smoke runs;
+  its numbers mean nothing.
+- ``cpu`` (the default book): the whole zoo (11 Shakespeare + 7 Python models, one seed) in
+  ~22 minutes on 2 CPU cores (~72 s per model measured). To fit, it keeps the CABLE figures'
+  12 heads but gives each only ``head_dim = 16`` (8 RoPE frequencies, so p = 0.25 keeps 2)
+  inside ``d_model = 128``; 4 layers, context 128, 180 steps of 16 × 128 tokens (0.27 epoch,
+  validation perplexity ~150 for RoPE). Gaps between encodings are therefore small and come
+  from one seed; chapters must say so (or pass more seeds where they can afford them).
+- ``gpu``: GPT-2 Small as in CABLE (12 layers, 12 heads, d = 768, context 512), three seeds.
+  Our corpora are small, so it stops after ~5 epochs (400 steps of 32 × 512 tokens) before
+  a 124 M-parameter model overfits; its run time is estimated, not measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fcntl
+import functools
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ropebook import CACHE_DIR, train
+from ropebook.model import ModelConfig, Params
+
+ZOO_FORMAT = 1  # part of every spec hash: bump it when model or training maths change
+DOMAINS: tuple[str, ...] = ("shakespeare", "python")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    """Model size and training budget shared by every model of a profile."""
+
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_ff: int
+    context: int
+    batch_size: int
+    steps: int
+    warmup: int
+    lr: float
+    seeds: tuple[int, ...]
+    vocab_size: int = 4096
+    eval_batches: int = 8
+    head_dim: int | None = None
+
+
+PROFILES: dict[str, Profile] = {
+    "smoke": Profile(
+        n_layers=2, n_heads=4, d_model=64, d_ff=256, context=64,
+        batch_size=8, steps=60, warmup=10, lr=3e-3, seeds=(0,), eval_batches=2,
+    ),
+    "cpu": Profile(
+        n_layers=4, n_heads=12, head_dim=16, d_model=128, d_ff=512, context=128,
+        batch_size=16, steps=180, warmup=20, lr=3e-3, seeds=(0,), eval_batches=16,
+    ),
+    "gpu": Profile(
+        n_layers=12, n_heads=12, d_model=768, d_ff=3072, context=512,
+        batch_size=32, steps=400, warmup=40, lr=6e-4, seeds=(0, 1, 2), eval_batches=32,
+    ),
+}  # fmt: skip
+
+SPECS: dict[str, dict[str, Any]] = {
+    "nope": {"encoding": "nope"},
+    "rope": {"encoding": "rope"},
+    "rope-500k": {"encoding": "rope", "rope_base": 500_000.0},
+    "p-rope-0.25": {"encoding": "p-rope", "proportion": 0.25},
+    "p-rope-0.5": {"encoding": "p-rope", "proportion": 0.5},
+    "p-rope-0.75": {"encoding": "p-rope", "proportion": 0.75},
+    "rope-partial-0.75": {"encoding": "rope-partial", "proportion": 0.75},
+    "rope-reversed-0.75": {"encoding": "rope-reversed", "proportion": 0.75},
+    "alibi": {"encoding": "alibi"},
+    "kerple": {"encoding": "kerple"},
+    "fire": {"encoding": "fire"},
+}
+TABLE2: tuple[str, ...] = (
+    "nope", "rope", "rope-500k", "rope-reversed-0.75", "rope-partial-0.75",
+    "p-rope-0.25", "p-rope-0.75",
+)  # fmt: skip
+PE_ZOO: tuple[str, ...] = ("rope", "alibi", "kerple", "fire")
+
+_PROFILE_FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "seeds")
+_ENCODING_FIELDS = ("encoding", "rope_base", "pairing", "proportion", "dtype")
+OVERRIDES: tuple[str, ...] = _PROFILE_FIELDS + _ENCODING_FIELDS
+
+
+@dataclass
+class TrainedModel:
+    name: str
+    params: Params
+    config: ModelConfig
+    history: dict[str, list[dict[str, float]]]
+    tokens_seen: int
+    seconds: float
+    path: Path
+    spec_hash: str
+    profile: str
+    seed: int
+    domain: str
+
+    @property
+    def val_ppl(self) -> float:
+        """Validation perplexity at the end of training."""
+        return self.history["val"][-1]["ppl"]
+
+
+def _choose(kind: str, value: Any, valid: Any) -> None:
+    if value not in valid:
+        raise ValueError(f"unknown {kind} {value!r}; valid {kind}s: {', '.join(map(str, valid))}")
+
+
+def configs(
+    name: str, *, seed: int = 0, profile: str = "cpu", **overrides: Any
+) -> tuple[ModelConfig, train.TrainConfig]:
+    """The model and training configs of a zoo model (validates every argument)."""
+    _choose("model name", name, SPECS)
+    _choose("profile", profile, PROFILES)
+    for key in overrides:
+        _choose("override", key, OVERRIDES)
+    settings = dataclasses.asdict(PROFILES[profile]) | SPECS[name] | overrides
+    model_config = ModelConfig(
+        **{k: settings[k] for k in _ENCODING_FIELDS if k in settings},
+        **{k: settings[k] for k in ("vocab_size", "n_layers", "n_heads", "d_model", "d_ff")},
+        context=settings["context"],
+        head_dim=settings["head_dim"],
+    )
+    steps = settings["steps"]
+    train_config = train.TrainConfig(
+        steps=steps, batch_size=settings["batch_size"], seq_len=settings["context"],
+        lr=settings["lr"], warmup=settings["warmup"], seed=seed,
+        eval_every=max(steps // 2, 1), checkpoint_every=max(steps // 4, 1),
+        eval_batches=settings["eval_batches"],
+    )  # fmt: skip
+    return model_config, train_config
+
+
+def _tokens(domain: str, split: str, vocab_size: int) -> np.ndarray:
+    from ropebook import data
+
+    return data.load_tokens(domain, split, vocab_size=vocab_size)
+
+
+@dataclass(frozen=True, eq=False)
+class _Job:
+    """Everything that determines a zoo model's weights, and the tokens it trains on."""
+
+    name: str
+    seed: int
+    profile: str
+    domain: str
+    model_config: ModelConfig
+    train_config: train.TrainConfig
+    splits: tuple[np.ndarray, np.ndarray]  # train, val
+
+    @functools.cached_property
+    def spec(self) -> dict[str, Any]:
+        digest = hashlib.sha256(b"".join(np.ascontiguousarray(t).tobytes() for t in self.splits))
+        return {
+            "format": ZOO_FORMAT,
+            "name": self.name,
+            "domain": self.domain,
+            "model": self.model_config.to_dict(),
+            "train": self.train_config.to_dict(),
+            "tokens_sha256": digest.hexdigest(),
+        }
+
+    @functools.cached_property
+    def spec_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _job(name: str, seed: int, profile: str, domain: str, overrides: dict[str, Any]) -> _Job:
+    model_config, train_config = configs(name, seed=seed, profile=profile, **overrides)
+    _choose("domain", domain, DOMAINS)
+    splits = tuple(_tokens(domain, split, model_config.vocab_size) for split in ("train", "val"))
+    return _Job(name, seed, profile, domain, model_config, train_config, splits)
+
+
+def spec_hash(
+    name: str, *, seed: int = 0, profile: str = "cpu", domain: str = "shakespeare", **overrides: Any
+) -> str:
+    """The cache key of a zoo model (its folder is ``CACHE_DIR/zoo/<spec_hash>``); no training."""
+    return _job(name, seed, profile, domain, overrides).spec_hash
+
+
+def load(
+    name: str,
+    *,
+    seed: int = 0,
+    profile: str = "cpu",
+    domain: str = "shakespeare",
+    progress: bool = True,
+    **overrides: Any,
+) -> TrainedModel:
+    """The trained zoo model ``name``: from the cache if present, else trained now and cached.
+
+    ``overrides`` replace profile fields (e.g. ``steps=...``) or encoding fields (``rope_base``).
+    An interrupted training run resumes from its last checkpoint.
+    """
+    job = _job(name, seed, profile, domain, overrides)
+    directory = Path(CACHE_DIR) / "zoo" / job.spec_hash
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:  # one trainer per model across processes
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = (directory / train.CHECKPOINT_JSON).exists() and train.read_metadata(directory)
+        if not (done and done.get("complete")):
+            train.train(
+                job.model_config, job.train_config, *job.splits, checkpoint_dir=directory,
+                progress=progress, extra={"spec": job.spec}, desc=f"{name} s{seed} {domain}",
+            )  # fmt: skip
+        params, _, meta = train.load_checkpoint(directory)
+    return TrainedModel(
+        name=name, params=params, config=job.model_config, history=meta["history"],
+        tokens_seen=meta["tokens_seen"], seconds=meta["seconds"], path=directory,
+        spec_hash=job.spec_hash, profile=profile, seed=seed, domain=domain,
+    )  # fmt: skip
+
+
+def default_jobs(profile: str, seeds: tuple[int, ...] | None = None) -> list[tuple[str, int, str]]:
+    """Every (name, seed, domain) the book needs: all specs on Shakespeare, Table 2 on Python."""
+    seeds = PROFILES[profile].seeds if seeds is None else seeds
+    return [(n, s, "shakespeare") for n in SPECS for s in seeds] + [
+        (n, s, "python") for n in TABLE2 for s in seeds
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ropebook zoo``: train (or load) every model a profile needs, then a table.
+
+    With ``--names``, trains those names on ``--domains`` (default Shakespeare); without, the
+    default jobs of :func:`default_jobs`, optionally restricted to ``--domains``.
+    """
+    parser = argparse.ArgumentParser(prog="python -m ropebook zoo", description=main.__doc__)
+    parser.add_argument("--profile", choices=tuple(PROFILES), default="cpu")
+    parser.add_argument("--names", nargs="+", metavar="NAME", help=f"from: {', '.join(SPECS)}")
+    parser.add_argument("--seeds", nargs="+", type=int, help="default: the profile's seeds")
+    parser.add_argument("--domains", nargs="+", choices=DOMAINS)
+    args = parser.parse_args(argv)
+    seeds = tuple(args.seeds or PROFILES[args.profile].seeds)
+    if args.names:
+        unknown = [name for name in args.names if name not in SPECS]
+        if unknown:
+            parser.error(f"unknown model names {unknown}; valid: {', '.join(SPECS)}")
+        domains = args.domains or ["shakespeare"]
+        jobs = [(n, s, d) for d in domains for n in args.names for s in seeds]
+    else:
+        jobs = [j for j in default_jobs(args.profile, seeds) if j[2] in (args.domains or DOMAINS)]
+    start = time.perf_counter()
+    rows = []
+    for i, (name, seed, domain) in enumerate(jobs, 1):
+        print(f"[{i}/{len(jobs)}] {name} seed={seed} domain={domain}", flush=True)
+        m = load(name, seed=seed, profile=args.profile, domain=domain)
+        rows.append(
+            (name, seed, domain, f"{m.val_ppl:.2f}", f"{m.tokens_seen:,}", f"{m.seconds:.1f}")
+        )
+    header = ("name", "seed", "domain", "val ppl", "tokens", "seconds")
+    widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
+    print(f"{len(rows)} models, {time.perf_counter() - start:.0f} s wall in this call")
+    return 0

@@ -1,0 +1,142 @@
+"""Positional encodings and the transformer: the properties the chapters rely on."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ropebook import encodings, model
+from ropebook.encodings import EncodingConfig
+from ropebook.model import ModelConfig
+
+PROPORTIONAL = {"p-rope", "rope-partial", "rope-reversed"}
+
+
+def small_config(encoding: str = "rope", **overrides) -> ModelConfig:
+    settings = dict(
+        vocab_size=97, n_layers=2, n_heads=4, d_model=32, d_ff=64, context=16, encoding=encoding,
+        proportion=0.5 if encoding in PROPORTIONAL else 1.0,
+    )  # fmt: skip
+    return ModelConfig(**settings | overrides)
+
+
+def tokens(batch: int, length: int, seed: int = 0) -> jnp.ndarray:
+    return jnp.asarray(np.random.default_rng(seed).integers(0, 97, (batch, length)), jnp.int32)
+
+
+def with_internals(config: ModelConfig, toks: jnp.ndarray, **kwargs):
+    """Internals with q/k weights scaled up so that scores are O(1), not O(0.01)."""
+    params = model.init_params(jax.random.key(1), config)
+    for layer in params["layers"]:
+        layer["qkv"] = 10 * layer["qkv"]
+    return model.forward(params, toks, config, return_internals=True, **kwargs)
+
+
+def test_alibi_slopes_follow_press_et_al():
+    slopes = encodings.alibi_slopes(12)
+    np.testing.assert_allclose(slopes, 2.0 ** (-8.0 * np.arange(1, 13) / 12))
+    # the CABLE figure's range: distance 511 costs ~322 in head 1 and ~2 in head 12
+    assert 321 < 511 * slopes[0] < 323 and 1.9 < 511 * slopes[-1] < 2.1
+
+
+def test_alibi_bias_is_minus_slope_times_distance():
+    positions = jnp.arange(10)
+    bias = np.asarray(encodings.bias({}, EncodingConfig("alibi"), 8, positions, positions, 10))
+    i, j = np.tril_indices(10)
+    expected = -encodings.alibi_slopes(8)[:, None] * np.abs(i - j)[None]
+    np.testing.assert_allclose(bias[:, i, j], expected, rtol=1e-6)
+
+
+def test_kerple_bias_is_toeplitz_and_nonpositive():
+    enc = EncodingConfig("kerple")
+    params = encodings.init_params(jax.random.key(0), enc, 4)
+    positions = jnp.arange(12)
+    bias = np.asarray(encodings.bias(params, enc, 4, positions, positions, 12))
+    for d in range(12):
+        diagonal = np.diagonal(bias, offset=-d, axis1=1, axis2=2)
+        np.testing.assert_allclose(diagonal, diagonal[:, :1].repeat(diagonal.shape[1], 1))
+    assert (bias <= 0).all() and np.allclose(np.diagonal(bias, axis1=1, axis2=2), 0)
+
+
+def test_fire_is_finite_far_beyond_training_length():
+    enc = EncodingConfig("fire")
+    params = encodings.init_params(jax.random.key(0), enc, 4)
+    positions = jnp.arange(8 * 16)
+    bias = np.asarray(encodings.bias(params, enc, 4, positions, positions, 16))
+    assert bias.shape == (4, 128, 128) and np.isfinite(bias).all()
+    # beyond L the normaliser grows with i: FIRE is not Toeplitz there, by design
+    assert not np.allclose(bias[:, 100, 90], bias[:, 20, 10])
+
+
+def test_unknown_encoding_lists_valid_names():
+    with pytest.raises(ValueError, match="valid encodings: nope, rope, p-rope"):
+        EncodingConfig("rope2")
+    with pytest.raises(ValueError, match="valid encodings"):
+        small_config("sinusoidal")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(proportion=1.5), r"proportion p must lie in \[0, 1\]"),
+        (dict(rope_base=0.0), "base must be > 0"),
+        (dict(pairing="zigzag"), "valid pairings: half, interleaved"),
+        (dict(d_model=30), "not divisible by n_heads"),
+        (dict(n_layers=0), "n_layers must be a positive integer"),
+        (dict(dtype="float16"), "valid dtypes"),
+    ],
+)
+def test_invalid_configs_raise_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        small_config("rope", **kwargs)
+
+
+def test_config_json_round_trip():
+    config = small_config("p-rope", head_dim=6, rope_base=500_000.0)
+    assert ModelConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(ValueError, match="unknown ModelConfig fields"):
+        ModelConfig.from_dict(config.to_dict() | {"heads": 3})
+
+
+@pytest.mark.parametrize("encoding", encodings.ENCODINGS)
+def test_internals_shapes_masks_and_fast_path_agree(encoding):
+    config = small_config(encoding)
+    params = model.init_params(jax.random.key(1), config)
+    toks = tokens(2, 24)  # longer than the training context of 16
+    fast = model.forward(params, toks, config)
+    logits, internals = model.forward(params, toks, config, return_internals=True)
+    assert fast.shape == logits.shape == (2, 24, 97) and fast.dtype == jnp.float32
+    np.testing.assert_allclose(fast, logits, atol=2e-5)
+    assert len(internals) == config.n_layers
+    for layer in internals:
+        for key in ("q", "k", "q_rot", "k_rot", "v"):
+            assert layer[key].shape == (2, 24, 4, 8), key
+        assert layer["scores"].shape == layer["probs"].shape == (2, 4, 24, 24)
+        np.testing.assert_allclose(layer["probs"].sum(-1), 1.0, atol=1e-5)
+        upper = np.triu(np.ones((24, 24), bool), k=1)
+        assert np.isneginf(np.asarray(layer["scores"])[..., upper]).all()
+        assert (np.asarray(layer["probs"])[..., upper] == 0).all()
+        if encoding in encodings.BIASED:
+            assert layer["bias"].shape == (4, 24, 24)
+        else:
+            assert layer["bias"] is None
+        if encoding not in ("nope", "alibi", "kerple", "fire"):
+            assert not np.allclose(layer["q"], layer["q_rot"])
+        else:
+            assert layer["q_rot"] is layer["q"]
+
+
+@pytest.mark.parametrize("encoding", [e for e in encodings.ENCODINGS if e != "fire"])
+def test_scores_are_invariant_to_shifting_all_positions(encoding):
+    """Relative encodings, inside the whole model: every layer's scores ignore a global shift."""
+    config = small_config(encoding, pairing="interleaved" if encoding == "rope" else "half")
+    toks = tokens(1, 12)
+    _, base = with_internals(config, toks)
+    _, shifted = with_internals(config, toks, positions=jnp.arange(12) + 1000)
+    causal = np.tril(np.ones((12, 12), bool))
+    for a, b in zip(base, shifted, strict=True):
+        scores = np.asarray(a["scores"])[..., causal]
+        assert scores.std() > 0.5  # the check below is not vacuous
+        np.testing.assert_allclose(scores, np.asarray(b["scores"])[..., causal], atol=1e-3)

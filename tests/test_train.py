@@ -1,0 +1,214 @@
+"""Training: learning happens, checkpoints round-trip, resume is exact, sharding is transparent."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from ropebook import encodings, io, train
+from ropebook.model import ModelConfig
+
+VOCAB = 64
+
+
+def markov_text(n: int, seed: int = 0) -> np.ndarray:
+    """Synthetic text: each token has 3 possible successors, so a bigram model learns fast."""
+    rng = np.random.default_rng(seed)
+    successors = rng.integers(0, VOCAB, (VOCAB, 3))
+    choices = rng.integers(0, 3, n)
+    out = [0]
+    for c in choices[1:]:
+        out.append(int(successors[out[-1], c]))
+    return np.asarray(out, dtype=np.uint16)
+
+
+TEXT = markov_text(20_000)
+TRAIN, VAL = TEXT[:18_000], TEXT[18_000:]
+
+
+def tiny(encoding: str = "rope") -> ModelConfig:
+    proportion = 0.5 if encoding in ("p-rope", "rope-partial", "rope-reversed") else 1.0
+    return ModelConfig(
+        vocab_size=VOCAB, n_layers=2, n_heads=2, d_model=32, d_ff=64, context=32,
+        encoding=encoding, proportion=proportion,
+    )  # fmt: skip
+
+
+def schedule(steps: int = 12, **kwargs) -> train.TrainConfig:
+    settings = dict(steps=steps, batch_size=4, seq_len=32, warmup=2, eval_batches=2, log_every=4)
+    return train.TrainConfig(**settings | kwargs)
+
+
+def assert_trees_equal(a, b) -> None:
+    leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(leaves_a, leaves_b, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.fixture(scope="module")
+def text() -> tuple[np.ndarray, np.ndarray, int]:
+    """(train, val, vocab): Shakespeare if ``python -m ropebook data`` has run, else Markov text.
+
+    ``prepare`` is patched out so a test never downloads or tokenises anything.
+    """
+    from ropebook import data
+
+    def unprepared(*args, **kwargs):
+        raise FileNotFoundError("data not prepared")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(data, "prepare", unprepared)
+        try:
+            tokens = data.load_tokens("shakespeare", "train")
+        except (FileNotFoundError, KeyError, OSError):
+            return TRAIN, VAL, VOCAB
+    return tokens[:200_000], tokens[200_000:220_000], data.DEFAULT_VOCAB
+
+
+@pytest.mark.parametrize("encoding", encodings.ENCODINGS)
+def test_loss_decreases_for_every_encoding(encoding, text):
+    train_tokens, val_tokens, vocab = text
+    config = dataclasses.replace(tiny(encoding), vocab_size=vocab)
+    tc = schedule(40, batch_size=8, lr=1e-2, eval_every=20)
+    result = train.train(config, tc, train_tokens, val_tokens, progress=False)
+    losses = [row["loss"] for row in result.history["train"]]
+    assert losses[0] > np.log(vocab) - 0.3  # starts near uniform
+    assert losses[-1] < losses[0] - 1.0, losses  # NoPE (causal mask only) must learn too
+    assert result.history["val"][-1]["loss"] < result.history["val"][0]["loss"]
+
+
+def test_batches_are_a_function_of_seed_and_step():
+    tc = schedule()
+    np.testing.assert_array_equal(train.batch_at(TRAIN, tc, 5), train.batch_at(TRAIN, tc, 5))
+    assert not np.array_equal(train.batch_at(TRAIN, tc, 5), train.batch_at(TRAIN, tc, 6))
+    assert train.batch_at(TRAIN, tc, 0).shape == (4, 33)
+
+
+def test_checkpoint_round_trips_bit_exactly(tmp_path):
+    result = train.train(tiny(), schedule(), TRAIN, checkpoint_dir=tmp_path, progress=False)
+    params, opt_state, meta = train.load_checkpoint(tmp_path)
+    assert_trees_equal(params, result.params)
+    assert_trees_equal(opt_state, result.opt_state)
+    assert (
+        meta["step"] == 12 and meta["complete"] and ModelConfig.from_dict(meta["model"]) == tiny()
+    )
+    assert meta["sha256"] == io.sha256_file(tmp_path / meta["file"])
+
+
+@pytest.mark.parametrize("encoding", ["rope", "fire"])
+def test_resume_equals_uninterrupted(tmp_path, encoding):
+    tc = schedule(12, checkpoint_every=5)
+    whole = train.train(tiny(encoding), tc, TRAIN, VAL, progress=False)
+    first = train.train(
+        tiny(encoding), tc, TRAIN, VAL, checkpoint_dir=tmp_path, stop_after=7, progress=False
+    )
+    assert first.step == 7 and not train.read_metadata(tmp_path)["complete"]
+    resumed = train.train(tiny(encoding), tc, TRAIN, VAL, checkpoint_dir=tmp_path, progress=False)
+    assert resumed.step == 12 and resumed.tokens_seen == whole.tokens_seen
+    assert_trees_equal(resumed.params, whole.params)
+    assert resumed.history["val"][-1]["loss"] == whole.history["val"][-1]["loss"]
+    assert len(list(tmp_path.glob("*.safetensors"))) == 1  # older tensor files are removed
+
+
+@pytest.fixture
+def checkpoint(tmp_path) -> Path:
+    train.train(tiny(), schedule(4), TRAIN, checkpoint_dir=tmp_path, progress=False)
+    return tmp_path
+
+
+def tensor_file(directory: Path) -> Path:
+    return directory / train.read_metadata(directory)["file"]
+
+
+def rewrite(directory: Path, change) -> None:
+    """Edit the tensors and record the new sha256, so only the names/shapes check can object."""
+    path = tensor_file(directory)
+    tensors = load_file(str(path))
+    change(tensors)
+    save_file(tensors, str(path))
+    meta = json.loads((directory / train.CHECKPOINT_JSON).read_text())
+    io.write_json_atomic(directory / train.CHECKPOINT_JSON, meta | {"sha256": io.sha256_file(path)})
+
+
+def test_flipped_byte_fails_with_the_file_name(checkpoint):
+    path = tensor_file(checkpoint)
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(io.IntegrityError, match=f"{path}.*sha256"):
+        train.load_checkpoint(checkpoint)
+
+
+def test_missing_tensor_fails_with_its_name(checkpoint):
+    rewrite(checkpoint, lambda t: t.pop("params.layers.1.qkv"))
+    with pytest.raises(
+        train.CheckpointError, match=r"safetensors: tensor 'params.layers.1.qkv' is missing"
+    ):
+        train.load_checkpoint(checkpoint)
+
+
+def test_wrong_shape_fails_with_both_shapes(checkpoint):
+    rewrite(checkpoint, lambda t: t.update({"params.embed": np.zeros((3, 32), np.float32)}))
+    with pytest.raises(
+        train.CheckpointError, match=r"params.embed.*\(3, 32\).*expected \(64, 32\)"
+    ):
+        train.load_checkpoint(checkpoint)
+
+
+def test_bad_json_and_other_run_fail_clearly(checkpoint):
+    with pytest.raises(train.CheckpointError, match="another run.*'lr'"):
+        train.train(tiny(), schedule(4, lr=1e-4), TRAIN, checkpoint_dir=checkpoint, progress=False)
+    (checkpoint / train.CHECKPOINT_JSON).write_text("{not json")
+    with pytest.raises(train.CheckpointError, match=f"{checkpoint}.*not valid JSON"):
+        train.load_checkpoint(checkpoint)
+
+
+def test_evaluate_and_loss_by_position_beyond_context():
+    config = tiny("alibi")
+    result = train.train(config, schedule(4), TRAIN, progress=False)
+    metrics = train.evaluate(result.params, config, VAL, seq_len=32, batch_size=4, n_batches=2)
+    assert np.isclose(metrics["ppl"], np.exp(metrics["loss"]))
+    curve = train.loss_by_position(
+        result.params, config, VAL, seq_len=96, n_windows=5, batch_size=2
+    )
+    assert curve.shape == (96,) and np.isfinite(curve).all()
+
+
+SHARDED = """
+import json, sys
+import jax, numpy as np
+from ropebook import train
+sys.path.insert(0, {tests!r})
+from test_train import TRAIN, tiny, schedule
+assert jax.device_count() == 2, jax.devices()
+batch = jax.device_put(train.batch_at(TRAIN, schedule(), 0), train._shardings(4)[0])
+assert len(batch.sharding.device_set) == 2
+result = train.train(tiny(), schedule(6), TRAIN, progress=False)
+print(json.dumps([row["loss"] for row in result.history["train"]]))
+"""
+
+
+def test_data_parallel_on_two_host_devices_matches_one_device():
+    env = os.environ | {
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        "JAX_PLATFORMS": "cpu",
+    }
+    script = textwrap.dedent(SHARDED.format(tests=str(Path(__file__).parent)))
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    sharded = json.loads(done.stdout.strip().splitlines()[-1])
+    single = train.train(tiny(), schedule(6), TRAIN, progress=False)
+    np.testing.assert_allclose(sharded, [row["loss"] for row in single.history["train"]], rtol=1e-5)

@@ -1,0 +1,101 @@
+"""The zoo: names and profiles validate early, models train once and then load from the cache."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ropebook import io, train, zoo
+
+
+@pytest.fixture
+def tiny_zoo(tmp_path, monkeypatch):
+    """A private cache, random tokens instead of the corpora, and a 6-step smoke profile."""
+    monkeypatch.setattr(zoo, "CACHE_DIR", tmp_path)
+
+    def tokens(domain: str, split: str, vocab_size: int) -> np.ndarray:
+        rng = np.random.default_rng([zoo.DOMAINS.index(domain), len(split)])
+        return rng.integers(0, vocab_size, 5_000).astype(np.uint16)
+
+    monkeypatch.setattr(zoo, "_tokens", tokens)
+    smoke = dataclasses.replace(zoo.PROFILES["smoke"], steps=6, warmup=1, seeds=(0, 1))
+    monkeypatch.setitem(zoo.PROFILES, "smoke", smoke)
+    return tmp_path
+
+
+def forbid_training(monkeypatch) -> None:
+    def fail(*args, **kwargs):
+        raise AssertionError("train.train was called")
+
+    monkeypatch.setattr(train, "train", fail)
+
+
+def test_every_spec_builds_in_every_profile():
+    for profile in zoo.PROFILES:
+        for name in zoo.SPECS:
+            config, tc = zoo.configs(name, profile=profile)
+            assert tc.seq_len == config.context and config.head_dim >= 16 or profile == "smoke"
+    assert set(zoo.TABLE2) <= set(zoo.SPECS) and set(zoo.PE_ZOO) <= set(zoo.SPECS)
+    assert zoo.configs("rope-500k")[0].rope_base == 500_000.0
+    assert zoo.configs("alibi", profile="cpu")[0].n_heads == 12
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            dict(name="rope3"),
+            "unknown model name 'rope3'; valid model names: nope, rope, rope-500k",
+        ),
+        (dict(profile="tpu"), "valid profiles: smoke, cpu, gpu"),
+        (dict(domain="latin"), "valid domains: shakespeare, python"),
+        (dict(lr_peak=1.0), "unknown override 'lr_peak'; valid overrides: n_layers"),
+    ],
+)
+def test_bad_arguments_fail_before_any_training(tiny_zoo, monkeypatch, kwargs, message):
+    forbid_training(monkeypatch)
+    monkeypatch.setattr(zoo, "_tokens", lambda *a: pytest.fail("tokens were loaded"))
+    with pytest.raises(ValueError, match=message):
+        zoo.load(**{"name": "rope", "profile": "smoke"} | kwargs)
+
+
+def test_trains_once_then_loads_from_cache(tiny_zoo, monkeypatch):
+    first = zoo.load("kerple", profile="smoke", progress=False)
+    assert first.path == tiny_zoo / "zoo" / first.spec_hash
+    assert first.tokens_seen == 6 * 8 * 64 and np.isfinite(first.val_ppl)
+    forbid_training(monkeypatch)
+    again = zoo.load("kerple", profile="smoke", progress=False)
+    assert again.spec_hash == first.spec_hash and again.history == first.history
+    for a, b in zip(*(train.jax.tree.leaves(m.params) for m in (first, again)), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_spec_hash_covers_seed_domain_and_overrides(tiny_zoo):
+    variants = (dict(), dict(seed=1), dict(domain="python"), dict(rope_base=500.0), dict(steps=7))
+    hashes = {zoo.spec_hash("rope", profile="smoke", **kw) for kw in variants}
+    assert len(hashes) == len(variants)
+    assert zoo.spec_hash("rope", profile="smoke") == zoo.spec_hash("rope", profile="smoke")
+    assert not (tiny_zoo / "zoo").exists()  # hashing trains nothing
+
+
+def test_corrupt_cache_entry_fails_naming_the_file(tiny_zoo):
+    model = zoo.load("nope", profile="smoke", progress=False)
+    tensors = model.path / train.read_metadata(model.path)["file"]
+    tensors.write_bytes(tensors.read_bytes()[:-8] + b"garbage!")
+    with pytest.raises(io.IntegrityError, match=str(tensors)):
+        zoo.load("nope", profile="smoke", progress=False)
+
+
+def test_main_trains_the_requested_models_and_prints_a_table(tiny_zoo, capsys):
+    assert zoo.main(["--profile", "smoke", "--names", "alibi", "fire", "--seeds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "val ppl" in out and "2 models" in out
+    assert {line.split()[0] for line in out.splitlines()[-3:-1]} == {"alibi", "fire"}
+
+
+def test_default_jobs_cover_specs_and_table2_per_seed():
+    jobs = zoo.default_jobs("smoke", seeds=(0, 1))
+    assert len(jobs) == 2 * (len(zoo.SPECS) + len(zoo.TABLE2))
+    assert {d for _, _, d in jobs} == {"shakespeare", "python"}
