@@ -938,7 +938,7 @@ claims.record(
         ),
         claims.Claim(
             id="pe_zoo.alibi_least",
-            source="CABLE (Veisi et al. 2025), Tab. 4",
+            source="CABLE (Veisi et al. 2025), Table 4",
             statement=f"ALiBi's perplexity grows least from 1× to {max_factor}× the training length",
             measured=f"ratio {ratio['alibi'][0]:.3g} vs "
             + ", ".join(f"{LABELS[n]} {ratio[n][0]:.3g}" for n in NAMES if n != "alibi")
@@ -949,7 +949,7 @@ claims.record(
         ),
         claims.Claim(
             id="pe_zoo.rope_most",
-            source="CABLE (Veisi et al. 2025), Tab. 4",
+            source="CABLE (Veisi et al. 2025), Table 4",
             statement=f"RoPE's perplexity grows most from 1× to {max_factor}× the training length",
             measured=f"ratio {ratio['rope'][0]:.3g} vs "
             + ", ".join(f"{LABELS[n]} {ratio[n][0]:.3g}" for n in NAMES if n != "rope")
@@ -960,7 +960,7 @@ claims.record(
         ),
         claims.Claim(
             id="pe_zoo.extrapolation_order",
-            source="CABLE (Veisi et al. 2025), Tab. 4",
+            source="CABLE (Veisi et al. 2025), Table 4",
             statement=f"Degradation from 1× to {max_factor}×: ALiBi < Kerple < FIRE < RoPE",
             measured="ours: "
             + " < ".join(LABELS[n] for n in our_order)

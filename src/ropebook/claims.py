@@ -87,7 +87,7 @@ PAPER_ITEMS = (
     *(f"Fig. {n}" for n in range(1, 20)),
     *(f"Table {n}" for n in range(1, 6)),
 )  # fmt: skip
-CABLE_ITEMS = ("CABLE Fig. 10", "CABLE Fig. 12", "CABLE Fig. 13", "CABLE Fig. 15")
+CABLE_ITEMS = ("CABLE Fig. 10", "CABLE Fig. 12", "CABLE Fig. 13", "CABLE Fig. 15", "CABLE Table 4")
 
 _KINDS = {"prop": "Prop.", "thm": "Thm.", "theorem": "Thm.", "lemma": "Lemma", "def": "Def.",
           "definition": "Def.", "fig": "Fig.", "figure": "Fig.", "table": "Table"}  # fmt: skip
@@ -100,8 +100,8 @@ _REFERENCE = re.compile(
 
 def source_items(source: str) -> set[str]:
     """The numbered items a claim's source names, e.g. ``"Barbero et al. 2025, Figs 2, 8-9"`` →
-    ``{"Fig. 2", "Fig. 8", "Fig. 9"}``; figures of the CABLE paper are prefixed ``"CABLE "``
-    (a source naming CABLE refers to CABLE's figures)."""
+    ``{"Fig. 2", "Fig. 8", "Fig. 9"}``; a source naming CABLE refers to CABLE's figures and
+    tables, which are prefixed ``"CABLE "``."""
     prefix = "CABLE " if "cable" in source.lower() else ""
     items = set()
     for kind, numbers in _REFERENCE.findall(source):
@@ -112,7 +112,7 @@ def source_items(source: str) -> set[str]:
                 items.update(f"{label} {n}" for n in range(low, high + 1))
             elif part:
                 items.add(f"{label} {part.strip()}")
-    return {prefix + item if item.startswith("Fig.") else item for item in items}
+    return {prefix + item if item.startswith(("Fig.", "Table")) else item for item in items}
 
 
 @dataclass(frozen=True)

@@ -476,7 +476,7 @@ def rotate(x: jnp.ndarray, positions: jnp.ndarray, frequencies: np.ndarray) -> j
     """Rotate ``x [B, T, H, D]`` with the *half* pairing at ``positions [T]`` by ``frequencies``
     (one per chunk, e.g. a scaled grid); angles are formed in float32 as transformers does."""
     angles = positions.astype(jnp.float32)[:, None] * jnp.asarray(frequencies, jnp.float32)
-    return rope._rotate(x, angles, "half")
+    return rope.rotate(x, angles, "half")
 
 
 @partial(jax.jit, static_argnames=("config", "with_probs"))

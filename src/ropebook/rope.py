@@ -89,8 +89,9 @@ def frequencies(
     return grid
 
 
-def _rotate(x: jnp.ndarray, angles: jnp.ndarray, pairing: str) -> jnp.ndarray:
-    """Rotate chunks of ``x [..., seq, heads, d]`` by ``angles [..., seq, d/2]``."""
+def rotate(x: jnp.ndarray, angles: jnp.ndarray, pairing: str) -> jnp.ndarray:
+    """Rotate chunks of ``x [..., seq, heads, d]`` by ``angles [..., seq, d/2]`` (any angles:
+    scaled grids such as Llama 3's build their own angles and rotate with this)."""
     cos = jnp.cos(angles)[..., None, :].astype(x.dtype)
     sin = jnp.sin(angles)[..., None, :].astype(x.dtype)
     if pairing == "half":
@@ -126,7 +127,7 @@ def apply_rope(
         return jnp.concatenate([head, x[..., rotated:]], axis=-1)
     grid = jnp.asarray(frequencies(head_dim, base, variant=variant, proportion=proportion))
     angles = positions[..., None].astype(jnp.float32) * grid.astype(jnp.float32)
-    return _rotate(x, angles, pairing)
+    return rotate(x, angles, pairing)
 
 
 def chunk_indices(head_dim: int, pairing: str = "half") -> np.ndarray:
