@@ -53,7 +53,7 @@ from ropebook.analysis import ablation
 
 plots.setup()
 settings = zoo.PROFILES[profile]
-seeds = settings.seeds
+seeds = zoo.seeds_for("rope", profile=profile)  # Shakespeare; see zoo.SEED_BUDGET for Python
 if profile == "smoke":
     n_windows_long = min(n_windows_long, 2)
 model_config, train_config = zoo.configs("p-rope-0.75", profile=profile)
@@ -353,7 +353,8 @@ jobs = [(n, d) for d in DOMAINS for n in zoo.TABLE2]
 jobs += [(n, "shakespeare") for n in SWEEP.values() if n not in zoo.TABLE2]
 models = {
     (name, domain): [
-        zoo.load(name, seed=s, profile=profile, domain=domain, progress=False) for s in seeds
+        zoo.load(name, seed=s, profile=profile, domain=domain, progress=False)
+        for s in zoo.seeds_for(name, profile=profile, domain=domain)
     ]
     for name, domain in jobs
 }

@@ -1,0 +1,157 @@
+"""Training throughput: our JAX step against the same model in PyTorch eager, on this CPU.
+
+Same shapes (the zoo's ``cpu`` profile by default), same maths (pre-norm RMSNorm, fused QKV,
+RoPE with the half pairing, causal attention, ReLU² MLP, tied output, AdamW with global-norm
+clipping), same batch. PyTorch uses ``scaled_dot_product_attention(is_causal=True)``. Runs
+alternate between the two frameworks so machine load affects both alike.
+
+Prints tokens/s of each, the ratio ours / PyTorch, and model FLOPs utilisation (MFU) against the
+float32 matmul throughput measured on this machine (so MFU is relative to what this CPU can
+actually do, not a datasheet number).
+
+    .venv/bin/python benchmarks/train_throughput.py [--profile cpu] [--rounds 3] [--steps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def model_flops_per_token(cfg) -> float:
+    """6·N (matmul parameters, output layer included) + attention's 12·L·T·d (fwd + bwd)."""
+    d, hd = cfg.d_model, cfg.n_heads * cfg.head_dim
+    per_layer = d * 3 * hd + hd * d + 2 * d * cfg.d_ff
+    matmul_params = cfg.n_layers * per_layer + cfg.vocab_size * d
+    return 6 * matmul_params + 12 * cfg.n_layers * cfg.context * hd
+
+
+def peak_matmul_flops(n: int = 1024, repeats: int = 10) -> float:
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    a @ a
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ a
+    return 2 * n**3 * repeats / (time.perf_counter() - start)
+
+
+def jax_runner(cfg, tc, tokens):
+    import jax
+
+    from ropebook import model, train
+
+    params = model.init_params(jax.random.key(0), cfg)
+    optimizer = train.make_optimizer(tc)
+    state = optimizer.init(params)
+    step = train._train_step(cfg, tc)
+    batch = jax.numpy.asarray(tokens)
+
+    def run(n: int) -> None:
+        nonlocal params, state
+        for _ in range(n):
+            params, state, loss, _ = step(params, state, batch)
+        jax.block_until_ready(loss)
+
+    return run
+
+
+def torch_runner(cfg, tc, tokens):
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    d, h, hd, t = cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.context
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm1, self.norm2 = torch.nn.RMSNorm(d, eps=1e-6), torch.nn.RMSNorm(d, eps=1e-6)
+            self.qkv = torch.nn.Linear(d, 3 * h * hd, bias=False)
+            self.out = torch.nn.Linear(h * hd, d, bias=False)
+            self.up = torch.nn.Linear(d, cfg.d_ff, bias=False)
+            self.down = torch.nn.Linear(cfg.d_ff, d, bias=False)
+
+        def forward(self, x, cos, sin):
+            b = x.shape[0]
+            q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, h, hd).transpose(1, 3).unbind(2)
+
+            def rotate(z):
+                first, second = z.chunk(2, dim=-1)
+                return z * cos + torch.cat([-second, first], dim=-1) * sin
+
+            y = F.scaled_dot_product_attention(rotate(q), rotate(k), v, is_causal=True)
+            x = x + self.out(y.transpose(1, 2).reshape(b, t, h * hd))
+            return x + self.down(F.relu(self.up(self.norm2(x))).square())
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(cfg.vocab_size, d)
+            self.blocks = torch.nn.ModuleList(Block() for _ in range(cfg.n_layers))
+            self.norm = torch.nn.RMSNorm(d, eps=1e-6)
+            freqs = cfg.rope_base ** (-torch.arange(0, hd, 2, dtype=torch.float32) / hd)
+            angles = torch.outer(torch.arange(t, dtype=torch.float32), freqs)
+            self.register_buffer("cos", torch.cat([angles, angles], -1).cos())
+            self.register_buffer("sin", torch.cat([angles, angles], -1).sin())
+
+        def forward(self, ids):
+            x = self.embed(ids)
+            for block in self.blocks:
+                x = block(x, self.cos, self.sin)
+            return self.norm(x) @ self.embed.weight.T
+
+    net = Model()
+    optimizer = torch.optim.AdamW(net.parameters(), lr=tc.lr, betas=(tc.b1, tc.b2), weight_decay=tc.weight_decay)  # fmt: skip
+    batch = torch.as_tensor(tokens, dtype=torch.long)
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            logits = net(batch[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, cfg.vocab_size), batch[:, 1:].reshape(-1))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), tc.clip)
+            optimizer.step()
+
+    return run
+
+
+def main() -> None:
+    from ropebook import zoo
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    cfg, tc = zoo.configs("rope", seed=0, profile=args.profile)
+    tokens = np.random.default_rng(0).integers(0, cfg.vocab_size, (tc.batch_size, cfg.context + 1))
+    runners = {
+        "ours (JAX)": jax_runner(cfg, tc, tokens),
+        "PyTorch eager": torch_runner(cfg, tc, tokens),
+    }
+    for run in runners.values():
+        run(3)  # compile / warm up
+    seconds = {name: [] for name in runners}
+    for _ in range(args.rounds):
+        for name, run in runners.items():
+            start = time.perf_counter()
+            run(args.steps)
+            seconds[name].append((time.perf_counter() - start) / args.steps)
+    tokens_per_step = tc.batch_size * cfg.context
+    peak = peak_matmul_flops()
+    flops = model_flops_per_token(cfg)
+    print(f"model: {args.profile} profile, {cfg.n_layers} layers, d={cfg.d_model}, "
+          f"{cfg.n_heads}x{cfg.head_dim} heads, batch {tc.batch_size}x{cfg.context}")  # fmt: skip
+    print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s")
+    rate = {}
+    for name, times in seconds.items():
+        rate[name] = tokens_per_step / float(np.median(times))
+        print(f"{name:14s} {rate[name]:9,.0f} tokens/s   MFU {rate[name] * flops / peak:6.1%}")
+    print(f"ratio ours / PyTorch: {rate['ours (JAX)'] / rate['PyTorch eager']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
