@@ -41,6 +41,8 @@ def test_every_chapter_executed_with_claims(smoke_book):
     for name in pipeline.chapter_names():
         notebook = smoke_book / "executed" / f"{name}.ipynb"
         assert notebook.exists(), name
+        if name == "index":  # the landing page summarises the others' claims
+            continue
         claims = read_claims(notebook)
         assert claims, f"{name} glued no claims"
         assert all(c.verdict in VERDICTS for c in claims)

@@ -37,6 +37,11 @@ REQUIRED_ASSETS = (
 )
 
 
+def _pages(site: Path) -> list[Path]:
+    """The site's pages (the theme's HTML templates under ``_static`` are not pages)."""
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
+
+
 class _Links(HTMLParser):
     """Collect ``href``/``src`` targets and element ids of one page."""
 
@@ -64,7 +69,7 @@ def broken_links(site: Path) -> list[str]:
         return parsed[page]
 
     found = []
-    for page in sorted(site.rglob("*.html")):
+    for page in _pages(site):
         for link in parse(page).links:
             parts = urlsplit(link)
             if parts.scheme or parts.netloc or link.startswith(("#", "javascript:")):
@@ -86,7 +91,7 @@ def broken_links(site: Path) -> list[str]:
 
 def problems(site: Path) -> list[str]:
     found = [f"missing vendored asset {a}" for a in REQUIRED_ASSETS if not (site / a).exists()]
-    pages = sorted(site.rglob("*.html"))
+    pages = _pages(site)
     if not pages:
         found.append(f"no HTML pages under {site}")
     for page in pages:
@@ -150,7 +155,7 @@ def browser_problems(site: Path, screenshots: Path | None = None) -> list[str]:
     screenshots = screenshots or site.parent / "screenshots"
     screenshots.mkdir(parents=True, exist_ok=True)
     found: list[str] = []
-    pages = sorted(p for p in site.rglob("*.html") if "_static" not in p.parts)
+    pages = _pages(site)
     with _serve(site) as root, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for path in pages:
@@ -208,6 +213,6 @@ def main(argv: list[str] | None = None) -> int:
         issues += browser_problems(site)
     for issue in issues:
         print(f"site check: {issue}")
-    pages = len(list(site.rglob("*.html")))
+    pages = len(_pages(site))
     print(f"site check: {pages} pages, {len(issues)} problems")
     return 1 if issues else 0
