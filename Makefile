@@ -51,10 +51,13 @@ chapters: setup sync
 run: setup
 	$(PY) -m ropebook run $(CHAPTER) --profile $(PROFILE) $(foreach p,$(PARAMS),-p $(subst =, ,$(p)))
 
-html: setup assets
+# Build the site from executed/, then check it: no external assets, no error outputs, no broken
+# links, and every page opened in headless Chromium (screenshots in _build/screenshots).
+html: setup assets browser
 	$(VENV)/bin/jupyter-book build . $(BOOK_FLAGS)
-	$(PY) -m ropebook check-site _build/html
+	$(PY) -m ropebook check-site _build/html --browser
 
+# Debian's Chromium for the browser checks (playwright's own browser download cannot work here).
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 

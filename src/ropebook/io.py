@@ -42,6 +42,7 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     tmp_path = Path(tmp)
+    tmp_path.chmod(0o644)  # mkstemp makes 0600 files; results are meant to be shared
     try:
         yield tmp_path
         os.replace(tmp_path, path)
