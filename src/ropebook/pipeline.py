@@ -274,6 +274,7 @@ def run_chapter(
             **(json.loads(provenance_file.read_text()) if provenance_file.exists() else {}),
         }
         nbformat.write(executed, tmp)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the site build and readers need to read it
         os.replace(tmp, target)
     finally:
         os.environ.pop(PROVENANCE_ENV, None)
