@@ -561,7 +561,7 @@ trained_text = (
     )
     + f" (short r = 1-{trained_short} vs last quarter of {context} tokens)"
 )
-claims.record(
+claims.glue_claims(
     [
         claims.Claim(
             id="decay.prop31",

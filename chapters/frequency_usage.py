@@ -960,7 +960,7 @@ display(
 # %%
 print(f"chapter computed in {time.perf_counter() - started:.0f} s")
 n_seeds = len(seeds)
-claims.record(
+claims.glue_claims(
     [
         claims.Claim(
             id="frequency_usage.low_freq_qk",

@@ -35,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 from IPython.display import Markdown
+from myst_nb import glue
 
 from ropebook import claims, pipeline
 
@@ -82,6 +83,9 @@ devices = sorted({d for p in provenance for d in p.get("jax_devices", [])})
 commits = sorted({p.get("git_commit", "unknown") for p in provenance})
 profiles = sorted({str(p.get("profile")) for p in provenance})
 seconds = sum(p.get("seconds", 0) for p in provenance)
+# For prose that cites this build: {glue:text}`book.minutes`, {glue:text}`book.commits`.
+glue("book.minutes", f"{seconds / 60:.1f}", display=False)
+glue("book.commits", ", ".join(commits), display=False)
 Markdown(
     f"Built from commit {', '.join(f'`{c}`' for c in commits)} with profile "
     f"{', '.join(f'`{p}`' for p in profiles)} on {', '.join(devices) or 'unknown devices'}; "

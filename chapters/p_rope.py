@@ -946,7 +946,7 @@ table2_claims = [
     )
     for cid, statement in claim_specs.items()
 ]
-claims.record(
+claims.glue_claims(
     [
         claims.Claim(
             id="p_rope.table1_positional",

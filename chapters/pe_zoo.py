@@ -843,7 +843,7 @@ def weakest(label: str) -> str:
     )
 
 
-claims.record(
+claims.glue_claims(
     [
         claims.Claim(
             id="pe_zoo.alibi_slopes",

@@ -794,7 +794,7 @@ if cs_positional:
 else:
     cs_verdict, cs_measured, cs_text = "not testable here", "no RoPE positional head found", None
 prop52_held = nope_bxx <= 0.5 and nope_excess <= 1e-12
-claims.record(
+claims.glue_claims(
     [
         claims.Claim(
             id="positional_heads.def51",

@@ -171,7 +171,7 @@ alt.Chart(
 rotating = {
     label: sum(r["rotates"] for r in spectrum if r["variant"] == label) for label in variants
 }
-claims.record(
+claims.glue_claims(
     [
         claims.Claim(
             id="rope_basics.relative",

@@ -105,7 +105,7 @@ plots.table(coverage_rows)
 
 # %%
 uncovered = [item for item, found in covered.items() if not found]
-claims.record(
+claims.glue_claims(
     [
         claims.Claim(
             id="scorecard.coverage",

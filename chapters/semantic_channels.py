@@ -1029,7 +1029,7 @@ print(f"p-rope-0.75 minus rope retention of the BOS margin: {diff_mean:.3f} ({di
 # %%
 apostrophe_found = np.isfinite(lift_low) and lift_low > lift_threshold
 flat_share = frequencies.band_size(n_chunks, 0.25) / n_chunks
-claims.record(
+claims.glue_claims(
     [
         claims.Claim(
             id="semantic_channels.lemma_a3",

@@ -1,6 +1,6 @@
 """Claim records: what each chapter tested, what it measured and the verdict.
 
-Every chapter ends with ``claims.record([...])``: the claims are shown as a table and glued
+Every chapter ends with ``claims.glue_claims([...])``: the claims are shown as a table and glued
 (``myst_nb.glue``) under ``claims`` as JSON, plus ``<id>.verdict`` and ``<id>.measured`` for prose.
 The scorecard chapter reads them back from the executed notebooks with :func:`read_claims`.
 """
@@ -51,7 +51,7 @@ def markdown_table(claims: list[Claim]) -> str:
     return "\n".join(rows)
 
 
-def record(claims: list[Claim]) -> None:
+def glue_claims(claims: list[Claim]) -> None:
     """Show the chapter's claims and glue them for the scorecard."""
     from IPython.display import Markdown, display
     from myst_nb import glue
