@@ -24,7 +24,6 @@ import os
 import platform
 import re
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ropebook import REPO_ROOT
+from ropebook.io import atomic_path
 
 CHAPTERS_DIR = REPO_ROOT / "chapters"
 EXECUTED_DIR = Path(os.environ.get("ROPEBOOK_EXECUTED", REPO_ROOT / "executed"))
@@ -254,32 +254,28 @@ def run_chapter(
 
     cell = nbformat.v4.new_code_cell(PROVENANCE_SOURCE, metadata={"tags": ["remove-input"]})
     notebook.cells.append(cell)
-    EXECUTED_DIR.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=EXECUTED_DIR, prefix=f".{name}.", suffix=".ipynb")
-    os.close(fd)
-    provenance_file = Path(tmp).with_suffix(".json")
-    os.environ[PROVENANCE_ENV] = str(provenance_file)
     started = time.time()
-    try:
-        _execute(name, notebook, tmp, values, progress)
-        executed = nbformat.read(tmp, as_version=4)
-        _hide_injected_parameters_like_declared(executed)
-        declared_profile = chapter_parameters(notebook).get("profile")
-        executed.metadata["ropebook"] = {
-            **_stamp(name, values),
-            "profile": values.get("profile", declared_profile and declared_profile.default),
-            "git_commit": _git_commit(),
-            "packages": package_versions(),
-            "seconds": round(time.time() - started, 1),
-            **(json.loads(provenance_file.read_text()) if provenance_file.exists() else {}),
-        }
-        nbformat.write(executed, tmp)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the site build and readers need to read it
-        os.replace(tmp, target)
-    finally:
-        os.environ.pop(PROVENANCE_ENV, None)
-        provenance_file.unlink(missing_ok=True)
-        Path(tmp).unlink(missing_ok=True)
+    with atomic_path(target) as tmp_path:  # a failed run never replaces the previous notebook
+        tmp = str(tmp_path)
+        provenance_file = tmp_path.with_suffix(".json")
+        os.environ[PROVENANCE_ENV] = str(provenance_file)
+        try:
+            _execute(name, notebook, tmp, values, progress)
+            executed = nbformat.read(tmp, as_version=4)
+            _hide_injected_parameters_like_declared(executed)
+            declared_profile = chapter_parameters(notebook).get("profile")
+            executed.metadata["ropebook"] = {
+                **_stamp(name, values),
+                "profile": values.get("profile", declared_profile and declared_profile.default),
+                "git_commit": _git_commit(),
+                "packages": package_versions(),
+                "seconds": round(time.time() - started, 1),
+                **(json.loads(provenance_file.read_text()) if provenance_file.exists() else {}),
+            }
+            nbformat.write(executed, tmp)
+        finally:
+            os.environ.pop(PROVENANCE_ENV, None)
+            provenance_file.unlink(missing_ok=True)
     return target
 
 
