@@ -44,6 +44,7 @@ epsilon = 0.01  # Table 1 constructions must reach attention > 1 - epsilon
 import math
 
 import altair as alt
+import jax
 import numpy as np
 from IPython.display import Markdown, display
 from scipy.special import expit
@@ -53,7 +54,7 @@ from ropebook.analysis import ablation
 
 plots.setup()
 settings = zoo.PROFILES[profile]
-seeds = zoo.seeds_for("rope", profile=profile)  # Shakespeare; see zoo.SEED_BUDGET for Python
+seeds = zoo.seeds_for("rope", profile=profile)  # the same for every Table 2 model on both domains
 if profile == "smoke":
     n_windows_long = min(n_windows_long, 2)
 model_config, train_config = zoo.configs("p-rope-0.75", profile=profile)
@@ -381,6 +382,9 @@ for (name, domain), runs in models.items():
     )
 tokens_seen = sorted({m.tokens_seen for runs in models.values() for m in runs})
 assert len(tokens_seen) == 1, f"models saw different amounts of data: {tokens_seen}"
+n_params = sum(
+    int(np.size(leaf)) for leaf in jax.tree.leaves(models["rope", "shakespeare"][0].params)
+)
 paper_tokens = 10_000 * 512 * 8_192  # steps × batch × sequence length, paper App. D
 train_tokens = {d: len(data.load_tokens(d, "train")) for d in DOMAINS}
 plots.table(budget_rows)
@@ -397,9 +401,31 @@ display(
         )
         + f". The paper's models saw 10,000 steps × 512 sequences × 8,192 tokens = "
         f"{paper_tokens:.2g} tokens (its App. D), about {paper_tokens / tokens_seen[0]:,.0f} "
-        "times more."
+        f"times more. Each of our `{profile}` models has {model_config.n_layers} layers, "
+        f"{model_config.n_heads} heads of dimension {head_dim}, width {model_config.d_model} "
+        f"and {n_params:,} parameters (Gemma 2B: about 2.5 billion)."
     )
 )
+
+# %% [markdown]
+# The same chapter runs on bigger models with `make book PROFILE=gpu` (or
+# `python -m ropebook run p_rope --profile gpu`). What each profile trains:
+
+# %%
+profile_rows = []
+for name_ in zoo.PROFILES:
+    mc, tc = zoo.configs("rope", profile=name_)
+    profile_rows.append(
+        {
+            "profile": name_ + (" (this run)" if name_ == profile else ""),
+            "layers × heads × head dim": f"{mc.n_layers} × {mc.n_heads} × {mc.head_dim}",
+            "width": mc.d_model,
+            "context": mc.context,
+            "tokens per model": f"{tc.steps * tc.batch_size * tc.seq_len:,}",
+            "seeds (Table 2)": len(zoo.seeds_for("rope", profile=name_, domain="python")),
+        }
+    )
+plots.table(profile_rows)
 
 # %% [markdown]
 # The table: our validation perplexity (mean ± half-width of the interval over seeds, at the
@@ -518,10 +544,12 @@ display(
 # %% [markdown]
 # ### Which orderings survive seed noise?
 #
-# For every pair the paper's text argues about, we compare the two encodings' intervals over
-# seeds. An ordering is **confirmed** when the intervals are separated; otherwise it is **within
-# noise**. Because the two runs of a seed share initial weights and batches, the paired
-# difference (seed by seed) is a sharper test; we show whether its interval excludes zero too.
+# For every pair the paper's text argues about, we take the difference of the two encodings'
+# perplexities seed by seed. The two runs of a seed share their initial weights and every batch,
+# so this *paired* difference cancels the noise they have in common; an ordering is
+# **confirmed** when the interval of the paired difference (Student t over seeds) excludes zero,
+# and **within noise** otherwise. The stricter unpaired test — do the two encodings' own
+# intervals over seeds overlap? — is shown beside it.
 
 # %%
 # (paper's better encoding, its worse rival, claim id)
@@ -551,8 +579,8 @@ for (better, worse, domain), c in comparisons.items():
             "domain": domain,
             "paper Δ": f"{PAPER[column][better] - PAPER[column][worse]:+.4f}",
             "ours Δ (paired)": c.difference.format(3),
-            "intervals": c.status,
-            "paired Δ excludes 0": "yes" if c.paired_separated else "no",
+            "paired Δ": c.paired_status,
+            "unpaired intervals": c.status,
             "verdict": c.verdict(LABELS[better]),
         }
     )
@@ -579,9 +607,11 @@ if len(seeds) < 2:
     )
 else:
     summary = (
-        f"**Confirmed** (intervals separated, in the paper's direction): {listing(confirmed)}. "
-        f"**Reversed** (separated, opposite direction): {listing(contradicted)}. "
-        f"**Within noise**: {listing(noisy)}."
+        f"**Confirmed** (paired difference separated from 0, in the paper's direction): "
+        f"{listing(confirmed)}. **Reversed** (separated, opposite direction): "
+        f"{listing(contradicted)}. **Within noise**: {listing(noisy)}. Of these orderings, "
+        f"{sum(c.separated for c in comparisons.values())} of {len(comparisons)} also pass the "
+        "unpaired test (non-overlapping intervals)."
     )
 display(Markdown(summary))
 
@@ -638,9 +668,18 @@ alt.layer(
 
 # %% [markdown]
 # ### Is seed noise smaller than the differences?
+#
+# Two measures per domain, each a median over variants or pairs of variants: the spread of one
+# encoding's perplexity across seeds against the gap between two encodings' means (unpaired), and
+# the spread across seeds of the *paired* difference against its mean (the noise the verdicts
+# above actually face).
 
 # %%
 noise = {d: ablation.noise_vs_differences(table2[d]) for d in DOMAINS}
+paired_noise = {
+    d: ablation.paired_noise({n: val_ppl[n, d] for n in zoo.TABLE2}) if len(seeds) > 1 else None
+    for d in DOMAINS
+}
 paper_gaps = {}
 for col, values in PAPER.items():
     v = list(values.values())
@@ -656,6 +695,9 @@ for domain, column in DOMAINS.items():
             "median seed s.d.": noise[domain]["seed_sd"],
             "median gap between variants": noise[domain]["gap"],
             "gap / seed s.d.": noise[domain]["ratio"],
+            "paired: |Δ| / s.d. of Δ": (
+                paired_noise[domain]["ratio"] if paired_noise[domain] else float("nan")
+            ),
             "our seed s.d. (% of ppl)": 100 * float(np.median(cv)) if cv else float("nan"),
             "paper column": column,
             "paper's median gap (% of ppl)": 100 * paper_gaps[column],
@@ -668,13 +710,13 @@ if len(seeds) < 2:
     noise_verdict = "not testable here"
     noise_text = "One seed: no measure of seed noise in this profile."
 else:
-    above = [noise[d]["ratio"] > 1 for d in DOMAINS]
+    above = [paired_noise[d]["ratio"] > 1 for d in DOMAINS]
     noise_verdict = "held" if all(above) else "partly" if any(above) else "not held"
     noise_text = " ".join(
         f"On {d}, the median gap between two encodings is {noise[d]['ratio']:.1f}× the median "
-        f"seed standard deviation; our seed s.d. is {r['our seed s.d. (% of ppl)']:.2f}% of the "
-        f"perplexity, against a median gap of {100 * paper_gaps[DOMAINS[d]]:.2f}% between the "
-        "paper's encodings."
+        f"seed standard deviation unpaired and {paired_noise[d]['ratio']:.1f}× paired; our seed "
+        f"s.d. is {r['our seed s.d. (% of ppl)']:.2f}% of the perplexity, against a median gap "
+        f"of {100 * paper_gaps[DOMAINS[d]]:.2f}% between the paper's encodings."
         for d, r in zip(DOMAINS, noise_rows, strict=True)
     )
 display(Markdown(noise_text))
@@ -800,7 +842,8 @@ display(
     Markdown(
         " ".join(
             f"On {d} at {long_factor}× context, 0.75-RoPE has perplexity "
-            f"{c.a_est.format(2)} against RoPE's {c.b_est.format(2)} ({c.status}); the lowest "
+            f"{c.a_est.format(2)} against RoPE's {c.b_est.format(2)} (paired: "
+            f"{c.paired_status}; intervals: {c.status}); the lowest "
             f"perplexity at that length is {LABELS[best_long[d]]}'s, and the growth from 1× "
             f"ranges from {min(v for k, v in growth.items() if k[1] == d):.2f}× to "
             f"{max(v for k, v in growth.items() if k[1] == d):.2f}×."
@@ -887,7 +930,7 @@ display(
     Markdown(
         " ".join(
             f"At {f}× context the lowest perplexity is at p = {best_p[f]}; steps of p: "
-            + "; ".join(f"{c.a} vs {c.b}: {c.status}" for c in cmps)
+            + "; ".join(f"{c.a} vs {c.b}: {c.paired_status}" for c in cmps)
             + "."
             for f, cmps in sweep_cmp.items()
         )
@@ -904,7 +947,7 @@ def paired_text(cid: str) -> str:
     return "; ".join(
         f"{d}: {LABELS[better]} {comparisons[better, worse, d].a_est.format(3)} vs "
         f"{LABELS[worse]} {comparisons[better, worse, d].b_est.format(3)} "
-        f"({comparisons[better, worse, d].status})"
+        f"(paired: {comparisons[better, worse, d].paired_status})"
         for d in DOMAINS
     )
 
@@ -994,7 +1037,7 @@ claims.glue_claims(
             statement="NoPE has the highest perplexity of the seven",
             measured="; ".join(
                 f"{d}: NoPE rank {our_rank[d]['nope']}/7, {c.a_est.format(3)} vs the worst other, "
-                f"{c.b} {c.b_est.format(3)} ({c.status})"
+                f"{c.b} {c.b_est.format(3)} (paired: {c.paired_status})"
                 for d, c in nope_vs_next.items()
             ),
             verdict=nope_worst_verdict,
@@ -1004,8 +1047,15 @@ claims.glue_claims(
         claims.Claim(
             id="p_rope.seed_noise",
             source="Barbero et al. 2025, Table 2 (resolution of our runs)",
-            statement="The median gap between encodings exceeds the median seed-to-seed s.d.",
-            measured="; ".join(f"{d}: gap/s.d. = {noise[d]['ratio']:.2f}" for d in DOMAINS),
+            statement="Seed noise is smaller than the differences between encodings "
+            "(median paired gap exceeds the median s.d. of paired differences)",
+            measured="; ".join(
+                f"{d}: paired gap/s.d. = {paired_noise[d]['ratio']:.2f}, "
+                f"unpaired gap/s.d. = {noise[d]['ratio']:.2f}"
+                if paired_noise[d]
+                else f"{d}: one seed"
+                for d in DOMAINS
+            ),
             verdict=noise_verdict,
             seeds=seeds_n,
         ),
@@ -1014,7 +1064,7 @@ claims.glue_claims(
             source="Barbero et al. 2025, Sec. 6.1 and B.5 (conjecture, untested there)",
             statement=f"0.75-RoPE extrapolates better than RoPE (perplexity at {long_factor}× the training context)",
             measured="; ".join(
-                f"{d}: {c.a_est.format(2)} vs {c.b_est.format(2)} ({c.status})"
+                f"{d}: {c.a_est.format(2)} vs {c.b_est.format(2)} (paired: {c.paired_status})"
                 for d, c in extrapolation_cmp.items()
             ),
             interval="; ".join(
@@ -1027,7 +1077,7 @@ claims.glue_claims(
             id="p_rope.p_sweep",
             source="Barbero et al. 2025, Sec. 6.1",
             statement="On the way from NoPE (p=0) to 0.75-RoPE, each step up in p lowers perplexity",
-            measured="; ".join(f"{c.a} vs {c.b}: {c.status}" for c in sweep_cmp[1][:3])
+            measured="; ".join(f"{c.a} vs {c.b}: {c.paired_status}" for c in sweep_cmp[1][:3])
             + f"; lowest at p = {best_p[1]} (1×), p = {best_p[max(sweep_cmp)]} ({max(sweep_cmp)}×)",
             verdict=sweep_verdict,
             seeds=seeds_n,

@@ -36,9 +36,20 @@ def test_separated_intervals_confirm_the_order():
 def test_overlapping_intervals_are_within_noise():
     c = ablation.compare("a", [1.0, 2.0, 3.0], "b", [1.5, 2.5, 3.5])
     assert not c.separated and c.status == "within noise"
-    assert c.verdict("a") == "partly" and c.verdict("b") == "partly"
+    assert c.verdict("a", test="intervals") == "partly" == c.verdict("b", test="intervals")
     # ...but the paired difference is exactly -0.5 on every seed: zero spread, excludes 0.
     assert c.difference.mean == pytest.approx(-0.5) and c.paired_separated
+    assert c.paired_status == "a < b"
+    assert c.verdict("a") == "held" and c.verdict("b") == "not held"
+
+
+def test_paired_noise_is_within_noise():
+    # a - b = (-1, +1, -0.5): the paired interval straddles 0 although means differ
+    c = ablation.compare("a", [1.0, 3.0, 2.0], "b", [2.0, 2.0, 2.5])
+    assert c.paired and not c.paired_separated and c.paired_status == "within noise"
+    assert c.verdict("a") == "partly"
+    with pytest.raises(ValueError, match="unknown test"):
+        c.verdict("a", test="bayes")
 
 
 def test_single_seed_is_not_testable():
@@ -51,6 +62,8 @@ def test_unpaired_difference_when_seed_counts_differ():
     c = ablation.compare("a", [1.0, 1.2], "b", [3.0, 3.2, 3.1])
     assert c.difference.mean == pytest.approx(1.1 - 3.1)
     assert c.difference.high < 0
+    # not paired: the verdict falls back to the two intervals
+    assert not c.paired and c.paired_status == c.status == "a < b" and c.verdict("a") == "held"
 
 
 def test_kendall_tau_known_values():
@@ -74,6 +87,20 @@ def test_per_seed_tau_and_noise_ratio():
     assert noise["gap"] == pytest.approx(4.0) and noise["ratio"] > 1000
     with pytest.raises(ValueError):
         ablation.per_seed_tau({"x": [1.0], "y": [1.0, 2.0]}, reference)
+
+
+def test_paired_noise_removes_shared_seed_effects():
+    # every variant shares a large per-seed offset (0, 10, 20); the variants differ by 1 and 2
+    offsets = np.array([0.0, 10.0, 20.0])
+    values = {"x": offsets + 1.0, "y": offsets + 2.0 + [0, 0.1, -0.1], "z": offsets + 3.0}
+    unpaired = ablation.noise_vs_differences(ablation.seed_table(values))
+    paired = ablation.paired_noise(values)
+    assert unpaired["ratio"] < 0.2  # the offsets swamp the gaps...
+    # ...pairs (x,y), (x,z), (y,z): |Δ| = 1, 2, 1; s.d. of Δ = 0.1, 0, 0.1
+    assert paired["gap"] == pytest.approx(1.0) and paired["seed_sd"] == pytest.approx(0.1)
+    assert paired["ratio"] == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="same"):
+        ablation.paired_noise({"x": [1.0, 2.0], "y": [1.0]})
 
 
 def test_combine_verdicts():

@@ -4,10 +4,11 @@ The p-RoPE chapter (Barbero et al. 2025, Sec. 6.1, Table 2) trains several encod
 data, steps and seeds and asks which differences are real. The pieces here are generic:
 
 - :func:`estimate` / :func:`seed_table`: a mean and a Student-t interval over seeds per variant;
-- :func:`compare`: is ``a`` lower than ``b``? ``separated`` (the two 95% intervals do not overlap)
-  or ``within noise``, plus the *paired* difference (seed ``s`` of ``a`` minus seed ``s`` of ``b``;
-  zoo models with the same seed share the initialisation key and every batch, so pairing removes
-  the noise the two runs have in common);
+- :func:`compare`: is ``a`` lower than ``b``? Two tests: the *paired* difference (seed ``s`` of
+  ``a`` minus seed ``s`` of ``b``; zoo models with the same seed share the initialisation key and
+  every batch, so pairing removes the noise the two runs have in common, and its Student-t
+  interval excluding 0 is the verdict's test), and the stricter, unpaired one (the two variants'
+  own intervals do not overlap), shown beside it;
 - :func:`kendall_tau`, :func:`rank_order`: agreement of a ranking with a reference (the paper's);
 - :func:`extrapolation_curve`, :func:`binned_ppl`: loss by position at several times the
   training context, from one long window per sample (a causal model's loss at position ``t``
@@ -99,10 +100,15 @@ class Comparison:
         return self.testable and not self.a_est.overlaps(self.b_est)
 
     @property
+    def paired(self) -> bool:
+        """Both have the same ≥ 2 seeds, so :attr:`difference` is paired seed by seed."""
+        return self.testable and self.a_est.n == self.b_est.n
+
+    @property
     def paired_separated(self) -> bool:
         """The interval of the paired difference excludes 0."""
         d = self.difference
-        return d.n >= 2 and (d.high < 0 or d.low > 0)
+        return self.paired and (d.high < 0 or d.low > 0)
 
     @property
     def lower(self) -> str:
@@ -117,17 +123,38 @@ class Comparison:
             return "within noise"
         return f"{self.a} < {self.b}" if self.lower == self.a else f"{self.a} > {self.b}"
 
-    def verdict(self, claimed_lower: str) -> str:
-        """Verdict on "``claimed_lower`` has the lower value": ``held`` if the intervals are
-        separated in that direction, ``not held`` if separated the other way, ``partly`` if they
-        overlap, ``not testable here`` with a single seed."""
+    @property
+    def paired_status(self) -> str:
+        """Like :attr:`status`, from the paired difference's interval."""
+        if not self.paired:
+            return self.status
+        if not self.paired_separated:
+            return "within noise"
+        return f"{self.a} < {self.b}" if self.difference.mean < 0 else f"{self.a} > {self.b}"
+
+    def verdict(self, claimed_lower: str, *, test: str = "paired") -> str:
+        """Verdict on "``claimed_lower`` has the lower value": ``held`` if the ``test`` separates
+        the two in that direction, ``not held`` if the other way, ``partly`` if it does not
+        separate them, ``not testable here`` with a single seed.
+
+        ``test="paired"``: the paired difference's interval excludes 0 (falls back to
+        ``"intervals"`` when the seeds differ); ``test="intervals"``: the two intervals do not
+        overlap."""
         if claimed_lower not in (self.a, self.b):
             raise ValueError(f"{claimed_lower!r} is neither {self.a!r} nor {self.b!r}")
+        if test not in ("paired", "intervals"):
+            raise ValueError(f"unknown test {test!r}; valid tests: paired, intervals")
         if not self.testable:
             return "not testable here"
-        if not self.separated:
+        if test == "paired" and self.paired:
+            if not self.paired_separated:
+                return "partly"
+            lower = self.a if self.difference.mean < 0 else self.b
+        elif not self.separated:
             return "partly"
-        return "held" if self.lower == claimed_lower else "not held"
+        else:
+            lower = self.lower
+        return "held" if lower == claimed_lower else "not held"
 
     def row(self, digits: int = 4) -> dict[str, str]:
         return {
@@ -135,8 +162,8 @@ class Comparison:
             f"{self.a}": self.a_est.format(digits),
             f"{self.b}": self.b_est.format(digits),
             "paired Δ (a − b)": self.difference.format(digits),
+            "paired Δ": self.paired_status,
             "intervals": self.status,
-            "paired Δ excludes 0": "yes" if self.paired_separated else "no",
         }
 
 
@@ -209,6 +236,25 @@ def noise_vs_differences(table: Mapping[str, Estimate]) -> dict[str, float]:
     gap = float(np.median(gaps)) if gaps else float("nan")
     ratio = gap / seed_sd if sds and seed_sd > 0 else float("inf")
     return {"seed_sd": seed_sd, "gap": gap, "ratio": ratio}
+
+
+def paired_noise(values: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Seed noise of *paired* differences against their size, over all pairs of variants.
+
+    ``values``: ``{variant: [value of seed 0, seed 1, ...]}``, the same seeds for every variant.
+    ``seed_sd``: median over pairs of the s.d. across seeds of the paired difference; ``gap``:
+    median over pairs of its mean's absolute value; ``ratio = gap / seed_sd``.
+    """
+    n_seeds = {len(v) for v in values.values()}
+    if len(n_seeds) != 1 or n_seeds.pop() < 2:
+        raise ValueError("paired noise needs the same ≥ 2 seeds for every variant")
+    rows = [np.asarray(v, dtype=np.float64) for v in values.values()]
+    diffs = [a - b for i, a in enumerate(rows) for b in rows[i + 1 :]]
+    if not diffs:
+        raise ValueError("paired noise needs at least two variants")
+    seed_sd = float(np.median([np.std(d, ddof=1) for d in diffs]))
+    gap = float(np.median([abs(np.mean(d)) for d in diffs]))
+    return {"seed_sd": seed_sd, "gap": gap, "ratio": gap / seed_sd if seed_sd > 0 else math.inf}
 
 
 # ---------------------------------------------------------------- length extrapolation
