@@ -1,6 +1,7 @@
 """The chapter runner: parameter checks, atomic results, provenance, jupytext round trip."""
 
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -119,4 +120,22 @@ def test_chapters_are_percent_scripts_with_one_parameters_cell(path):
     # tags survive the .py -> .ipynb -> .py round trip
     again = jupytext.reads(jupytext.writes(notebook, "ipynb"), "ipynb")
     assert jupytext.writes(again, "py:percent") == jupytext.writes(notebook, "py:percent")
-    assert "format_name: percent" in path.read_text()
+    assert path.read_text().startswith("# %%"), "percent cells, no header (see jupytext.toml)"
+
+
+def test_sync_leaves_chapter_sources_unchanged(tmp_path):
+    """`make sync` (jupytext --sync under the project's jupytext.toml) must not rewrite a tracked
+    chapter: its metadata filter writes no header, so the sources carry none either."""
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "jupytext.toml").write_text((REPO_ROOT / "jupytext.toml").read_text())
+    sources = sorted((REPO_ROOT / "chapters").glob("*.py"))
+    for path in sources:
+        (tmp_path / "chapters" / path.name).write_text(path.read_text())
+    jupytext_cli = pathlib.Path(sys.executable).with_name("jupytext")
+    subprocess.run(
+        [str(jupytext_cli), "--sync", *(f"chapters/{p.name}" for p in sources)],
+        cwd=tmp_path, check=True, capture_output=True,
+    )  # fmt: skip
+    for path in sources:
+        assert (tmp_path / "chapters" / path.name).read_text() == path.read_text(), path.name
+        assert (tmp_path / "chapters" / path.with_suffix(".ipynb").name).exists()
