@@ -41,8 +41,10 @@ proofs: setup
 zoo: setup data
 	$(PY) -m ropebook zoo --profile $(PROFILE)
 
+# One way, sources to notebooks: --sync would rewrite the sources through jupytext.toml's
+# metadata filter and drop their header.
 sync: setup
-	$(VENV)/bin/jupytext --sync chapters/*.py
+	$(VENV)/bin/jupytext --to ipynb chapters/*.py
 
 chapters: setup sync
 	$(PY) -m ropebook run all --profile $(PROFILE)
