@@ -13,8 +13,9 @@ Profiles trade size for time (Shakespeare train split: 1.37 M tokens at vocabula
   ~22 minutes on 2 CPU cores (~70 s per model measured), plus two more seeds of the p-RoPE
   ablation models (:data:`SEED_BUDGET`: Table 2 and p = 0.5 on Shakespeare, Table 2 on Python;
   ~35 minutes). To fit, it keeps the CABLE figures' 12 heads but gives each only
-  ``head_dim = 16`` (8 RoPE frequencies, so p = 0.25 keeps 2) inside ``d_model = 128``; 4 layers, context 128, 180 steps of 16 × 128 tokens (0.27 epoch,
-  validation perplexity ~150 for RoPE). Gaps between encodings are therefore small; where a
+  ``head_dim = 16`` (8 RoPE frequencies, so p = 0.25 keeps 2) inside ``d_model = 128``;
+  4 layers, context 128, 180 steps of 16 × 128 tokens (0.27 epoch, validation perplexity ~150
+  for RoPE). Gaps between encodings are therefore small; where a
   model has one seed, chapters must say so.
 - ``gpu``: GPT-2 Small as in CABLE (12 layers, 12 heads, d = 768, context 512), three seeds.
   Our corpora are small, so it stops after ~5 epochs (400 steps of 32 × 512 tokens) before
