@@ -139,3 +139,51 @@ def test_sync_leaves_chapter_sources_unchanged(tmp_path):
     for path in sources:
         assert (tmp_path / "chapters" / path.name).read_text() == path.read_text(), path.name
         assert (tmp_path / "chapters" / path.with_suffix(".ipynb").name).exists()
+
+
+RANGED = """# %% tags=["parameters"]
+profile = "cpu"  # smoke | cpu | gpu
+confidence = 0.95  # in (0, 1): level of every interval
+steps = 3  # in [1, inf)
+factors = [1, 2]  # in [1, 16]: each a multiple of the context
+names = ["rope"]  # in zoo.SPECS
+dtype = "float32"  # float32 | bfloat16 (weights)
+note = "free"  # any text, no domain
+"""
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"confidence": "1.5"}, r"confidence must be in \(0, 1\), got 1.5"),
+        ({"confidence": "0"}, r"confidence must be in \(0, 1\), got 0"),
+        ({"steps": "0"}, r"steps must be in \[1, inf\)"),
+        ({"factors": "[1, 32]"}, r"every element of factors must be in \[1, 16\], got 32"),
+        (
+            {"names": "['rope', 'bogus']"},
+            r"every element of names must be in zoo.SPECS, got 'bogus'",
+        ),
+        ({"dtype": "float16"}, r"dtype must be float32 \| bfloat16, got 'float16'"),
+    ],
+)
+def test_declared_domains_reject_values_before_running(sandbox, given, message):
+    (sandbox / "chapters" / "toy.py").write_text(RANGED)
+    with pytest.raises(pipeline.ChapterError, match=message) as error:
+        pipeline.run_chapter("toy", given)
+    assert "confidence: float = 0.95 (in (0, 1))" in str(error.value)
+    assert not (sandbox / "executed").exists()
+
+
+def test_declared_domains_accept_values_inside(sandbox):
+    (sandbox / "chapters" / "toy.py").write_text(RANGED)
+    declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))
+    assert declared["note"].domain is None
+    given = {"confidence": "0.5", "steps": "10", "factors": "[16]", "names": "['nope']",
+             "dtype": "bfloat16", "note": "x | y"}  # fmt: skip
+    assert pipeline.validate_parameters("toy", declared, given)["factors"] == [16]
+
+
+def test_a_default_outside_its_domain_is_a_chapter_error(sandbox):
+    (sandbox / "chapters" / "toy.py").write_text(RANGED.replace("0.95  #", "1.95  #"))
+    with pytest.raises(pipeline.ChapterError, match="declared default does not fit"):
+        pipeline.chapter_parameters(pipeline.read_chapter("toy"))

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 VERDICTS = ("held", "partly", "not held", "not testable here")
 
@@ -39,6 +40,105 @@ def verdict_from_interval(low: float, high: float, *, threshold: float, above: b
     if above:
         return "held" if low > threshold else "not held" if high < threshold else "partly"
     return "held" if high < threshold else "not held" if low > threshold else "partly"
+
+
+# ---------------------------------------------------------------- verdict rules
+# A rule turns a claim's evidence into a verdict. Chapters name a rule when they declare a claim
+# (:class:`ClaimSpec`) and later hand it the evidence; every rule of the book lives here.
+Rule = Callable[[Any], str]
+
+
+def holds(evidence: bool) -> str:
+    """``held`` if the evidence (a bool) is true, else ``not held``."""
+    return "held" if bool(evidence) else "not held"
+
+
+def fails(evidence: bool) -> str:
+    """The converse of :func:`holds`: the claim is held when the evidence is false."""
+    return holds(not bool(evidence))
+
+
+def graded(evidence: tuple[bool, ...] | list[bool]) -> str:
+    """All parts true: ``held``; some: ``partly``; none: ``not held``."""
+    parts = [bool(e) for e in evidence]
+    return "held" if all(parts) else "partly" if any(parts) else "not held"
+
+
+def interval_above(threshold: float) -> Rule:
+    """Rule for an interval ``(low, high)`` that the claim says lies above ``threshold``."""
+    return lambda interval: verdict_from_interval(*interval, threshold=threshold, above=True)
+
+
+def interval_below(threshold: float) -> Rule:
+    """Rule for an interval ``(low, high)`` that the claim says lies below ``threshold``."""
+    return lambda interval: verdict_from_interval(*interval, threshold=threshold, above=False)
+
+
+def given(evidence: str) -> str:
+    """The evidence is already a verdict, decided by a library function (checked here)."""
+    if evidence not in VERDICTS:
+        raise ValueError(f"verdict {evidence!r} not in {VERDICTS}")
+    return evidence
+
+
+def untestable(_: Any = None) -> str:
+    """Always ``not testable here`` (say why in ``measured``)."""
+    return "not testable here"
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """What a chapter claims, stated once: id, source, statement and the rule deciding it."""
+
+    id: str
+    source: str
+    statement: str
+    rule: Rule = holds
+
+
+class ClaimSet:
+    """A chapter's claims: declared up front, measured as the chapter goes, glued at the end.
+
+    ``record`` applies the claim's rule to the evidence; ``glue`` refuses to publish unless
+    every declared claim was measured exactly once, so no claim silently drops out.
+    """
+
+    def __init__(self, *specs: ClaimSpec) -> None:
+        ids = [s.id for s in specs]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate claim ids: {ids}")
+        self.specs = {s.id: s for s in specs}
+        self.records: dict[str, Claim] = {}
+
+    def record(
+        self,
+        claim_id: str,
+        evidence: Any,
+        measured: str,
+        *,
+        interval: str | None = None,
+        seeds: int | None = None,
+    ) -> Claim:
+        if claim_id not in self.specs:
+            raise KeyError(f"claim {claim_id!r} was not declared; declared: {list(self.specs)}")
+        if claim_id in self.records:
+            raise ValueError(f"claim {claim_id!r} recorded twice")
+        spec = self.specs[claim_id]
+        claim = Claim(
+            id=spec.id, source=spec.source, statement=spec.statement, measured=measured,
+            verdict=spec.rule(evidence), interval=interval, seeds=seeds,
+        )  # fmt: skip
+        self.records[claim_id] = claim
+        return claim
+
+    def claims(self) -> list[Claim]:
+        missing = [i for i in self.specs if i not in self.records]
+        if missing:
+            raise ValueError(f"claims declared but never recorded: {missing}")
+        return [self.records[i] for i in self.specs]
+
+    def glue(self) -> None:
+        glue_claims(self.claims())
 
 
 def markdown_table(claims: list[Claim]) -> str:

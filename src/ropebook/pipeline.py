@@ -52,17 +52,42 @@ class ChapterError(RuntimeError):
 
 @dataclass(frozen=True)
 class Parameter:
+    """One ``name = literal  # domain: description`` line of a chapter's parameters cell.
+
+    The comment may open with the values the parameter accepts (lists: every element):
+
+    - ``in [lo, hi]`` with ``[``/``]`` closed and ``(``/``)`` open ends, ``inf`` for no bound;
+    - ``a | b | c``: a fixed set of choices;
+    - ``in zoo.SPECS``: the keys (or items) of a ``ropebook`` module attribute.
+    """
+
     name: str
     default: Any
+    domain: str | None = None  # the declaration as written, e.g. "in (0, 1)"
 
     @property
     def type_name(self) -> str:
         return "any" if self.default is None else type(self.default).__name__
 
+    def describe(self) -> str:
+        text = f"{self.name}: {self.type_name} = {self.default!r}"
+        return f"{text} ({self.domain})" if self.domain else text
+
     def coerce(self, value: Any) -> Any:
-        """Return ``value`` converted to this parameter's type, or raise ``ValueError``."""
+        """Return ``value`` converted to this parameter's type and checked against its domain,
+        or raise ``ValueError`` naming the valid values."""
         if isinstance(value, str) and not isinstance(self.default, str):
             value = _literal(value)
+        value = self._coerce_type(value)
+        if self.domain:
+            elements = value if isinstance(value, list) else [value]
+            bad = [v for v in elements if not _in_domain(v, self.domain)]
+            if bad:
+                what = "every element of " + self.name if isinstance(value, list) else self.name
+                raise ValueError(f"{what} must be {self.domain}, got {bad[0]!r}")
+        return value
+
+    def _coerce_type(self, value: Any) -> Any:
         expected = type(self.default)
         if (
             self.default is None
@@ -73,6 +98,39 @@ class Parameter:
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
         raise ValueError(f"{self.name} must be {self.type_name}, got {value!r}")
+
+
+_INTERVAL = re.compile(r"in\s*([\[(])\s*([^,\s]+)\s*,\s*([^\])\s]+)\s*([\])])")
+_CHOICES = re.compile(r"[\w.+-]+(?:\s*\|\s*[\w.+-]+)+")
+_REFERENCE = re.compile(r"in\s+([a-z_]+)\.([A-Z][A-Z0-9_]*)\b")
+
+
+def _parse_domain(comment: str) -> str | None:
+    """The domain that opens a parameter's comment (see :class:`Parameter`), or ``None``."""
+    text = comment.strip()
+    for pattern in (_INTERVAL, _REFERENCE, _CHOICES):
+        if match := pattern.match(text):
+            return match.group(0)
+    return None
+
+
+def _bound(text: str) -> float:
+    return float(text.replace("_", ""))  # "inf", "-inf", "1e-3", "10_000"
+
+
+def _in_domain(value: Any, domain: str) -> bool:
+    if match := _INTERVAL.fullmatch(domain):
+        left, low, high, right = match.groups()
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        low_ok = value >= _bound(low) if left == "[" else value > _bound(low)
+        high_ok = value <= _bound(high) if right == "]" else value < _bound(high)
+        return low_ok and high_ok
+    if match := _REFERENCE.fullmatch(domain):
+        from importlib import import_module
+
+        return value in getattr(import_module(f"ropebook.{match[1]}"), match[2])
+    return str(value) in [c.strip() for c in domain.split("|")]
 
 
 def _is_bool_mismatch(value: Any, default: Any) -> bool:
@@ -130,16 +188,25 @@ def chapter_parameters(notebook) -> dict[str, Parameter]:
             f"a chapter needs exactly one cell tagged 'parameters', found {len(cells)}"
         )
     params = {}
+    lines = cells[0].source.splitlines()
     for node in ast.parse(cells[0].source).body:
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
         if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
-            params[target.id] = Parameter(target.id, ast.literal_eval(node.value))
+            line = lines[node.end_lineno - 1][node.end_col_offset :]
+            comment = line.split("#", 1)[1] if "#" in line else ""
+            default = ast.literal_eval(node.value)
+            domain = _parse_domain(comment)
+            params[target.id] = Parameter(target.id, default, domain)
+            try:
+                params[target.id].coerce(default)
+            except ValueError as error:
+                raise ChapterError(f"the declared default does not fit: {error}") from None
     return params
 
 
 def validate_parameters(name: str, declared: dict[str, Parameter], given: dict[str, Any]) -> dict:
     """Coerce ``given`` to the declared types; raise one error listing every problem."""
-    listing = ", ".join(f"{p.name}: {p.type_name} = {p.default!r}" for p in declared.values())
+    listing = ", ".join(p.describe() for p in declared.values())
     problems, values = [], {}
     for key, value in given.items():
         if key not in declared:

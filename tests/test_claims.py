@@ -1,0 +1,51 @@
+"""Verdict rules and declared claim sets."""
+
+import pytest
+
+from ropebook import claims
+
+
+def test_rules():
+    assert claims.holds(True) == "held" and claims.holds(False) == "not held"
+    assert claims.fails(True) == "not held" and claims.fails(0) == "held"
+    assert claims.graded([True, True]) == "held"
+    assert claims.graded((True, False)) == "partly"
+    assert claims.graded([False, False]) == "not held"
+    above = claims.interval_above(0.5)
+    assert [above((0.6, 0.9)), above((0.4, 0.6)), above((0.1, 0.4))] == [
+        "held",
+        "partly",
+        "not held",
+    ]
+    below = claims.interval_below(0.5)
+    assert [below((0.1, 0.4)), below((0.4, 0.6)), below((0.6, 0.9))] == [
+        "held",
+        "partly",
+        "not held",
+    ]
+    assert claims.given("partly") == "partly" and claims.untestable() == "not testable here"
+    with pytest.raises(ValueError, match="not in"):
+        claims.given("maybe")
+
+
+def test_claim_set_records_each_declared_claim_once():
+    specs = claims.ClaimSet(
+        claims.ClaimSpec("c.a", "Barbero et al. 2025, Prop. 3.1", "A holds"),
+        claims.ClaimSpec(
+            "c.b", "Barbero et al. 2025, Fig. 2", "B above 1", claims.interval_above(1)
+        ),
+    )
+    with pytest.raises(ValueError, match=r"never recorded: \['c.a', 'c.b'\]"):
+        specs.claims()
+    specs.record("c.b", (1.5, 2.0), "2 ± 0.5", interval="95% CI [1.5, 2.0]", seeds=3)
+    specs.record("c.a", False, "counter-example found")
+    with pytest.raises(ValueError, match="recorded twice"):
+        specs.record("c.a", True, "again")
+    with pytest.raises(KeyError, match="not declared"):
+        specs.record("c.z", True, "x")
+    records = specs.claims()
+    assert [c.id for c in records] == ["c.a", "c.b"]  # declaration order
+    assert [c.verdict for c in records] == ["not held", "held"]
+    assert records[1].seeds == 3 and records[1].source == "Barbero et al. 2025, Fig. 2"
+    with pytest.raises(ValueError, match="duplicate"):
+        claims.ClaimSet(claims.ClaimSpec("x", "s", "t"), claims.ClaimSpec("x", "s", "t"))
