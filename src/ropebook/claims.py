@@ -10,9 +10,10 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 VERDICTS = ("held", "partly", "not held", "not testable here")
 
