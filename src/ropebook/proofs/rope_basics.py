@@ -1,6 +1,13 @@
-"""RoPE's two defining properties: relative positions only, and norms preserved."""
+"""RoPE's two defining properties: relative positions only, and norms preserved.
+
+The sympy proofs come first; below them, the same identities checked in float32 on the library's
+``apply_rope`` (:func:`float32_errors`) and the frequency grid of each RoPE variant
+(:func:`variant_spectrum`, :func:`spectrum_chart`), as the chapter ``rope_basics`` shows them.
+"""
 
 from __future__ import annotations
+
+import math
 
 import sympy as sp
 
@@ -55,4 +62,122 @@ def norm_preserved(proof: Proof) -> None:
         proof,
         r"$\sum_{ij} \big(\rho(mg)^\top \rho(mg) - I\big)_{ij}^2$",
         sum(e**2 for e in rotation(m * g).T * rotation(m * g) - sp.eye(2)),
+    )
+
+
+# ------------------------------------------------------------------ the same identities in float32
+RELATIVE_ERROR = "max |score - relative| / (|q||k|)"
+NORM_ERROR = "max | ||R q|| / ||q|| - 1 |"
+
+
+def float32_errors(
+    *, draws: int, head_dim: int, base: float, seed: int, max_position: int = 4096
+) -> list[dict]:
+    """Worst float32 deviation from the two identities over ``draws`` random (q, k, m, n), one row
+    per pairing of :data:`ropebook.rope.PAIRINGS`: ``RELATIVE_ERROR`` is
+    ``max |<R^m q, R^n k> - <q, R^(n-m) k>| / (|q| |k|)`` and ``NORM_ERROR`` is
+    ``max | |R^m q| / |q| - 1 |``, positions drawn uniformly from ``[0, max_position)``."""
+    import jax  # imported here so that `python -m ropebook proofs` needs only sympy
+
+    from ropebook import rope
+
+    keys = jax.random.split(jax.random.key(seed), len(rope.PAIRINGS))
+    return [
+        _pairing_errors(pairing, key, draws, head_dim, base, max_position)
+        for pairing, key in zip(rope.PAIRINGS, keys, strict=True)
+    ]
+
+
+def _pairing_errors(
+    pairing: str, key, draws: int, head_dim: int, base: float, max_position: int
+) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    from ropebook import rope
+
+    kq, kk, km, kn = jax.random.split(key, 4)
+    shape = (draws, 1, 1, head_dim)
+    q, k = jax.random.normal(kq, shape), jax.random.normal(kk, shape)
+    m = jax.random.randint(km, (draws, 1), 0, max_position)
+    n = jax.random.randint(kn, (draws, 1), 0, max_position)
+
+    def rotate(x, positions):
+        return rope.apply_rope(x, positions, base=base, pairing=pairing)
+
+    scores = jnp.sum(rotate(q, m) * rotate(k, n), axis=-1)
+    relative = jnp.sum(q * rotate(k, n - m), axis=-1)
+    norms = jnp.linalg.norm(rotate(q, m), axis=-1) / jnp.linalg.norm(q, axis=-1)
+    scale = jnp.linalg.norm(q, axis=-1) * jnp.linalg.norm(k, axis=-1)
+    return {
+        "pairing": pairing,
+        RELATIVE_ERROR: float(jnp.max(jnp.abs(scores - relative) / scale)),
+        NORM_ERROR: float(jnp.max(jnp.abs(norms - 1))),
+    }
+
+
+# ------------------------------------------------------------------ the frequency grid of variants
+def variant_spectrum(
+    variants: dict[str, tuple[str, float]], *, head_dim: int, base: float
+) -> list[dict]:
+    """One row per (variant, plane k): its angular frequency ``g_k`` (0 if the plane does not
+    rotate), wavelength ``2π/g_k`` (``None`` if it does not rotate) and ``plotted frequency``:
+    ``g_k``, or a decade below the smallest nonzero ``g_k`` of all variants for planes that do not
+    rotate, which a log axis could not show. ``variants`` maps a label to ``(variant, p)`` of
+    :func:`ropebook.rope.frequencies`."""
+    from ropebook import rope
+
+    rows = [
+        {
+            "variant": label,
+            "plane k": k,
+            "frequency g_k (rad/token)": float(g),
+            "wavelength (tokens)": float(2 * math.pi / g) if g > 0 else None,
+            "rotates": bool(g > 0),
+        }
+        for label, (variant, p) in variants.items()
+        for k, g in enumerate(rope.frequencies(head_dim, base, variant=variant, proportion=p))
+    ]
+    floor = min(r["frequency g_k (rad/token)"] for r in rows if r["rotates"]) / 10
+    for row in rows:
+        row["plotted frequency"] = row["frequency g_k (rad/token)"] if row["rotates"] else floor
+    return rows
+
+
+def rotating_planes(spectrum: list[dict]) -> dict[str, int]:
+    """How many planes rotate in each variant of a :func:`variant_spectrum`."""
+    counts: dict[str, int] = {}
+    for row in spectrum:
+        counts[row["variant"]] = counts.get(row["variant"], 0) + row["rotates"]
+    return counts
+
+
+def spectrum_chart(spectrum: list[dict], *, head_dim: int, base: float, width: int = 560):
+    """Frequency of each plane per variant, log scale, with a tooltip per point."""
+    import altair as alt
+
+    return (
+        alt.Chart(
+            alt.InlineData(values=spectrum),
+            title=f"RoPE variants: frequency of each plane (d = {head_dim}, θ = {base:,.0f})",
+        )
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("plane k:Q", title="plane k (0 = fastest)"),
+            y=alt.Y(
+                "plotted frequency:Q",
+                scale=alt.Scale(type="log"),
+                title="angular frequency g_k (rad/token)",
+            ),
+            color=alt.Color("variant:N"),
+            strokeDash=alt.StrokeDash("variant:N"),
+            tooltip=[
+                "variant:N",
+                "plane k:Q",
+                alt.Tooltip("frequency g_k (rad/token):Q", format=".3g"),
+                alt.Tooltip("wavelength (tokens):Q", format=",.1f"),
+                "rotates:N",
+            ],
+        )
+        .properties(width=width, height=300)
     )
