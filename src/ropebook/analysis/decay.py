@@ -14,16 +14,24 @@ is ``r = i - j >= 0`` (so ``j - i = -r``). Functions here:
 - :func:`mean_activation_by_distance` — the same average over every query of a trained model's
   rotated queries and keys (``internals["q_rot"], ["k_rot"]``);
 - summaries: :func:`half_distance`, :func:`mean_square_ratio`, :func:`binomial_range`.
+
+The decay chapter's checks, tables and figures, one function each: :func:`closest_return`
+(Lemma A.1), :func:`prop31_softmax_peaks` (Prop. 3.1), :func:`zero_mean_check` (Prop. 3.2),
+:func:`setup_vectors` and :func:`decay_ratios` (Figs 2 and 9), :func:`random_rope_summary` and
+:func:`random_rope_verdict` (Fig. 8), :func:`trained_activation_curves` and :func:`trained_decay`
+(the book's models), and the ``plot_*`` / ``*_table`` / :func:`trained_chart` figures.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
 
 from ropebook import rope
+from ropebook.analysis import mean_interval
 
 
 def _chunk_grid(head_dim: int, base: float, pairing: str, variant: str, proportion: float):
@@ -201,3 +209,522 @@ def gaussian_activation_samples(
         k = rng.standard_normal((n_samples, head_dim))
         out[:, column] = activation_vs_distance(q, k, [r], base=base, pairing=pairing)[:, 0]
     return out
+
+
+# ----------------------------------------------------------------- the chapter's measurements
+# One function per check, figure or table of the decay chapter; each takes the numbers the
+# chapter computed (or the generator it draws from, consumed in the chapter's order).
+
+SETUPS = ("all-ones", "Gaussian, fresh per position", "Gaussian, repeated")
+"""The synthetic set-ups of Figs 2 and 9: Su et al.'s all-ones vectors, Gaussian vectors drawn
+afresh at every position (Fig. 2b), one Gaussian query and key repeated (Fig. 9)."""
+
+
+def unit(x) -> np.ndarray:
+    """``x`` scaled to unit 2-norm along the last axis (the paper's "appropriate normalisation")."""
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def setup_vectors(
+    kind: str, draws: int, n: int, head_dim: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(q_seq, k_seq)``, each ``[draws, n, head_dim]`` of unit vectors, for one of :data:`SETUPS`.
+
+    ``all-ones`` draws nothing from ``rng``; the fresh set-up draws ``2 * draws * n`` vectors, the
+    repeated one ``2 * draws`` and broadcasts them along the sequence.
+    """
+    if kind == "all-ones":
+        ones = unit(np.ones((draws, n, head_dim)))
+        return ones, ones
+    if kind == "Gaussian, fresh per position":
+        q, k = unit(rng.standard_normal((2, draws, n, head_dim)))
+        return q, k
+    if kind == "Gaussian, repeated":
+        q, k = unit(rng.standard_normal((2, draws, 1, head_dim)))
+        return np.broadcast_to(q, (draws, n, head_dim)), np.broadcast_to(k, (draws, n, head_dim))
+    raise ValueError(f"unknown set-up {kind!r}; choose from {SETUPS}")
+
+
+def closest_return(n: int) -> tuple[int, float]:
+    """The fastest chunk (``g_1 = 1``) over ``0 < m < n``: the ``m`` whose angle comes closest to
+    a whole number of turns, and its gap ``1 - cos m`` (Lemma A.1 says the gap is never 0)."""
+    gaps = 1 - np.cos(np.arange(1, n, dtype=np.float64))
+    best = int(np.argmin(gaps))
+    return best + 1, float(gaps[best])
+
+
+def prop31_grid(seq_len: int) -> np.ndarray:
+    """Distances of the Prop. 3.1 check: 0, 1, 2 and nine roughly geometric steps to ``N - 1``."""
+    return np.unique(np.r_[0, 1, 2, np.geomspace(3, seq_len - 1, 9).astype(int)])
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    return probs / probs.sum(-1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class PeakCheck:
+    """Prop. 3.1 measured: where the softmax of the last query peaks, for each target ``r``."""
+
+    rows: list[dict]  # one per distance: hits, peak error, attention on r, runner-up
+    hits: int  # (query, r) cases whose softmax argmax is r
+    total: int
+    worst_gap: float  # min over cases of 1 - (second-largest score) / ||q||^2
+    max_distance: int
+
+    def table(self):
+        from ropebook import plots
+
+        return plots.table(self.rows)
+
+
+def prop31_softmax_peaks(
+    rng: np.random.Generator, seq_len: int, n_queries: int, head_dim: int, *, base: float
+) -> PeakCheck:
+    """For every ``r`` of :func:`prop31_grid`: ``n_queries`` Gaussian queries ``q``, the key
+    ``R^r q`` at every position before the query (which sits at ``N - 1``), and the softmax of the
+    scaled scores ``a_ij / sqrt(d)`` over the causal row, through :func:`last_query_profile`."""
+    grid = prop31_grid(seq_len)
+    distances = np.arange(seq_len)
+    hits, worst_gap, rows = 0, np.inf, []
+    for r in grid:
+        queries = rng.standard_normal((n_queries, head_dim))
+        keys = prop31_key(queries, int(r), base=base)  # k = R^r q
+        sequence = np.broadcast_to(keys[:, None, :], (n_queries, seq_len, head_dim))
+        query_rows = np.broadcast_to(queries[:, None, :], sequence.shape)
+        scores = last_query_profile(query_rows, sequence, distances, base=base)  # [K, N]
+        probs = _softmax(scores / np.sqrt(head_dim))
+        on_target = int(np.sum(probs.argmax(-1) == r))
+        hits += on_target
+        norms = np.sum(queries**2, -1)
+        peak_error = np.abs(scores[np.arange(n_queries), r] / norms - 1).max()
+        runner_up = np.sort(scores, axis=-1)[:, -2] / norms
+        worst_gap = min(worst_gap, float(np.min(1 - runner_up)))
+        rows.append(
+            {
+                "r": int(r),
+                "argmax = r": f"{on_target} of {n_queries}",
+                "max |a(r)/‖q‖² − 1|": float(peak_error),
+                "mean attention on r": float(probs[:, r].mean()),
+                "max runner-up / ‖q‖²": float(runner_up.max()),
+            }
+        )
+    return PeakCheck(rows, hits, len(grid) * n_queries, worst_gap, int(grid.max()))
+
+
+@dataclass(frozen=True)
+class ZeroMeanCheck:
+    """Prop. 3.2 measured: how many per-distance intervals of the mean activation contain 0."""
+
+    intervals: np.ndarray  # [R, 3]: mean, low, high
+    covered: int
+    expected: float  # confidence * R
+    binomial_low: int  # central ``mass`` range of Binomial(R, confidence)
+    binomial_high: int
+    largest_z: float  # max over r of |mean| / standard error
+    variance: np.ndarray  # [R] sample variance of the activation at each distance
+
+    @property
+    def held(self) -> bool:
+        """As many intervals contain 0 as chance allows: at least the binomial range's low end."""
+        return self.covered >= self.binomial_low
+
+    def __str__(self) -> str:
+        n = len(self.intervals)
+        return (
+            f"{self.covered} of {n} intervals contain 0 (expected {self.expected:.0f}; "
+            f"99% binomial range {self.binomial_low}-{self.binomial_high}); largest |mean|/s.e. "
+            f"{self.largest_z:.2f}; variance over r: {self.variance.mean():.1f} on average, "
+            f"range {self.variance.min():.1f}-{self.variance.max():.1f}"
+        )
+
+
+def zero_mean_check(samples, *, confidence: float = 0.95, mass: float = 0.99) -> ZeroMeanCheck:
+    """Student-t intervals of each column's mean of ``samples [M, R]`` (independent columns) and
+    the count containing 0, to compare with Binomial(``R``, ``confidence``)'s central ``mass``."""
+    samples = np.asarray(samples, dtype=np.float64)
+    intervals = t_intervals(samples, confidence)
+    covered = int(np.sum((intervals[:, 1] <= 0) & (intervals[:, 2] >= 0)))
+    low, high = binomial_range(samples.shape[1], confidence, mass=mass)
+    standard_error = samples.std(0, ddof=1) / np.sqrt(samples.shape[0])
+    largest_z = float(np.max(np.abs(intervals[:, 0]) / standard_error))
+    variance = samples.var(axis=0, ddof=1)
+    expected = confidence * samples.shape[1]
+    return ZeroMeanCheck(intervals, covered, expected, low, high, largest_z, variance)
+
+
+def decay_ratios(
+    curves: dict, short: slice, long: slice, rng: np.random.Generator
+) -> dict[str, tuple[float, float, float]]:
+    """:func:`mean_square_ratio` of each set-up's curves ``[S, R]`` with a bootstrap interval over
+    draws: ``kind -> (ratio, low, high)``, drawn from ``rng`` in the order of ``curves``."""
+    return {
+        kind: bootstrap_interval(sample, lambda c: mean_square_ratio(c, short, long), rng)
+        for kind, sample in curves.items()
+    }
+
+
+def ratio_table(ratios: dict[str, tuple[float, float, float]], threshold: float):
+    """Markdown table of :func:`decay_ratios`: a ratio below ``threshold`` counts as decay."""
+    from ropebook import plots
+
+    return plots.table(
+        [
+            {
+                "set-up": kind,
+                "ratio long/short": value,
+                "95% interval": f"[{low:.3f}, {high:.3f}]",
+                f"decays (< {threshold})": value < threshold,
+            }
+            for kind, (value, low, high) in ratios.items()
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class RandomRopeRow:
+    """Fig. 8 measured at one range ``L = factor * N``."""
+
+    factor: float
+    length: int
+    half: tuple[float, float, float]  # all-ones half-distance over draws: mean, low, high
+    plain_half: float  # plain RoPE's half-distance divided by L/N
+    far_mean: float  # all-ones mean activation at r >= N/2
+    gaussian: tuple[float, float, float]  # Gaussian mean-square ratio long/short, bootstrap
+
+
+def random_rope_summary(
+    random_curves: dict,
+    factors,
+    plain_half: int,
+    short: slice,
+    long: slice,
+    rng: np.random.Generator,
+) -> list[RandomRopeRow]:
+    """Per ``factor``: the all-ones curves' half-distance (draws that never halve count as ``N``)
+    with a t-interval over draws, and the Gaussian mean-square ratio with a bootstrap interval.
+
+    ``random_curves[factor, kind]`` are ``[S, N]`` curves for ``kind`` in the first two
+    :data:`SETUPS`; ``rng`` draws the bootstraps, one factor after the other.
+    """
+    rows = []
+    for factor in factors:
+        ones = random_curves[factor, SETUPS[0]]
+        n = ones.shape[-1]
+        halves = [half_distance(c) for c in ones]
+        half = mean_interval([h if h is not None else n for h in halves])
+        gaussian = bootstrap_interval(
+            random_curves[factor, SETUPS[1]], lambda c: mean_square_ratio(c, short, long), rng
+        )
+        far_mean = float(ones[:, long].mean())
+        rows.append(
+            RandomRopeRow(factor, int(factor * n), half, plain_half / factor, far_mean, gaussian)
+        )
+    return rows
+
+
+def random_rope_tables(rows: list[RandomRopeRow]):
+    """Two Markdown tables: the all-ones half-distances, then the Gaussian ratios."""
+    from IPython.display import Markdown
+
+    from ropebook import plots
+
+    ones = plots.table(
+        [
+            {
+                "L": f"{row.factor}N = {row.length}",
+                "half-distance (tokens)": row.half[0],
+                "95% interval": f"[{row.half[1]:.1f}, {row.half[2]:.1f}]",
+                "plain RoPE / (L/N)": row.plain_half,
+                "mean, r ≥ N/2": row.far_mean,
+            }
+            for row in rows
+        ]
+    )
+    gaussian = plots.table(
+        [
+            {
+                "L": f"{row.factor}N = {row.length}",
+                "Gaussian ratio long/short": row.gaussian[0],
+                "95% interval": f"[{row.gaussian[1]:.2f}, {row.gaussian[2]:.2f}]",
+            }
+            for row in rows
+        ]
+    )
+    return Markdown(f"**All-ones q, k**\n\n{ones.data}\n\n**Gaussian q, k**\n\n{gaussian.data}")
+
+
+def random_rope_verdict(rows: list[RandomRopeRow], threshold: float) -> str:
+    """Fig. 8's two-part claim: ``held`` if the all-ones half-distance falls with every larger
+    ``L`` *and* the largest ``L``'s interval lies wholly below plain RoPE's *and* every Gaussian
+    ratio's interval stays above ``threshold``; ``partly`` if the half-distances fall or the
+    Gaussian ratios stay; ``not held`` otherwise."""
+    decreasing = all(a.half[0] > b.half[0] for a, b in zip(rows, rows[1:], strict=False))
+    separated = rows[-1].half[2] < rows[0].half[1]
+    unchanged = gaussian_unchanged(rows, threshold)
+    if decreasing and separated and unchanged:
+        return "held"
+    return "partly" if decreasing or unchanged else "not held"
+
+
+def gaussian_unchanged(rows: list[RandomRopeRow], threshold: float) -> bool:
+    """Every ``L``'s Gaussian mean-square ratio interval lies above ``threshold`` (no decay)."""
+    return all(row.gaussian[1] > threshold for row in rows)
+
+
+def trained_activation_curves(params, config, windows, *, max_tokens: int = 2048) -> np.ndarray:
+    """``[layers, windows, T]``: each layer's :func:`mean_activation_by_distance` of a trained
+    model's rotated queries and keys on ``windows [W, T]``, averaged over heads.
+
+    The windows run through :func:`ropebook.model.forward` in batches of about ``max_tokens``
+    tokens (its internals hold ``[B, H, T, T]`` score arrays).
+    """
+    from ropebook import model
+
+    windows = np.asarray(windows)
+    batch = max(1, max_tokens // config.context)
+    per_batch = []
+    for start in range(0, len(windows), batch):
+        _, internals = model.forward(
+            params, windows[start : start + batch], config, return_internals=True
+        )
+        per_batch.append(
+            np.stack(
+                [mean_activation_by_distance(x["q_rot"], x["k_rot"]).mean(1) for x in internals]
+            )
+        )
+    return np.concatenate(per_batch, axis=1)
+
+
+@dataclass(frozen=True)
+class TrainedDecay:
+    """Per model and layer: does the mean activation fall from short to long distances?"""
+
+    rows: list[dict]  # model, layer, short − long, 95% interval, behaviour
+    over: str  # what the intervals are over: seeds, or windows of one seed
+    n_layers: int
+    context: int
+    short: int
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """``model -> {behaviour: number of layers}`` over decays, flat, grows."""
+        models = dict.fromkeys(row["model"] for row in self.rows)
+        return {
+            name: {
+                b: sum(r["behaviour"] == b for r in self.rows if r["model"] == name)
+                for b in BEHAVIOURS
+            }
+            for name in models
+        }
+
+    def __str__(self) -> str:
+        return "; ".join(
+            f"{name}: " + ", ".join(f"{n} of {self.n_layers} layers {b}" for b, n in c.items() if n)
+            for name, c in self.counts().items()
+        )
+
+    @property
+    def all_decay(self) -> bool:
+        return all(row["behaviour"] == "decays" for row in self.rows)
+
+    def measured(self) -> str:
+        return f"{self} (short r = 1-{self.short} vs last quarter of {self.context} tokens)"
+
+    def table(self):
+        from IPython.display import Markdown
+
+        from ropebook import plots
+
+        return Markdown(f"{plots.table(self.rows).data}\n\n95% intervals over {self.over}.")
+
+
+BEHAVIOURS = ("decays", "flat", "grows")
+
+
+def trained_decay(trained: dict, model_names, seeds, short: int) -> TrainedDecay:
+    """Classify every layer from ``trained[name, seed] [layers, windows, T]`` curves.
+
+    The statistic is the mean activation at ``1 <= r <= short`` minus that over the last quarter
+    of the context; its 95% t-interval is over seeds (each seed's mean over windows) when there
+    are several, else over the windows of the one seed. ``decays`` if the interval is above 0,
+    ``grows`` if below, ``flat`` otherwise.
+    """
+    first = trained[model_names[0], seeds[0]]
+    n_layers, t = first.shape[0], first.shape[-1]
+    rows = []
+    for name in model_names:
+        for layer in range(n_layers):
+            per_seed = [
+                trained[name, s][layer][:, 1 : short + 1].mean(-1)
+                - trained[name, s][layer][:, (3 * t) // 4 :].mean(-1)
+                for s in seeds
+            ]
+            if len(seeds) > 1:
+                mean, low, high = mean_interval([d.mean() for d in per_seed])
+                over = f"{len(seeds)} seeds"
+            else:
+                mean, low, high = mean_interval(per_seed[0])
+                over = f"{len(per_seed[0])} windows (1 seed)"
+            behaviour = "decays" if low > 0 else "grows" if high < 0 else "flat"
+            rows.append(
+                {
+                    "model": name,
+                    "layer": layer,
+                    "short − long": mean,
+                    "95% interval": f"[{low:.3f}, {high:.3f}]",
+                    "behaviour": behaviour,
+                }
+            )
+    return TrainedDecay(rows, over, n_layers, t, short)
+
+
+# ----------------------------------------------------------------------------------- figures
+
+
+def _bands(ax, x, sample, label, color) -> None:
+    """Mean over draws (line) and their 5th-95th percentile band."""
+    low, high = np.quantile(sample, [0.05, 0.95], axis=0)
+    ax.fill_between(x, low, high, alpha=0.25, lw=0, color=color)
+    ax.plot(x, sample.mean(0), lw=1, color=color, label=label)
+
+
+def plot_prop31_examples(q, targets, seq_len: int, *, base: float):
+    """Attention of one query over its causal row when every key is ``R^r q``, per ``r``."""
+    import matplotlib.pyplot as plt
+
+    head_dim = len(q)
+    distances = np.arange(seq_len)
+    fig, ax = plt.subplots(figsize=(7.5, 3.2))
+    for r in targets:
+        k_seq = np.broadcast_to(prop31_key(q, r, base=base), (seq_len, head_dim))
+        q_seq = np.broadcast_to(q, (seq_len, head_dim))
+        logits = last_query_profile(q_seq, k_seq, distances, base=base) / np.sqrt(head_dim)
+        probs = np.exp(logits - logits.max())
+        ax.plot(distances, probs / probs.sum(), lw=1, label=f"key $R^{{{r}}}q$")
+        ax.axvline(r, color="grey", lw=0.5, ls=":")
+    ax.set(
+        title=f"Prop. 3.1: attention peaks at the chosen distance (d = {head_dim})",
+        xlabel="distance r = i − j back from the query (tokens)",
+        ylabel="attention probability",
+    )
+    ax.legend()
+    return fig
+
+
+def plot_zero_mean(check: ZeroMeanCheck, n_samples: int):
+    """Prop. 3.2's Monte-Carlo means and their 95% intervals at every distance."""
+    import matplotlib.pyplot as plt
+
+    distances = np.arange(len(check.intervals))
+    fig, ax = plt.subplots(figsize=(7.5, 3.2))
+    mean, low, high = check.intervals.T
+    ax.fill_between(distances, low, high, alpha=0.3, lw=0, label="95% interval")
+    ax.plot(distances, mean, lw=0.8, label="Monte-Carlo mean")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set(
+        title=f"Prop. 3.2: E[qᵀR⁻ʳk] = 0 at every distance ({n_samples} fresh pairs per r)",
+        xlabel="distance r (tokens)",
+        ylabel="activation qᵀR⁻ʳk",
+    )
+    ax.legend(loc="upper right")
+    return fig
+
+
+def plot_setups(curves: dict, *, head_dim: int, base: float):
+    """Figs 2(a), 2(b) and 9 side by side: ``curves[kind] [S, N]`` for each of :data:`SETUPS`."""
+    import matplotlib.pyplot as plt
+
+    titles = ("(a) all-ones q, k (Fig. 2a)", "(b) Gaussian q, k per position (Fig. 2b)",
+              "Gaussian q, k repeated (Fig. 9)")  # fmt: skip
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), sharex=True)
+    for ax, kind, title, color in zip(axes, SETUPS, titles, ("C0", "C1", "C2"), strict=True):
+        sample = curves[kind]
+        distances = np.arange(sample.shape[-1])
+        _bands(ax, distances, sample, f"mean of {len(sample)} draws", color)
+        if kind != "all-ones":
+            ax.plot(distances, sample[0], lw=0.4, color="black", alpha=0.6, label="one draw")
+        ax.axhline(0, color="black", lw=0.5)
+        ax.set(title=title, xlabel="distance r (tokens)")
+        ax.legend(fontsize=7, loc="upper right")
+    axes[0].set_ylabel("activation (cosine of rotated q, k)")
+    fig.suptitle(f"RoPE activation vs distance, d = {head_dim}, θ = {base:,.0f}", y=1.02)
+    return fig
+
+
+def plot_random_rope(random_curves: dict, factors, *, short_window: int, head_dim: int):
+    """Fig. 8: (a) the all-ones curves per Random RoPE range ``L``, (b) the Gaussian curves'
+    spread (RMS over draws, averaged over ``short_window`` distances) against ``1/sqrt(d)``."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.4), sharex=True)
+    smooth = np.ones(short_window) / short_window  # moving average over short_window distances
+    for i, factor in enumerate(factors):
+        ones = random_curves[factor, SETUPS[0]]
+        seq_len = ones.shape[-1]
+        distances = np.arange(seq_len)
+        label = "RoPE (L = N)" if factor == 1 else f"Random RoPE, L = {factor}N"
+        _bands(axes[0], distances, ones, label, f"C{i}")
+        rms = np.sqrt(np.mean(random_curves[factor, SETUPS[1]] ** 2, axis=0))
+        smoothed = np.convolve(rms, smooth, mode="valid")  # centred at r + (short_window - 1) / 2
+        centres = distances[: smoothed.size] + (short_window - 1) / 2
+        axes[1].plot(centres, smoothed, lw=1, color=f"C{i}", label=label)
+    axes[1].axhline(head_dim**-0.5, color="black", lw=0.8, ls="--", label="1/√d (theory)")
+    axes[1].set_ylim(0, 2 * head_dim**-0.5)
+    axes[0].axhline(0, color="black", lw=0.5)
+    axes[0].set(
+        title="(a) all-ones q, k: mean and 5–95% band over draws", ylabel="activation (cosine)"
+    )
+    axes[1].set(
+        title="(b) Gaussian q, k per position: spread over draws",
+        ylabel=f"RMS activation ({short_window}-token average)",
+    )
+    for ax in axes:
+        ax.set_xlabel("token distance r (tokens)")
+        ax.legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"Random RoPE (Ruoss et al.): positions from [0, L), N = {seq_len}", y=1.02)
+    return fig
+
+
+def trained_chart(trained: dict, model_names, seeds, *, width: int = 240):
+    """Altair line chart of the mean activation vs distance per layer, one facet per model
+    (mean over seeds and windows); every distance below 32 and ~96 spread over the rest."""
+    import altair as alt
+
+    context = trained[model_names[0], seeds[0]].shape[-1]
+    n_layers = trained[model_names[0], seeds[0]].shape[0]
+    chart_r = np.unique(
+        np.r_[np.arange(min(32, context)), np.linspace(0, context - 1, 96).astype(int)]
+    )
+    rows = []
+    for name in model_names:
+        mean_curves = np.mean([trained[name, s].mean(1) for s in seeds], axis=0)  # [layers, T]
+        for layer in range(n_layers):
+            rows += [
+                {"model": name, "layer": layer, "distance r": int(r), "mean activation": float(v)}
+                for r, v in zip(chart_r, mean_curves[layer, chart_r], strict=True)
+            ]
+    title = [  # two lines, so that the title is no wider than the panels
+        "Trained models: mean activation qᵢᵀRʲ⁻ⁱkⱼ vs distance",
+        f"({len(seeds)} seed(s), held-out text)",
+    ]
+    return (
+        alt.Chart(alt.InlineData(values=rows))
+        .mark_line()
+        .encode(
+            x=alt.X("distance r:Q", title="distance r = i − j (tokens)"),
+            y=alt.Y("mean activation:Q", title="mean activation (unscaled)"),
+            color=alt.Color("layer:N"),
+            tooltip=[
+                "model:N",
+                "layer:N",
+                "distance r:Q",
+                alt.Tooltip("mean activation:Q", format=".3f"),
+            ],
+        )
+        .properties(width=width, height=220)
+        .facet(column=alt.Column("model:N", title=None))
+        .resolve_scale(y="independent")
+        .properties(title=title)  # once above both panels, not repeated in each
+    )
