@@ -210,3 +210,293 @@ def test_fast_share():
 def test_statements_prove(statement):
     proof = statement()
     assert proof.steps
+
+
+# ---------------------------------------------------------------- the chapter's tables and figures
+
+
+def test_interval_text_closed_form():
+    one = heads.interval_text([0.25], 2)
+    assert one == (0.25, 0.25, 0.25, "1 sample: 0.25, no interval")
+    # Two samples 1 and 3: mean 2, standard error 1, t_{0.975, 1} = 12.706.
+    two = heads.interval_text([1.0, 3.0], 2, "fits")
+    assert two.mean == 2.0 and two.bounds == pytest.approx((2 - 12.7062, 2 + 12.7062), abs=1e-4)
+    assert two.text == "95% CI [-10.71, 14.71] over 2 fits"
+
+
+def test_verdict_above():
+    assert heads.verdict_above([], 0.0, 3) == ("not testable here", None)
+    verdict, estimate = heads.verdict_above([0.9, 1.0, 1.1], 0.5, 2)
+    assert verdict == "held" and estimate.mean == pytest.approx(1.0)
+    assert estimate.text.endswith("over 3 heads, pooled over seeds")
+    assert heads.verdict_above([-1.0, 1.0], 0.0, 2)[0] == "partly"
+    assert heads.verdict_above([0.1, 0.2, 0.3], 0.5, 2)[0] == "not held"
+
+
+def test_detector_table():
+    rows = heads.detector_table({"identity": np.eye(6), "shift": shifted(6)}, 0.01)
+    assert rows[0] == {
+        "matrix": "identity",
+        "ε, diagonal": 0.0,
+        "ε, previous": 1.0,
+        "mean α_i,i": 1.0,
+        "mean α_i,i−1": 0.0,
+        "class at ε = 0.01": "diagonal",
+    }
+    assert rows[1]["class at ε = 0.01"] == "previous" and rows[1]["ε, previous"] == 0.0
+
+
+def fake_fit(encoding, kind, bos_x_x, excess, loss):
+    return heads.IsolatedFit(
+        encoding=encoding, kind=kind, losses=np.array([2.0, loss]), mean_target=bos_x_x,
+        epsilon=1 - bos_x_x / 2, repeated_target=bos_x_x / 2, repeat_excess=excess,
+        bos_x_x=bos_x_x,
+    )  # fmt: skip
+
+
+FITS = {
+    ("nope", "diagonal", 0): fake_fit("nope", "diagonal", 0.4, -0.1, 1.0),
+    ("nope", "diagonal", 1): fake_fit("nope", "diagonal", 0.5 - 1e-9, -1e-8, 0.5),
+    ("nope", "previous", 0): fake_fit("nope", "previous", 0.3, -0.2, 2.0),
+    ("nope", "previous", 1): fake_fit("nope", "previous", 0.2, -0.3, 3.0),
+    ("rope", "diagonal", 0): fake_fit("rope", "diagonal", 0.99, 0.8, 0.01),
+    ("rope", "diagonal", 1): fake_fit("rope", "diagonal", 0.97, 0.7, 0.03),
+    ("rope", "previous", 0): fake_fit("rope", "previous", 0.95, 0.6, 0.05),
+    ("rope", "previous", 1): fake_fit("rope", "previous", 0.93, 0.5, 0.07),
+}
+
+
+def test_isolated_tables_and_summary():
+    probes, training = heads.isolated_tables(FITS)
+    assert [(r["encoding"], r["head"]) for r in probes] == [
+        ("nope", "diagonal"), ("nope", "previous"), ("rope", "diagonal"), ("rope", "previous")
+    ]  # fmt: skip
+    assert probes[0]["max α, [bos,x,x]"] == 0.5 - 1e-9  # the larger of the two seeds
+    assert probes[0]["max (α − 1/r)"] == -1e-8
+    assert probes[3]["mean α, repeated"] == pytest.approx((0.95 + 0.93) / 4)
+    assert training[1]["final loss"] == 2.5 and training[2]["ε (worst seed)"] == 1 - 0.97 / 2
+    summary = heads.isolated_summary(FITS)
+    assert summary.nope_fits == 4 and summary.nope_bos_x_x == 0.5 - 1e-9
+    assert summary.nope_excess == -1e-8 and summary.nope_bound_held
+    assert summary.rope_bos_x_x.mean == pytest.approx(0.96)
+    assert summary.rope_bos_x_x.text.endswith("over 4 fits (seeds × kinds)")
+    broken = dict(FITS)
+    broken["nope", "previous", 1] = fake_fit("nope", "previous", 0.2, 1e-6, 3.0)
+    assert not heads.isolated_summary(broken).nope_bound_held
+
+
+def chart_values(spec: dict, data: dict) -> list[dict]:
+    """The rows of an Altair ``data`` entry (``to_dict`` moves inline data to ``datasets``)."""
+    return spec["datasets"][data["name"]] if "name" in data else data["values"]
+
+
+def test_loss_chart():
+    spec = heads.loss_chart(FITS).to_dict()
+    assert spec["title"] == "One head trained alone to be positional: NoPE vs RoPE"
+    assert spec["width"] <= 680
+    values = chart_values(spec, spec["data"])
+    assert len(values) == 2 * len(FITS)  # two steps per fit
+    assert {"step": 1, "encoding": "rope", "head": "previous", "seed": 1, "loss": 0.07} in values
+
+
+def test_plot_construction():
+    psi = np.array([1.0, 0.0])
+    key = rope.rotation_matrix(1, 2) @ psi
+    row = np.array([0.1, 0.1, 0.8])
+    fig = heads.plot_construction(psi, key, row, 12.345)
+    axes = fig.axes
+    assert len(axes) == 3
+    assert [p.get_height() for p in axes[2].patches] == pytest.approx(row)
+    assert axes[1].get_title() == "after RoPE: k1 aligns with q2"
+    assert axes[2].get_title() == "attention of query 2 (‖ψ‖² = 12.3)"
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def test_threshold_study_single_plane_closed_form():
+    grid = rope.frequencies(4)
+    study = heads.threshold_study(0.05, [3], {"fast": [1.0, 0.0]}, grid, np.array([1.0, 10.0]))
+    # One plane at g = 1, N = 3: delta = 1 - cos(1) for both kinds (wrong offsets 1, 2 and 1).
+    expected = np.log(2 * 0.95 / 0.05) / (1 - np.cos(1.0))
+    assert [r["head"] for r in study.rows] == list(heads.KINDS)
+    for row in study.rows:
+        assert row["δ"] == pytest.approx(1 - np.cos(1.0))
+        assert row["s*"] == pytest.approx(expected)
+        assert row["exact"] <= row["s*"] * (1 + 1e-6)
+        # apply_rope in float32 at s*: within eps up to float32 rounding (tolerance 0.1%).
+        assert row["ε at s*"] <= 0.05 * 1.001 and row["< 0.05"]
+    # Previous token: both wrong keys of row 2 sit at |m| = 1, so the closed form is tight.
+    assert study.rows[1]["exact"] == pytest.approx(expected, rel=1e-6)
+    assert study.rows[1]["ε at s*"] == pytest.approx(0.05, rel=1e-3)
+    assert study.rows[0]["exact"] < expected * 0.99  # diagonal: key 0 is at m = 2, farther
+    assert study.ok and study.within == [True, True]
+    assert study.stars == [{"‖ψ‖²": pytest.approx(expected), "ε": 0.05, "N": 3, "ψ on": "fast"}]
+    eps_10 = heads.construction_epsilon(10.0, 3, "diagonal", grid, [1.0, 0.0])
+    assert study.curves[1] == {"‖ψ‖²": 10.0, "ε": pytest.approx(eps_10), "N": 3, "ψ on": "fast"}
+    spec = heads.threshold_chart(study, 4).to_dict()
+    assert spec["title"] == "Thm. 5.3: sharpness of the diagonal construction (d = 4)"
+    assert spec["width"] <= 680
+
+
+def fake_scan(score_diag, score_prev, cosine=None, excess=None, q_norms=None) -> heads.HeadScan:
+    """A HeadScan of hand-made ``[L, H]`` arrays (everything else constant)."""
+    sd, sp_ = np.asarray(score_diag, float), np.asarray(score_prev, float)
+    shape = sd.shape
+    cos = np.full(shape, 0.2) if cosine is None else np.asarray(cosine, float)
+    exc = np.full(shape, -0.1) if excess is None else np.asarray(excess, float)
+    qn = np.ones((*shape, 4)) if q_norms is None else np.asarray(q_norms, float)
+    return heads.HeadScan(
+        score={"diagonal": sd, "previous": sp_},
+        epsilon={"diagonal": 1 - sd / 2, "previous": 1 - sp_ / 2},
+        repeated={"diagonal": sd / 2, "previous": sp_ / 2},
+        repeat_excess={"diagonal": exc, "previous": exc - 0.05},
+        cosine={"diagonal": cos, "previous": cos / 2},
+        q_norms=qn,
+        k_norms=np.ones((*shape, 4)),
+        n_windows=1,
+        seq_len=8,
+    )
+
+
+# RoPE seed 0: a diagonal head L1 H0 and a previous-token head L0 H1; seed 1: one diagonal head
+# L1 H1. NoPE seed 0: none; seed 1: a diagonal head in layer 0 (breaking the bound) at L0 H0.
+FAST = np.ones((2, 2, 4))
+FAST[1, 0] = [3.0, 1.0, 1.0, 1.0]  # the diagonal head of RoPE seed 0 uses its fastest plane
+SCANS = {
+    ("rope", 0): fake_scan(
+        [[0.1, 0.1], [0.9, 0.2]], [[0.1, 0.7], [0.1, 0.1]], cosine=[[0.1, 0.8], [0.6, 0.3]],
+        excess=[[0.5, 0.4], [0.1, 0.1]], q_norms=FAST,
+    ),
+    ("rope", 1): fake_scan([[0.1, 0.1], [0.2, 0.6]], [[0.2, 0.1], [0.1, 0.1]]),
+    ("nope", 0): fake_scan([[0.1, 0.1], [0.2, 0.2]], [[0.3, 0.1], [0.1, 0.1]]),
+    ("nope", 1): fake_scan(
+        [[0.55, 0.1], [0.2, 0.2]], [[0.1, 0.1], [0.1, 0.1]], excess=[[-1e-7, -0.2], [0.3, 0.0]]
+    ),
+}  # fmt: skip
+
+
+def test_found_and_count_tables():
+    found = heads.found_table(SCANS, 0.5)
+    assert [(r["model"], r["kind"], r["head"]) for r in found] == [
+        ("rope s0", "diagonal", "L1 H0"),
+        ("rope s0", "previous", "L0 H1"),
+        ("rope s1", "diagonal", "L1 H1"),
+        ("nope s1", "diagonal", "L0 H0"),
+    ]
+    assert found[1]["mean α"] == 0.7 and found[1]["a / CS bound"] == 0.4  # cosine / 2
+    assert found[0]["ε (Def. 5.1)"] == pytest.approx(0.55)
+    counts = heads.count_heads(SCANS, 0.5)
+    assert counts == {
+        ("rope", "diagonal"): [1, 1], ("rope", "previous"): [1, 0], ("rope", "either"): [2, 1],
+        ("nope", "diagonal"): [0, 1], ("nope", "previous"): [0, 0], ("nope", "either"): [0, 1],
+    }  # fmt: skip
+    rows = heads.count_table(SCANS, 0.5)
+    either = rows[2]
+    assert (either["model"], either["kind"]) == ("rope", "either")
+    assert either["per model (of 4)"] == 1.5 and either["by layer"] == [1, 2]
+    assert either["interval"] == heads.interval_text([2, 1], 1).text
+    assert rows[3]["by layer"] == [1, 0]
+
+
+def test_head_scatter_chart():
+    spec = heads.head_scatter_chart(SCANS, 0.5).to_dict()
+    assert spec["title"] == "Every head: mean attention on itself vs on the previous token"
+    panels = spec["hconcat"]
+    assert [p["title"] for p in panels] == ["rope model", "nope model"]
+    assert sum(p["width"] for p in panels) <= 600
+    points = chart_values(spec, panels[0]["layer"][0]["data"])
+    assert len(points) == 8  # 2 seeds x 2 layers x 2 heads
+    assert {"model": "rope", "seed": 0, "layer": 1, "head": 0, "mean α on diagonal": 0.9,
+            "mean α on i−1": 0.1} in points  # fmt: skip
+
+
+def test_strongest_and_fast_share_table():
+    assert heads.strongest(SCANS["rope", 0], "diagonal") == (1, 0)
+    assert heads.strongest(SCANS["rope", 0], "previous") == (0, 1)
+    rows, gaps = heads.fast_share_table(SCANS, 0.5, 0.25)
+    assert [(r["seed"], r["kind"], r["head"]) for r in rows] == [
+        (0, "diagonal", "L1 H0"), (0, "previous", "L0 H1"), (1, "diagonal", "L1 H1")
+    ]  # fmt: skip
+    # Chunk budgets [3, 1, 1, 1]: the fastest quarter holds 3/6; the other head holds 1/4.
+    assert rows[0]["this head"] == pytest.approx(0.5) and rows[0]["rest of layer"] == 0.25
+    assert gaps == pytest.approx([0.25, 0.0, 0.0])
+
+
+def test_frequency_profile_chart():
+    spec = heads.frequency_profile_chart(SCANS["rope", 0]).to_dict()
+    assert spec["title"] == "Frequency usage of the strongest RoPE positional heads vs their layer"
+    assert 2 * spec["spec"]["width"] <= 600
+    values = chart_values(spec, spec["data"])
+    assert len(values) == 2 * 2 * 4 * 2  # kinds x (queries, keys) x planes x curves
+    this = {"head": "diagonal L1 H0", "of": "queries", "plane k": 0}
+    assert {**this, "curve": "this head", "mean chunk norm": 3.0} in values
+    assert {**this, "curve": "layer average", "mean chunk norm": 2.0} in values
+
+
+def test_paper_tables():
+    ratios = heads.paper_ratios()
+    assert ratios["diagonal"][0] == pytest.approx(156.93 / 203.65)
+    assert ratios["previous"][2] == pytest.approx(18.91 / 102.41)
+    assert len(ratios["diagonal"]) == 6 and len(ratios["previous"]) == 7
+    rows = heads.paper_table()
+    assert rows[0]["activation / bound, per token"].startswith("0.77, 0.79, 0.70")
+    assert rows[1]["mean"] == pytest.approx(np.mean(ratios["previous"]))
+    assert rows[1]["mean"] == pytest.approx(0.322, abs=5e-4)
+
+
+def test_cauchy_schwarz_table():
+    rows, positional = heads.cauchy_schwarz_table(SCANS, 0.5)
+    # Diagonal heads: rope s0 L1 H0 (0.6) and rope s1 L1 H1 (0.2); previous: rope s0 L0 H1 (0.4).
+    assert positional == pytest.approx([0.6, 0.2, 0.4])
+    assert rows[0]["heads"] == 2 and rows[0]["positional"] == pytest.approx(0.4)
+    assert rows[0]["other heads"] == pytest.approx((0.1 + 0.8 + 0.3 + 0.2 * 3) / 6)
+    assert rows[1]["paper"] == pytest.approx(np.mean(heads.paper_ratios()["previous"]))
+    none, pooled = heads.cauchy_schwarz_table(SCANS, 0.95)
+    assert pooled == [] and np.isnan(none[0]["positional"])
+
+
+def test_layer_table_and_layer0_bound():
+    rows = heads.layer_table(SCANS)
+    assert len(rows) == 8 and rows[0]["model"] == "rope s0"
+    assert rows[0]["α − 1/r, diag."] == 0.5 and rows[0]["α − 1/r, prev."] == 0.45
+    assert rows[1]["α_i,i"] == 0.9 and rows[0]["α_i,i−1"] == 0.7
+    assert heads.layer0_excess(SCANS, "rope") == 0.5
+    assert heads.layer0_excess(SCANS, "nope") == pytest.approx(-1e-7)
+    assert heads.deep_positional_heads(SCANS, "rope", 0.5) == 2  # L1 H0 (s0) and L1 H1 (s1)
+    assert heads.deep_positional_heads(SCANS, "nope", 0.5) == 0  # its only one is in layer 0
+
+
+def test_attention_figures_on_tiny_model():
+    import matplotlib.pyplot as plt
+
+    from ropebook import model
+
+    config = model.ModelConfig(
+        vocab_size=32, n_layers=2, n_heads=2, d_model=16, d_ff=32, context=8, encoding="rope"
+    )
+    params = model.init_params(jax.random.key(1), config)
+    window = np.arange(8)[None]
+    _, internals = model.forward(params, window, config, return_internals=True)
+    scan = heads.scan_model(params, config, window)
+    labels = [str(x) for x in range(8)]
+    fig = heads.plot_strongest_heads({"rope": internals}, {"rope": scan}, labels, 0.5)
+    assert len(fig.axes) == 2
+    layer, head = heads.strongest(scan, "previous")
+    shown = fig.axes[1].images[0].get_array()
+    assert np.allclose(shown, np.asarray(internals[layer]["probs"][0, head]))
+    assert fig.axes[1].get_title().startswith(f"rope: best previous head L{layer} H{head}")
+    plt.close(fig)
+    fig = heads.plot_chunk_norms(internals, scan)
+    assert len(fig.axes) == 2 * 3 + 2 * 2  # panels and one colour bar per chunk-norm panel
+    plt.close(fig)
+
+
+def test_token_labels():
+    from ropebook import data
+
+    text = "Hello world\n"
+    labels = heads.token_labels(data.encode(text))
+    assert labels[0] == "<bos>"
+    assert "".join(labels[1:]) == repr(text)[1:-1]  # short tokens: nothing cut
+    assert heads.token_labels([0, 0]) == ["<bos>", "<bos>"]
