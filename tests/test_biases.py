@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -191,3 +192,298 @@ def test_separation_verdict():
     assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.2, 0.1, 0.3)]) == "held"
     assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.0, -0.1, 0.1)]) == "partly"
     assert biases.separation_verdict([(1.0, 0.5, 1.5), (-0.2, -0.3, -0.1)]) == "not held"
+
+
+# ---------------------------------------------------------------- the pe_zoo chapter's functions
+
+
+def _zoo_model(encoding: str, key: int = 0) -> SimpleNamespace:
+    """A stand-in for a zoo.TrainedModel: an untrained tiny model (params + config)."""
+    config = _tiny(encoding)
+    return SimpleNamespace(params=model.init_params(jax.random.key(key), config), config=config)
+
+
+TOKENS = (np.arange(600) * 7 % 32).astype(np.int32)
+
+
+def test_sample_windows_cut_the_tokens_at_the_drawn_starts():
+    tokens = np.arange(1000)
+    one, (start,) = biases.sample_windows(tokens, 10, seed=3)
+    assert one.shape == (1, 10)
+    np.testing.assert_array_equal(np.asarray(one[0]), np.arange(start, start + 10))
+    many, starts = biases.sample_windows(tokens, 5, seed=[3, 1], count=4)
+    assert many.shape == (4, 5) and len(starts) == 4
+    for row, s in zip(np.asarray(many), starts, strict=True):
+        np.testing.assert_array_equal(row, np.arange(s, s + 5))
+    again, _ = biases.sample_windows(tokens, 5, seed=[3, 1], count=4)
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(many))  # reproducible
+
+
+def test_final_layer_reads_scores_and_biases():
+    window = jnp.asarray(TOKENS[:12])[None]
+    rope = biases.final_layer(_zoo_model("rope"), window)
+    assert rope["scores"].shape == (4, 12, 12) and rope["bias"] is None
+    assert rope["all_bias"] == [None, None]
+    alibi = biases.final_layer(_zoo_model("alibi"), window)
+    i, j = np.tril_indices(12)
+    expected = -encodings.alibi_slopes(4)[:, None] * (i - j)[None, :]
+    np.testing.assert_allclose(alibi["bias"][:, i, j], expected, atol=1e-6)
+    assert len(alibi["all_bias"]) == 2
+
+
+def test_encoding_bias_is_the_bias_the_forward_pass_adds():
+    m = _zoo_model("kerple", key=4)
+    _, internals = model.forward(
+        m.params, jnp.asarray(TOKENS[:12])[None], m.config, return_internals=True
+    )
+    for layer in range(2):
+        np.testing.assert_allclose(
+            biases.encoding_bias(m, layer, 12), np.asarray(internals[layer]["bias"]), atol=1e-6
+        )
+
+
+def test_head_grid_draws_one_pooled_panel_per_head():
+    import matplotlib.pyplot as plt
+
+    stack = np.stack([toeplitz(np.arange(40.0) * -(h + 1)) for h in range(4)])
+    fig = biases.head_grid(stack, "title", "bias", max_image=10)
+    images = [im for ax in fig.axes for im in ax.get_images()]
+    assert len(images) == 4  # 2 x 2 panels (colour-bar axes hold no images)
+    assert images[0].get_array().shape == (10, 10)  # 40 tokens pooled by 4
+    assert fig._suptitle.get_text() == "title"
+    plt.close(fig)
+
+
+def test_colour_range_tables_pair_our_ranges_with_the_figures_ticks():
+    scores = np.stack([np.array([[1.0, 9.0], [-2.0, 3.0]])] * 2)  # causal entries 1, -2, 3
+    bias = -np.stack([toeplitz([0.0, 2.0])] * 2)
+    final = {name: {"scores": scores, "bias": bias} for name in biases.LABELS}
+    first, second = biases.colour_range_tables(final)
+    assert len(first) == len(second) == 12  # CABLE's 12 heads
+    assert first[0] == {
+        "head": 1, "RoPE ours": "[-2, 3]", "Fig. 15": "⊇ [-7.5, 7.5]",
+        "ALiBi ours": "[-2, -0]", "Fig. 12": "⊇ [-300, 0]",
+    }  # fmt: skip
+    assert first[2]["RoPE ours"] == "—" and first[2]["Fig. 15"] == "⊇ [-15, 10]"
+    assert list(second[0]) == ["head", "Kerple ours", "Fig. 10", "FIRE ours", "Fig. 13"]
+    assert second[11]["Fig. 13"] == "⊇ [-7, -4]"
+    assert biases.panel_range(scores[0]) == (-2.0, 3.0)
+
+
+def test_alibi_fit_errors_are_zero_for_alibi_and_see_a_perturbation():
+    _, bias = _bias("alibi", 4, 20, context=8)
+    slope_error, bias_error, scale = biases.alibi_fit_errors([bias, bias])
+    assert slope_error < 1e-6 and bias_error < 1e-5
+    assert scale == pytest.approx(2**-2 * 19)
+    perturbed = bias.copy()
+    perturbed[1, 10, 3] += 0.5
+    _, bias_error, _ = biases.alibi_fit_errors([bias, perturbed])
+    assert bias_error == pytest.approx(0.5, abs=1e-5)
+
+
+def test_alibi_cable_brackets_reproduce_the_closed_form_and_fit_every_bar():
+    rows = biases.alibi_cable_brackets()
+    assert len(rows) == 12 and all(r["fits"] == "yes" for r in rows)
+    slopes = 2.0 ** (-8.0 * np.arange(1, 13) / 12)
+    np.testing.assert_allclose([r["m_h"] for r in rows], slopes)
+    np.testing.assert_allclose([r["511·m_h"] for r in rows], 511 * slopes)
+    np.testing.assert_allclose([r["bias at r = 511"] for r in rows], 511 * slopes, rtol=1e-5)
+    assert rows[0]["Fig. 12 tick (step)"] == "300 (50)" and rows[-1]["h"] == 12
+
+
+def test_max_relative_deviation_takes_the_worst_head():
+    a = toeplitz(np.arange(10.0))
+    b = a.copy()
+    b[7, 3] += 0.9  # relative spread 0.9 / 9
+    assert biases.max_relative_deviation(np.stack([a, b])) == pytest.approx(0.1)
+    assert biases.max_relative_deviation(np.stack([a, b]), row_stop=7) == 0.0
+    assert np.isnan(biases.max_relative_deviation(np.ones((2, 1, 1))))
+
+
+def test_toeplitz_survey_separates_fire_rows_below_and_above_L():
+    models = {name: {0: _zoo_model(name, key=k)} for k, name in enumerate(biases.BIASED)}
+    rows = biases.toeplitz_survey(models, short=16, long=64)
+    assert [(r["encoding"], r["layer"]) for r in rows] == [
+        (e, layer) for e in ("ALiBi", "Kerple", "FIRE") for layer in (0, 1)
+    ]
+    summary = biases.toeplitz_summary(rows)
+    assert summary["alibi"] < 1e-6 and summary["kerple"] < 1e-6
+    assert summary["fire_min_l"] == pytest.approx(16) == summary["fire_max_l"]  # initial L
+    assert summary["fire_short"] < 1e-5 and summary["fire_below"] < 1e-5
+    assert summary["fire_above"] > 1e-3 and summary["fire_finite"]
+    plain, fire = biases.toeplitz_tables(rows, seed=0, short=16, long=64)
+    assert len(plain) == 4 and len(fire) == 2
+    assert list(fire[0]) == [
+        "layer", "L (tokens)", "spread @16", "spread @64", "i < L", "i ≥ L", "finite @64"
+    ]  # fmt: skip
+    assert biases.toeplitz_tables(rows, seed=1, short=16, long=64) == ([], [])
+
+
+def test_score_measures_are_r2_and_spread_of_the_final_scores():
+    m = _zoo_model("rope", key=2)
+    windows = jnp.asarray(TOKENS[:32].reshape(2, 16))
+    r2, deviation = biases.score_measures(m, windows)
+    assert r2.shape == deviation.shape == (2, 4)
+    _, internals = model.forward(m.params, windows, m.config, return_internals=True)
+    scores = np.asarray(internals[-1]["scores"])
+    np.testing.assert_allclose(r2, biases.distance_r2(scores))
+    assert deviation[1, 3] == pytest.approx(biases.toeplitz_deviation(scores[1, 3], relative=True))
+
+
+def test_seed_interval_over_windows_or_seeds():
+    (mean, lo, hi), over = biases.seed_interval([np.array([[1.0, 3.0], [3.0, 5.0]])], 0.95)
+    assert over == "windows (1 seed)" and mean == 3.0  # window means 2 and 4
+    assert (lo, hi) == pytest.approx((3 - 12.706 * 1.0, 3 + 12.706 * 1.0), abs=1e-3)
+    (mean, lo, hi), over = biases.seed_interval([np.ones((2, 2)), 3 * np.ones((2, 2))], 0.95)
+    assert over == "seeds" and mean == 2.0 and lo < 2 < hi
+
+
+def test_score_summary_and_table():
+    r2 = [np.array([[0.2, 0.8], [0.4, 0.6]])]
+    deviation = [np.array([[0.5, 0.1], [0.3, 0.3]])]
+    s = biases.score_summary(r2, deviation, 0.95)
+    assert s["mean"] == pytest.approx(0.5) and s["over"] == "windows (1 seed)"
+    assert s["content_share"] == 0.5  # 0.2 and 0.4 are below 0.5
+    assert s["dev_mean"] == pytest.approx(0.3) and s["dev_min"] == pytest.approx(0.1)
+    rows = biases.score_table({"rope": s, "alibi": s}, {"alibi": np.array([1.0, 0.9999999])})
+    assert rows[0]["R² (bias), min"] == "—" and rows[1]["R² (bias), min"] == "1.000000"
+    assert rows[0]["R² < 0.5"] == "50%" and rows[0]["spread: mean (min)"] == "0.30 (0.10)"
+
+
+def test_alibi_reach_closed_form_matches_the_measured_reach():
+    slopes = encodings.alibi_slopes(8)
+    profile = -slopes[:, None] * np.arange(300)
+    closed = biases.alibi_reach_closed_form(8, 0.1, 300)
+    np.testing.assert_array_equal(biases.bias_reach(profile, 0.1), closed)
+    assert closed[0] == math.ceil(math.log(10) / 0.5) and closed[-1] == np.inf  # m_8 = 1/256
+
+
+def test_non_increasing_and_reach_table():
+    profiles = np.array([[0.0, -1.0, -1.0, -3.0], [0.0, -1.0, -0.5, -3.0]])
+    assert biases.non_increasing(profiles).tolist() == [True, False]
+    reach = {"alibi": np.array([3.0, np.inf]), "kerple": np.array([np.inf, 2.0]),
+             "fire": np.array([1.0, 1.0])}  # fmt: skip
+    rows = biases.reach_table(
+        reach, np.array([3.0, np.inf]), {"kerple": profiles, "fire": -profiles}
+    )
+    assert rows[0] == {
+        "head": 1, "ALiBi": "3", "closed form": "3", "Kerple": "∞", "FIRE": "1",
+        "Kerple Δb": -3.0, "FIRE Δb": 3.0,
+    }  # fmt: skip
+    assert rows[1]["ALiBi"] == "∞" and rows[1]["Kerple"] == "2"
+
+
+def test_bias_curves_figure_draws_every_head():
+    import matplotlib.pyplot as plt
+
+    profiles = {n: -np.outer(np.arange(1, 5), np.log1p(np.arange(50.0))) for n in biases.BIASED}
+    fig = biases.bias_curves_figure(profiles, context=16, threshold=0.1, title="curves")
+    panels = fig.axes[:3]
+    assert [ax.get_title() for ax in panels] == ["ALiBi", "Kerple", "FIRE"]
+    assert all(len(ax.get_lines()) == 4 + 2 for ax in panels)  # heads + threshold + context
+    np.testing.assert_allclose(panels[0].get_lines()[0].get_ydata(), profiles["alibi"][0, 1:])
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- length extrapolation
+
+
+def test_window_losses_are_loss_by_position_per_window():
+    from ropebook import train
+
+    m = _zoo_model("alibi", key=6)
+    losses = biases.window_losses(m, TOKENS, length=40, n_windows=3)
+    assert losses.shape == (3, 40)
+    second = train.loss_by_position(m.params, m.config, TOKENS, seq_len=40, n_windows=1, seed=1)
+    np.testing.assert_allclose(losses[1], second)
+
+
+def test_prefix_identity_gap_of_a_causal_model_is_zero():
+    for name in ("rope", "fire"):
+        assert biases.prefix_identity_gap(_zoo_model(name), TOKENS, 64, seed=[0, 2]) < 1e-5
+
+
+def test_mean_loss_by_length_and_log_estimate():
+    losses = np.array([[1.0, 3.0, 2.0, 2.0], [2.0, 2.0, 5.0, 7.0]])
+    mean = biases.mean_loss_by_length(losses, [2, 4])
+    np.testing.assert_allclose(mean, [[2.0, 2.0], [2.0, 4.0]])
+    ppl, lo, hi, over = biases.log_estimate([mean[:, 1]], 0.95)
+    assert ppl == pytest.approx(math.exp(3.0)) and over == "2 windows, 1 seed"
+    assert lo == pytest.approx(math.exp(3.0 - 12.706), rel=1e-3)
+    ppl, lo, hi, over = biases.log_estimate([np.array([1.0, 3.0]), np.array([4.0])], 0.95)
+    assert ppl == pytest.approx(math.exp(3.0)) and over == "2 seeds"  # seed means 2 and 4
+
+
+def test_perplexity_tables():
+    ppl = {("rope", 0): (10.0, 9.0, 11.0, "x"), ("rope", 1): (20.0, 18.0, 22.5, "x")}
+    ratio = {"rope": (2.0, 1.5, 2.25, "x")}
+    by_length, growth = biases.perplexity_tables(ppl, ratio, [1, 2], [64, 128])
+    assert by_length == [
+        {"encoding": "RoPE", "1× (64)": "10.00 [9.00, 11.00]", "2× (128)": "20.00 [18.00, 22.50]"}
+    ]
+    assert growth == [
+        {"encoding": "RoPE", "ours 2×/1×": "2 [1.5, 2.25]", "CABLE ppl": "20.87 → 554.12",
+         "CABLE 8×/1×": "26.6"}
+    ]  # fmt: skip
+
+
+def test_extrapolation_charts_hold_the_right_rows():
+    relative = {(n, k): (1.0 + k, 1.0, 1.0 + 2 * k, "x") for n in biases.LABELS for k in range(2)}
+    chart = biases.relative_perplexity_chart(
+        relative, relative, [1, 2], [16, 32], "title"
+    ).to_dict()
+    assert chart["title"] == "title" and chart["width"] == 520
+    ours, _, cable = (chart["datasets"][layer["data"]["name"]] for layer in chart["layer"])
+    assert len(ours) == 8 and len(cable) == 8
+    alibi = [r["relative perplexity"] for r in cable if r["encoding"] == "ALiBi"]
+    assert alibi == [1.0, pytest.approx(22.42 / 20.99)]
+    curves = {"rope": np.repeat([1.0, 3.0], 64)}
+    chart = biases.loss_by_position_chart(curves, 16, "loss", n_bins=4).to_dict()
+    rows = chart["datasets"][chart["layer"][0]["data"]["name"]]
+    assert [r["loss (nats)"] for r in rows] == [1.0, 1.0, 3.0, 3.0]
+    assert [r["position (tokens)"] for r in rows] == [16, 48, 80, 112]
+
+
+# ---------------------------------------------------------------- orderings of Table 4
+
+
+def test_ordering_checks_follow_cable_table4():
+    checks = biases.ordering_checks(("rope", "alibi", "kerple", "fire"), biases.CABLE_RATIO)
+    assert checks["CABLE's whole order"] == [
+        ("kerple", "alibi"),
+        ("fire", "kerple"),
+        ("rope", "fire"),
+    ]
+    assert checks["ALiBi degrades least"] == [
+        ("rope", "alibi"),
+        ("kerple", "alibi"),
+        ("fire", "alibi"),
+    ]
+    assert checks["RoPE degrades most"] == [("rope", "alibi"), ("rope", "kerple"), ("rope", "fire")]
+
+
+def test_paired_log_ratio_difference():
+    # ln-ratio per window = last column - first: worse [1, 3], better [0, 0] -> differences [1, 3]
+    mean_loss = {("a", 0): np.array([[0.0, 1.0], [0.0, 3.0]]), ("b", 0): np.zeros((2, 2))}
+    mean, lo, hi = biases.paired_log_ratio_difference(mean_loss, "a", "b", [0], 0.95)
+    assert mean == 2.0 and (lo, hi) == pytest.approx((2 - 12.706, 2 + 12.706), abs=1e-3)
+    mean_loss |= {("a", 1): np.array([[0.0, 5.0], [0.0, 5.0]]), ("b", 1): np.zeros((2, 2))}
+    mean, lo, hi = biases.paired_log_ratio_difference(mean_loss, "a", "b", [0, 1], 0.95)
+    assert mean == 3.5  # seed means 2 and 5
+
+
+def test_order_verdict_and_weakest_difference():
+    held, straddles, below = (1.0, 0.5, 1.5), (0.1, -0.1, 0.3), (-1.0, -1.5, -0.5)
+    assert biases.order_verdict([held, held], tau=1.0) == "held"
+    assert biases.order_verdict([held, straddles], tau=0.67) == "partly"
+    assert biases.order_verdict([held, straddles], tau=0.0) == "not held"
+    assert biases.order_verdict([held, below], tau=0.33) == "partly"  # tau decides, not the sign
+    difference = {("a", "b"): held, ("c", "b"): straddles}
+    assert biases.weakest_difference([("a", "b"), ("c", "b")], difference) == ("c", "b")
+    rows = biases.ordering_table(
+        {"x": [("rope", "alibi")]}, {("rope", "alibi"): (math.log(2), 0.1, 1.2)}, {"x": "held"}
+    )
+    assert rows == [
+        {"ordering": "x", "needs": "RoPE > ALiBi", "Δ ln ratio": "+0.693 [+0.100, +1.200]",
+         "ratio": "2", "verdict": "held"}
+    ]  # fmt: skip

@@ -19,10 +19,19 @@ key ``r`` tokens back.
 - **Helpers.** :func:`fire_threshold` reads FIRE's learned ``L`` from a layer's parameters,
   :func:`alibi_bracket` checks a range against a colour bar's ticks, :func:`block_pool` shrinks a
   ``T x T`` image for display (NaN-aware).
+- **The pe_zoo chapter**, one function per figure or table: the CABLE figures' quoted colour-bar
+  ticks and Table 4 (``CABLE_TICKS``, ``CABLE_TABLE4``), the redrawn head grids
+  (:func:`head_grid`), ALiBi against its closed form (:func:`alibi_fit_errors`,
+  :func:`alibi_cable_brackets`), the Toeplitz survey of every layer (:func:`toeplitz_survey`),
+  the scores' distance measures (:func:`score_measures`), reach and bias curves
+  (:func:`bias_curves_figure`), length extrapolation (:func:`window_losses`,
+  :func:`log_estimate`, the two charts) and the orderings of Table 4 as verdicts
+  (:func:`paired_log_ratio_difference`, :func:`order_verdict`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -253,3 +262,593 @@ def separation_verdict(differences: list[tuple[float, float, float]]) -> str:
     if any(high < 0 for _, _, high in differences):
         return "not held"
     return "partly"
+
+
+# ---------------------------------------------------------------- the pe_zoo chapter
+# One function per figure or table of the chapter; each reproduces exactly what the chapter
+# computed inline before, so its numbers and verdicts do not move.
+
+LABELS = {"rope": "RoPE", "alibi": "ALiBi", "kerple": "Kerple", "fire": "FIRE"}
+BIASED = ("alibi", "kerple", "fire")  # the additive-bias encodings of the zoo
+
+# (top tick, bottom tick) of each head's colour bar in CABLE Figs. 15, 12, 10, 13 (GPT-2 Small,
+# final layer, 512 tokens), read from the figure extracts, minus signs restored.
+CABLE_TICKS = {
+    "rope": [(7.5, -7.5), (7.5, -7.5), (10, -15), (10, -10), (5, -10), (8, -6), (5, -15),
+             (7.5, -10), (10, -10), (10, -10), (15, -15), (7.5, -10)],
+    "alibi": [(0, -300), (0, -200), (0, -120), (0, -80), (0, -50), (0, -30), (0, -20), (0, -12),
+              (0, -7), (0, -5), (0, -3), (0, -1.75)],
+    "kerple": [(0, -1.75), (0, -3.5), (0, -8), (0, -2.5), (0, -1.75), (0, -1.6), (0, -2.5),
+               (0, -1.6), (0, -1.6), (0, -7), (0, -2.5), (0, -3.5)],
+    "fire": [(-3.0, -4.5), (-3.5, -6.0), (-2.25, -4.0), (-3.0, -4.2), (-3.0, -5.0), (-3.0, -4.5),
+             (-3.0, -5.5), (-2.5, -4.25), (-2.4, -4.0), (-2.75, -4.75), (-2.6, -4.0), (-4.0, -7.0)],
+}  # fmt: skip
+CABLE_FIG = {"rope": 15, "alibi": 12, "kerple": 10, "fire": 13}
+# spacing of the tick labels on each colour bar of CABLE Fig. 12 (from the figure extract)
+ALIBI_TICK_STEP = [50, 25, 20, 10, 10, 5, 2.5, 2, 1, 1, 0.5, 0.25]
+CABLE_HEADS, CABLE_LENGTH = 12, 512
+# CABLE (Veisi et al. 2025), Table 4: GPT-2 Small trained at 1024 tokens; perplexity at 1024 and
+# at 8192 tokens on the paper's data. Quoted.
+CABLE_TABLE4 = {
+    "alibi": (20.99, 22.42),
+    "kerple": (20.86, 26.59),
+    "fire": (21.26, 155.32),
+    "rope": (20.87, 554.12),
+}
+CABLE_RATIO = {n: b / a for n, (a, b) in CABLE_TABLE4.items()}  # ppl at 8x / ppl at 1x
+
+
+def sample_windows(tokens, length: int, seed, count: int | None = None) -> jnp.ndarray:
+    """Held-out windows of ``length`` tokens with uniformly drawn starts (``np.random.
+    default_rng(seed)``): ``[1, length]`` for one window (``count=None``), else ``[count,
+    length]``. Returns ``(windows, starts)``."""
+    tokens = np.asarray(tokens)
+    rng = np.random.default_rng(seed)
+    if count is None:
+        start = int(rng.integers(0, len(tokens) - length))
+        return jnp.asarray(tokens[start : start + length].astype(np.int32))[None], [start]
+    starts = rng.integers(0, len(tokens) - length, size=count)
+    windows = np.stack([tokens[s : s + length] for s in starts]).astype(np.int32)
+    return jnp.asarray(windows), [int(s) for s in starts]
+
+
+def final_layer(m, window) -> dict:
+    """One forward pass of a zoo model on ``window [1, T]``: the final layer's pre-softmax
+    ``scores [H, T, T]``, its additive ``bias [H, T, T]`` (None for RoPE) and every layer's bias
+    (``all_bias``)."""
+    from ropebook import model
+
+    _, internals = model.forward(m.params, window, m.config, return_internals=True)
+    last = internals[-1]
+    return {
+        "scores": np.asarray(last["scores"][0]),
+        "bias": None if last["bias"] is None else np.asarray(last["bias"]),
+        "all_bias": [None if x["bias"] is None else np.asarray(x["bias"]) for x in internals],
+    }
+
+
+def head_grid(stack, title: str, colour_label: str, max_image: int = 256):
+    """One panel per head (rows of 3, or 2), a colour bar each, blank above the diagonal, as in
+    the CABLE appendix figures; panels are mean-pooled to at most ``max_image`` pixels a side."""
+    import matplotlib.pyplot as plt
+
+    heads = stack.shape[0]
+    ncols = 3 if heads % 3 == 0 else 2 if heads % 2 == 0 else 1
+    nrows = math.ceil(heads / ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(3.3 * ncols, 2.75 * nrows), dpi=72, squeeze=False
+    )
+    t = stack.shape[-1]
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")
+    for h, ax in enumerate(axes.flat):
+        if h >= heads:
+            ax.axis("off")
+            continue
+        image = block_pool(causal_only(stack[h]), max_image)
+        shown = ax.imshow(image, cmap=cmap, extent=(0, t, t, 0), interpolation="nearest")
+        fig.colorbar(shown, ax=ax, fraction=0.046, pad=0.03, label=colour_label)
+        ax.set_title(f"Head {h + 1}", fontsize=10)
+        ax.grid(False)
+        if h % ncols == 0:
+            ax.set_ylabel("query position i (tokens)")
+        if h // ncols == nrows - 1:
+            ax.set_xlabel("key position j (tokens)")
+    fig.suptitle(title, fontsize=12, wrap=True)
+    fig.tight_layout()
+    return fig
+
+
+def panel_range(matrix) -> tuple[float, float]:
+    """(min, max) of the causal entries of one head's ``[T, T]`` panel."""
+    causal = causal_only(matrix)
+    return float(np.nanmin(causal)), float(np.nanmax(causal))
+
+
+def colour_range_tables(final: dict, pairs=(("rope", "alibi"), ("kerple", "fire"))) -> list:
+    """Rows comparing our panels' colour ranges with the CABLE figures' tick brackets, one table
+    per pair of encodings (12 rows: CABLE's heads; "—" where we have fewer heads).
+
+    ``final[name]`` is :func:`final_layer`'s result; RoPE shows its scores, the rest their bias.
+    """
+    n_heads = final["rope"]["scores"].shape[0]
+    tables = []
+    for names in pairs:
+        rows = []
+        for h in range(max(n_heads, CABLE_HEADS)):
+            row = {"head": h + 1}
+            for name in names:
+                matrix = final[name]["scores"] if name == "rope" else final[name]["bias"]
+                if h < n_heads:
+                    lo, hi = panel_range(matrix[h])
+                    row[f"{LABELS[name]} ours"] = f"[{lo:.3g}, {hi:.3g}]"
+                else:
+                    row[f"{LABELS[name]} ours"] = "—"
+                if h < CABLE_HEADS:
+                    top, bottom = CABLE_TICKS[name][h]
+                    row[f"Fig. {CABLE_FIG[name]}"] = f"⊇ [{bottom:g}, {top:g}]"
+                else:
+                    row[f"Fig. {CABLE_FIG[name]}"] = "—"
+            rows.append(row)
+        tables.append(rows)
+    return tables
+
+
+def alibi_fit_errors(layer_biases: list) -> tuple[float, float, float]:
+    """ALiBi's biases ``[H, T, T]`` (one per layer) against ``-m_h (i - j)``, ``m_h = 2^(-8h/H)``:
+    ``(largest relative error of the fitted slopes, largest entry error, bias scale m_1 (T-1))``.
+    """
+    from ropebook import encodings
+
+    n_heads, length = layer_biases[0].shape[0], layer_biases[0].shape[-1]
+    slopes = encodings.alibi_slopes(n_heads)
+    i, j = np.tril_indices(length)
+    exact = -slopes[:, None] * (i - j)[None, :]
+    fitted = np.asarray([fit_slopes(b)[0] for b in layer_biases])
+    slope_error = float(np.max(np.abs(fitted / slopes - 1)))
+    bias_error = max(float(np.max(np.abs(b[:, i, j] - exact))) for b in layer_biases)
+    return slope_error, bias_error, float(slopes.max() * (length - 1))
+
+
+def alibi_cable_brackets() -> list[dict]:
+    """ALiBi evaluated by our own encoding at CABLE's size (12 heads, 512 tokens): per head the
+    slope, the closed-form range ``511 m_h``, the encoding's bias at distance 511, Fig. 12's last
+    labelled tick (and tick spacing) and whether the range fits that colour bar
+    (:func:`alibi_bracket`)."""
+    from ropebook import encodings
+
+    enc = encodings.EncodingConfig("alibi")
+    positions = jnp.arange(CABLE_LENGTH)
+    bias = np.asarray(encodings.bias({}, enc, CABLE_HEADS, positions, positions, CABLE_LENGTH))
+    profile = distance_profile(bias)
+    slopes = encodings.alibi_slopes(CABLE_HEADS)
+    rows = []
+    for h in range(CABLE_HEADS):
+        extent = float(-profile[h, CABLE_LENGTH - 1])
+        bottom, step = abs(CABLE_TICKS["alibi"][h][1]), ALIBI_TICK_STEP[h]
+        rows.append(
+            {
+                "h": h + 1,
+                "m_h": float(slopes[h]),
+                "511·m_h": float((CABLE_LENGTH - 1) * slopes[h]),
+                "bias at r = 511": extent,
+                "Fig. 12 tick (step)": f"{bottom:g} ({step:g})",
+                "fits": "yes" if alibi_bracket(extent, bottom, step) else "no",
+            }
+        )
+    return rows
+
+
+def encoding_bias(m, layer: int, length: int) -> np.ndarray:
+    """A layer's bias ``[H, T, T]`` at positions ``0..length-1``, from a zoo model's own learned
+    encoding parameters (the call its forward pass makes)."""
+    from ropebook import encodings
+
+    pos = jnp.arange(length)
+    c = m.config
+    return np.asarray(
+        encodings.bias(
+            m.params["layers"][layer]["encoding"], c.encoding_config, c.n_heads, pos, pos,
+            c.context,
+        )
+    )  # fmt: skip
+
+
+def max_relative_deviation(stack, row_start: int = 0, row_stop: int | None = None) -> float:
+    """Largest relative diagonal spread (:func:`toeplitz_deviation`) over the heads of ``[H, T,
+    T]``, one head at a time to bound memory; NaN if no head has a measurable diagonal."""
+    values = [
+        toeplitz_deviation(stack[h], row_start=row_start, row_stop=row_stop, relative=True)
+        for h in range(stack.shape[0])
+    ]
+    finite = [v for v in values if np.isfinite(v)]
+    return max(finite) if finite else float("nan")
+
+
+def toeplitz_survey(models: dict, short: int, long: int) -> list[dict]:
+    """Every layer of every biased model (``models[name][seed]``) at ``short`` and ``long``
+    tokens: relative diagonal spread at each length, whether the long bias is finite and, for
+    FIRE, the learned threshold ``L`` and the spread on the rows ``i < L`` and ``i >= L``."""
+    rows = []
+    for name in BIASED:
+        for s, m in models[name].items():
+            for layer in range(m.config.n_layers):
+                long_bias = encoding_bias(m, layer, long)
+                row = {
+                    "encoding": LABELS[name], "seed": s, "layer": layer,
+                    "short": max_relative_deviation(encoding_bias(m, layer, short)),
+                    "long": max_relative_deviation(long_bias),
+                    "finite": bool(np.all(np.isfinite(long_bias))),
+                }  # fmt: skip
+                if name == "fire":
+                    threshold = fire_threshold(
+                        m.params["layers"][layer]["encoding"], m.config.context
+                    )
+                    below = min(math.ceil(threshold), long)
+                    row["L"] = threshold
+                    row["below"] = max_relative_deviation(long_bias, row_stop=below)
+                    row["above"] = (
+                        max_relative_deviation(long_bias, row_start=below)
+                        if below < long - 1
+                        else 0.0
+                    )
+                rows.append(row)
+    return rows
+
+
+def toeplitz_summary(rows: list[dict]) -> dict:
+    """The extremes of :func:`toeplitz_survey` the chapter reports and its claims read."""
+    fire = [r for r in rows if r["encoding"] == "FIRE"]
+
+    def worst(label: str) -> float:
+        return max(max(r["short"], r["long"]) for r in rows if r["encoding"] == label)
+
+    return {
+        "alibi": worst("ALiBi"),
+        "kerple": worst("Kerple"),
+        "fire_short": max(r["short"] for r in fire),
+        "fire_below": max(r["below"] for r in fire),
+        "fire_above": max(r["above"] for r in fire),
+        "fire_min_l": min(r["L"] for r in fire),
+        "fire_max_l": max(r["L"] for r in fire),
+        "fire_finite": all(r["finite"] for r in fire),
+    }
+
+
+def toeplitz_tables(rows: list[dict], seed: int, short: int, long: int) -> tuple[list, list]:
+    """Display rows of :func:`toeplitz_survey` for one seed: ALiBi and Kerple, then FIRE."""
+    spread = {"short": f"spread @{short}", "long": f"spread @{long}"}
+    plain = [
+        {"encoding": r["encoding"], "layer": r["layer"], spread["short"]: r["short"],
+         spread["long"]: r["long"], f"finite @{long}": r["finite"]}
+        for r in rows if r["encoding"] != "FIRE" and r["seed"] == seed
+    ]  # fmt: skip
+    fire = [
+        {"layer": r["layer"], "L (tokens)": r["L"], spread["short"]: r["short"],
+         spread["long"]: r["long"], "i < L": r["below"], "i ≥ L": r["above"],
+         f"finite @{long}": r["finite"]}
+        for r in rows if r["encoding"] == "FIRE" and r["seed"] == seed
+    ]  # fmt: skip
+    return plain, fire
+
+
+def score_measures(m, windows) -> tuple[np.ndarray, np.ndarray]:
+    """A model's final-layer scores on ``windows [B, T]``: share of variance explained by
+    distance (:func:`distance_r2`) and relative diagonal spread, each ``[B, H]``."""
+    from ropebook import model
+
+    _, internals = model.forward(m.params, windows, m.config, return_internals=True)
+    scores = np.asarray(internals[-1]["scores"])  # [B, H, T, T]
+    deviation = np.array(
+        [[toeplitz_deviation(scores[b, h], relative=True) for h in range(scores.shape[1])]
+         for b in range(len(scores))]
+    )  # fmt: skip
+    return distance_r2(scores), deviation
+
+
+def seed_interval(per_seed: list, confidence: float) -> tuple[tuple[float, float, float], str]:
+    """Mean and interval over seeds of per-seed sample arrays ``[B, ...]``; with one seed, over
+    its ``B`` windows (each window's mean). Returns ``((mean, low, high), over)``."""
+    from ropebook.analysis import mean_interval
+
+    if len(per_seed) > 1:
+        return mean_interval([float(np.mean(x)) for x in per_seed], confidence), "seeds"
+    windows = np.asarray(per_seed[0]).reshape(len(per_seed[0]), -1).mean(axis=1)
+    return mean_interval(windows, confidence), "windows (1 seed)"
+
+
+def score_summary(r2: list, deviation: list, confidence: float) -> dict:
+    """Summary of :func:`score_measures` over seeds (lists of ``[B, H]``): mean R² with its
+    interval, what the interval is over, mean and min relative spread, and the share of heads ×
+    windows whose R² is below 0.5 (content rather than distance decides)."""
+    (mean, low, high), over = seed_interval(r2, confidence)
+    return {
+        "mean": mean, "low": low, "high": high, "over": over,
+        "dev_mean": float(np.mean(deviation)), "dev_min": float(np.min(deviation)),
+        "content_share": float(np.mean(np.concatenate([x.ravel() for x in r2]) < 0.5)),
+    }  # fmt: skip
+
+
+def score_table(summary: dict, bias_r2: dict) -> list[dict]:
+    """Display rows of :func:`score_summary` per model, with the bias-alone R² (min over heads)."""
+    return [
+        {
+            "model": LABELS[name],
+            "R² (scores)": f"{s['mean']:.3f} [{s['low']:.3f}, {s['high']:.3f}]",
+            "R² < 0.5": f"{s['content_share']:.0%}",
+            "spread: mean (min)": f"{s['dev_mean']:.2f} ({s['dev_min']:.2f})",
+            "R² (bias), min": "—" if name not in bias_r2 else f"{float(bias_r2[name].min()):.6f}",
+        }
+        for name, s in summary.items()
+    ]
+
+
+def alibi_reach_closed_form(n_heads: int, threshold: float, length: int) -> np.ndarray:
+    """ALiBi's reach ``ceil(ln(1/threshold) / m_h)`` per head; ``inf`` at or past ``length``."""
+    from ropebook import encodings
+
+    slopes = encodings.alibi_slopes(n_heads)
+    closed = np.ceil(math.log(1 / threshold) / slopes - 1e-9)
+    return np.where(closed < length, closed, np.inf)
+
+
+def non_increasing(profile) -> np.ndarray:
+    """Per head of ``[..., R]``: is ``b(r)`` non-increasing in ``r`` (to a 1e-6 relative slack)?"""
+    p = np.asarray(profile)
+    return np.all(np.diff(p, axis=-1) <= 1e-6 * (1 + np.abs(p[..., 1:])), axis=-1)
+
+
+def reach_table(reach: dict, alibi_closed, profiles: dict) -> list[dict]:
+    """Per head: each bias's reach (``∞``: never falls that far), ALiBi's closed form, and the
+    total change ``b(r_max) - b(0)`` of the learned biases."""
+
+    def text(r: float) -> str:
+        return "∞" if not np.isfinite(r) else f"{int(r)}"
+
+    return [
+        {
+            "head": h + 1,
+            "ALiBi": text(reach["alibi"][h]),
+            "closed form": text(alibi_closed[h]),
+            "Kerple": text(reach["kerple"][h]),
+            "FIRE": text(reach["fire"][h]),
+            "Kerple Δb": float(profiles["kerple"][h, -1] - profiles["kerple"][h, 0]),
+            "FIRE Δb": float(profiles["fire"][h, -1] - profiles["fire"][h, 0]),
+        }
+        for h in range(len(alibi_closed))
+    ]
+
+
+def bias_curves_figure(profiles: dict, context: int, threshold: float, title: str):
+    """``b(r) - b(0)`` against distance for every head, one panel per biased encoding
+    (log distance, symlog bias), with ``ln threshold`` dashed and the training context grey."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(profiles), figsize=(10, 3.4), sharex=True)
+    for ax, (name, p) in zip(axes, profiles.items(), strict=True):
+        n_heads, length = p.shape
+        colours = plt.get_cmap("viridis")(np.linspace(0, 0.95, n_heads))
+        distances = np.arange(1, length)
+        for h in range(n_heads):
+            ax.plot(distances, p[h, 1:] - p[h, 0], color=colours[h], lw=1.2, label=f"head {h + 1}")
+        ax.axhline(math.log(threshold), color="black", ls="--", lw=1)
+        ax.axvline(context, color="grey", lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("symlog", linthresh=1.0)  # linear within ±1 logit, logarithmic beyond
+        ax.set_title(LABELS[name])
+        ax.set_xlabel("distance r = i − j (tokens)")
+    axes[0].set_ylabel("b(r) − b(0) (logits)")
+    axes[-1].legend(fontsize=7, ncol=2, loc="lower left")
+    fig.suptitle(title, wrap=True)
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------- length extrapolation
+
+
+def window_losses(m, tokens, length: int, n_windows: int) -> np.ndarray:
+    """Next-token losses ``[n_windows, length]`` of a model on the held-out windows drawn by
+    ``train.loss_by_position`` with seeds ``0..n_windows-1`` (the same windows for every model)."""
+    from ropebook import train
+
+    return np.stack(
+        [
+            train.loss_by_position(m.params, m.config, tokens, seq_len=length, n_windows=1, seed=w)
+            for w in range(n_windows)
+        ]
+    )
+
+
+def prefix_identity_gap(m, tokens, length: int, seed) -> float:
+    """Largest difference between the first ``context`` losses of a ``length``-token window and
+    the losses of the same window cut at the context: 0 up to rounding for a causal model."""
+    from ropebook import model
+
+    tokens = np.asarray(tokens)
+    context = m.config.context
+    start = np.random.default_rng(seed).integers(0, len(tokens) - length - 1)
+    window = jnp.asarray(tokens[start : start + length + 1].astype(np.int32))[None]
+    long_losses = np.asarray(model.token_losses(m.params, window, m.config))[0, :context]
+    short_losses = np.asarray(model.token_losses(m.params, window[:, : context + 1], m.config))[0]
+    return float(np.max(np.abs(long_losses - short_losses)))
+
+
+def mean_loss_by_length(losses, lengths: list[int]) -> np.ndarray:
+    """``[n_windows, len(lengths)]``: each window's mean loss over its first ``L`` positions, i.e.
+    ln of its perplexity at length ``L`` (a causal model's losses there equal a cut window's)."""
+    losses = np.asarray(losses)
+    return np.stack([losses[:, :length].mean(axis=1) for length in lengths], axis=1)
+
+
+def log_estimate(per_seed: list, confidence: float) -> tuple[float, float, float, str]:
+    """``exp`` of the mean and interval of a log-quantity given per seed as ``[n_windows]``: over
+    seeds (their window means), or over the windows when there is one seed."""
+    from ropebook.analysis import mean_interval
+
+    if len(per_seed) > 1:
+        mean, lo, hi = mean_interval([float(np.mean(v)) for v in per_seed], confidence)
+        over = f"{len(per_seed)} seeds"
+    else:
+        mean, lo, hi = mean_interval(per_seed[0], confidence)
+        over = f"{len(per_seed[0])} windows, 1 seed"
+    return math.exp(mean), math.exp(lo), math.exp(hi), over
+
+
+def perplexity_tables(ppl: dict, ratio: dict, factors: list[int], lengths: list[int]) -> tuple:
+    """Two display tables: perplexity ``mean [low, high]`` at each length per encoding, and the
+    growth ratio against CABLE's Table 4. ``ppl[name, k]`` and ``ratio[name]`` come from
+    :func:`log_estimate`."""
+    names = list(ratio)
+    by_length = [
+        {"encoding": LABELS[n]}
+        | {
+            f"{f}× ({length})": "{:.2f} [{:.2f}, {:.2f}]".format(*ppl[n, k][:3])
+            for k, (f, length) in enumerate(zip(factors, lengths, strict=True))
+        }
+        for n in names
+    ]
+    growth = [
+        {
+            "encoding": LABELS[n],
+            f"ours {factors[-1]}×/1×": "{:.3g} [{:.3g}, {:.3g}]".format(*ratio[n][:3]),
+            "CABLE ppl": "{:.2f} → {:.2f}".format(*CABLE_TABLE4[n]),
+            "CABLE 8×/1×": f"{CABLE_RATIO[n]:.3g}",
+        }
+        for n in names
+    ]
+    return by_length, growth
+
+
+def relative_perplexity_chart(relative: dict, ppl: dict, factors, lengths, title: str):
+    """Altair: each model's perplexity relative to its own at 1× (``relative[name, k]`` from
+    :func:`log_estimate`), with intervals, and CABLE's Table 4 as diamonds at 1× and 8×."""
+    import altair as alt
+
+    names = sorted({n for n, _ in relative}, key=list(LABELS).index)
+    ours = [
+        {"encoding": LABELS[n], "factor": f, "relative perplexity": relative[n, k][0],
+         "low": relative[n, k][1], "high": relative[n, k][2], "source": "ours",
+         "perplexity": ppl[n, k][0], "tokens": lengths[k]}
+        for n in names for k, f in enumerate(factors)
+    ]  # fmt: skip
+    cable = [
+        {"encoding": LABELS[n], "factor": f, "relative perplexity": v, "source": "CABLE Table 4"}
+        for n in names
+        for f, v in ((1, 1.0), (8, CABLE_RATIO[n]))
+    ]
+    x = alt.X(
+        "factor:Q",
+        scale=alt.Scale(type="log", base=2),
+        title="evaluation length (× training context)",
+    )
+    y = alt.Y(
+        "relative perplexity:Q", scale=alt.Scale(type="log"), title="perplexity / perplexity at 1×"
+    )
+    colour = alt.Color("encoding:N")
+    chart = alt.Chart(alt.InlineData(values=ours))
+    return alt.layer(
+        chart.mark_line(point=True).encode(
+            x=x, y=y, color=colour,
+            tooltip=["encoding:N", "factor:Q", "tokens:Q", alt.Tooltip("perplexity:Q", format=".2f"),
+                     alt.Tooltip("relative perplexity:Q", format=".3f")],
+        ),
+        chart.mark_errorbar().encode(x=x, y=alt.Y("low:Q", title=""), y2="high:Q", color=colour),
+        alt.Chart(alt.InlineData(values=cable)).mark_point(shape="diamond", size=90, filled=True).encode(
+            x=x, y=y, color=colour,
+            tooltip=["source:N", "encoding:N", "factor:Q",
+                     alt.Tooltip("relative perplexity:Q", format=".3g")],
+        ),
+    ).properties(width=520, height=300, title=title)  # fmt: skip
+
+
+def loss_by_position_chart(curves: dict, context: int, title: str, n_bins: int = 64):
+    """Altair: mean next-token loss by position (``curves[name]`` over the whole long window) in
+    ``n_bins`` bins, with the training context marked by a grey rule."""
+    import altair as alt
+
+    length = len(next(iter(curves.values())))
+    edges = np.linspace(0, length, n_bins + 1).astype(int)
+    rows = [
+        {"encoding": LABELS[n], "position (tokens)": int((a + b) // 2),
+         "loss (nats)": float(curve[a:b].mean())}
+        for n, curve in curves.items() for a, b in zip(edges[:-1], edges[1:], strict=True)
+    ]  # fmt: skip
+    return alt.layer(
+        alt.Chart(alt.InlineData(values=rows))
+        .mark_line()
+        .encode(
+            x=alt.X("position (tokens):Q", title="position in the window (tokens)"),
+            y=alt.Y(
+                "loss (nats):Q", scale=alt.Scale(zero=False), title="mean next-token loss (nats)"
+            ),
+            color="encoding:N",
+            tooltip=[
+                "encoding:N",
+                "position (tokens):Q",
+                alt.Tooltip("loss (nats):Q", format=".3f"),
+            ],
+        ),
+        alt.Chart(alt.InlineData(values=[{"x": context}])).mark_rule(color="grey").encode(x="x:Q"),
+    ).properties(width=520, height=280, title=title)
+
+
+# ---------------------------------------------------------------- extrapolation orderings
+
+
+def ordering_checks(names, cable_ratio: dict) -> dict[str, list[tuple[str, str]]]:
+    """The orderings of CABLE's Table 4 as ``(worse, better)`` pairs each needs: ALiBi degrades
+    least, RoPE most, and the whole order (each neighbour pair of CABLE's ranking)."""
+    order = sorted(names, key=cable_ratio.get)
+    return {
+        "ALiBi degrades least": [(o, "alibi") for o in names if o != "alibi"],
+        "RoPE degrades most": [("rope", o) for o in names if o != "rope"],
+        "CABLE's whole order": [(b, a) for a, b in itertools.pairwise(order)],
+    }
+
+
+def paired_log_ratio_difference(
+    mean_loss: dict, worse: str, better: str, seeds, confidence: float
+) -> tuple[float, float, float]:
+    """Interval of ``ln(ppl_max/ppl_1x)`` of ``worse`` minus that of ``better`` on the same
+    windows (``mean_loss[name, seed]`` is :func:`mean_loss_by_length`): over seeds (window
+    means), or over the windows with one seed."""
+    from ropebook.analysis import mean_interval
+
+    def log_ratio(name: str, s: int) -> np.ndarray:
+        return mean_loss[name, s][:, -1] - mean_loss[name, s][:, 0]
+
+    diffs = [log_ratio(worse, s) - log_ratio(better, s) for s in seeds]
+    if len(diffs) > 1:
+        return mean_interval([float(np.mean(d)) for d in diffs], confidence)
+    return mean_interval(diffs[0], confidence)
+
+
+def order_verdict(differences: list[tuple[float, float, float]], tau: float) -> str:
+    """CABLE's whole order: :func:`separation_verdict` of its neighbour differences, except that
+    an order not established is ``partly`` when Kendall's ``tau`` with CABLE is positive and
+    ``not held`` otherwise."""
+    verdict = separation_verdict(differences)
+    if verdict == "held":
+        return verdict
+    return "partly" if tau > 0 else "not held"
+
+
+def weakest_difference(pairs, difference: dict) -> tuple[str, str]:
+    """The ``(worse, better)`` pair of an ordering whose difference has the lowest lower bound."""
+    return min(pairs, key=lambda p: difference[p][1])
+
+
+def ordering_table(checks: dict, difference: dict, verdicts: dict) -> list[dict]:
+    """Display rows: every difference each ordering needs, its paired ln-ratio difference with
+    interval, the ratio of perplexity ratios it amounts to, and the ordering's verdict."""
+    return [
+        {
+            "ordering": label,
+            "needs": f"{LABELS[worse]} > {LABELS[better]}",
+            "Δ ln ratio": "{:+.3f} [{:+.3f}, {:+.3f}]".format(*difference[worse, better]),
+            "ratio": f"{math.exp(difference[worse, better][0]):.3g}",
+            "verdict": verdicts[label],
+        }
+        for label, pairs in checks.items()
+        for worse, better in pairs
+    ]
