@@ -34,44 +34,40 @@
 #
 # Llama 3.1 8B shows the same (App. C, Figs 10–11). We measure all four on the book's RoPE model,
 # add a control the paper could not run (the same architecture trained *without* RoPE), and end
-# with a loader that reads real Llama/Gemma checkpoints into the same analysis.
+# with a loader that reads real Llama/Gemma checkpoints into the same analysis. The analysis
+# lives in `ropebook.analysis.frequencies` (imported as `fq`); the cells below call it.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
-model_name = "rope"  # zoo model whose frequency usage we read
-control_name = "nope"  # same architecture without rotation: what "no RoPE structure" looks like
-n_prompts = 10  # prompts per domain (the paper: 10 Shakespeare quotes)
-prompt_tokens = 0  # tokens per prompt including BOS (0: the training context of the model)
-band = 0.25  # fraction of chunks counted as the "lowest" / "highest" frequencies
-high_head_share = 0.25  # a head uses high frequencies if its fastest band holds at least this share
-positional_mass = 0.5  # a head is positional if this much attention sits on one fixed offset
-domain_similarity = 0.9  # profile correlation above which two domains count as "very similar"
-prompt_seed = 0  # numpy Generator seed for the arithmetic prompts
+model_name = "rope"  # in zoo.SPECS: zoo model whose frequency usage we read
+control_name = "nope"  # in zoo.SPECS: the same model without rotation (the control)
+n_prompts = 10  # in [1, inf): prompts per domain (the paper: 10 Shakespeare quotes)
+prompt_tokens = 0  # in [0, inf): tokens per prompt, BOS included (0: the model's context)
+band = 0.25  # in (0, 1]: fraction of chunks counted as the lowest / highest frequencies
+high_head_share = 0.25  # in [0, 1]: fastest-band share from which a head "uses" high frequencies
+positional_mass = 0.5  # in [0, 1]: attention on one offset from which a head is positional
+domain_similarity = 0.9  # in [-1, 1]: profile correlation from which domains are "very similar"
+prompt_seed = 0  # in [0, inf): numpy Generator seed of the arithmetic prompts
 checkpoint = ""  # local Hugging Face Llama/Gemma folder; "" skips the real-checkpoint analysis
 checkpoint_dtype = "float32"  # float32 | bfloat16 (weights; norms and softmax stay float32)
-checkpoint_tokens = 64  # tokens per prompt for the checkpoint
+checkpoint_tokens = 64  # in [1, inf): tokens per prompt for the checkpoint
 
-# %%
-import tempfile
+# %% tags=["hide-input"]
 import time
 from pathlib import Path
 
-import altair as alt
 import matplotlib.pyplot as plt
-import numpy as np
 from IPython.display import Markdown, display
-from scipy import stats
 
-from ropebook import claims, data, hf, model, plots, zoo
+from ropebook import claims, data, hf, plots, zoo
 from ropebook.analysis import frequencies as fq
-from ropebook.analysis import mean_interval
 
 plots.setup()
 started = time.perf_counter()
 seeds = zoo.PROFILES[profile].seeds
-models = {s: zoo.load(model_name, seed=s, profile=profile, progress=False) for s in seeds}
-controls = {s: zoo.load(control_name, seed=s, profile=profile, progress=False) for s in seeds}
-config = models[seeds[0]].config
+models = [zoo.load(model_name, seed=s, profile=profile, progress=False) for s in seeds]
+controls = [zoo.load(control_name, seed=s, profile=profile, progress=False) for s in seeds]
+config = models[0].config
 n_tokens = prompt_tokens or config.context
 n_chunks = config.head_dim // 2
 band_chunks = fq.band_size(n_chunks, band)
@@ -83,26 +79,66 @@ print(
     f"(uniform share {uniform:.0%})"
 )
 
-
-# %%
-def over_seeds(samples) -> tuple[float, float, float, str]:
-    """Mean, 95% t-interval over seeds, and how to print the interval."""
-    mean, low, high = mean_interval(samples)
-    n = np.size(samples)
-    text = f"95% CI [{low:.3f}, {high:.3f}] over {n} seeds" if n > 1 else None
-    return mean, low, high, text
-
-
-def pct(x: float) -> str:
-    return "—" if np.isnan(x) else f"{x:.0%}"
-
-
-def combine(verdicts: list[str]) -> str:
-    """All held → held; all not held → not held; otherwise partly."""
-    if all(v == "held" for v in verdicts):
-        return "held"
-    return "not held" if all(v == "not held" for v in verdicts) else "partly"
-
+FIG3, FIG4 = "Barbero et al. 2025, Sec. 4, Fig. 3", "Barbero et al. 2025, Sec. 4, Fig. 4"
+CLAIMS = claims.ClaimSet(
+    claims.ClaimSpec(
+        "frequency_usage.low_freq_qk", FIG3,
+        "Queries and keys put most of their norm on the lowest RoPE frequencies",
+        claims.given,  # fq.low_band_reading: both intervals above uniform → held
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.every_layer", FIG3,
+        "The low-frequency preference holds at every layer",
+        claims.given,  # fq.low_band_reading: every case → held, at least half → partly
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.edge_layers", FIG3,
+        "High-frequency use is strongest in the first and last layers",
+        claims.given,  # fq.edge_layer_reading (not testable with fewer than 3 layers)
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.values_flat", "Barbero et al. 2025, App. E.2, Fig. 13",
+        "Values show no frequency structure",
+        claims.given,  # fq.flat_verdict: trend interval within ±flat bound
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.nope_control",
+        "Barbero et al. 2025, Sec. 4 (the pattern is a consequence of RoPE); our NoPE control",
+        "Without RoPE, queries and keys lose the frequency structure",
+        claims.given,  # fq.combine_verdicts of fq.flat_verdict for queries and keys
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.high_freq_heads", FIG4,
+        "A few heads use the highest frequencies strongly",
+        claims.given,  # fq.few_heads_verdict
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.high_freq_positional", "Barbero et al. 2025, Sec. 5, Figs 4, 14",
+        "Heads that use the highest frequencies are positional (diagonal or previous-token)",
+        claims.graded,  # per seed: top head positional; share and positional attention rise together
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.domains", "Barbero et al. 2025, App. E.2, Fig. 19",
+        "Query frequency usage is very similar across input domains",
+        claims.given,  # fq.domain_reading
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.hf_loader", "ropebook.hf vs Hugging Face transformers (Llama, Gemma)",
+        "Our JAX reading of Llama/Gemma checkpoints matches transformers",
+        claims.holds,  # largest difference below tolerance
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.checkpoint_low_freq", "Barbero et al. 2025, App. C, Fig. 10",
+        "A real checkpoint's queries and keys favour low frequencies; its values are flat",
+        claims.given,  # fq.checkpoint_low_reading, or not testable without a checkpoint
+    ),
+    claims.ClaimSpec(
+        "frequency_usage.checkpoint_diagonal_head", "Barbero et al. 2025, App. C, Fig. 11",
+        "In the last layer, the head of a KV group that uses high frequencies most is its "
+        "diagonal head",
+        claims.given,  # fq.diagonal_head_reading, or not testable without a checkpoint
+    ),
+)  # fmt: skip
 
 # %% [markdown]
 # ## The prompts
@@ -111,33 +147,12 @@ def combine(verdicts: list[str]) -> str:
 # split (never seen in training): the documents are sorted by name, `n_prompts` of them are
 # picked evenly spaced, and from each we take the passage that starts at the first line break
 # after the document's midpoint, cut to `prompt_tokens` tokens (BOS included). The same recipe
-# gives the Python prompts of the domain comparison below.
-
+# gives the Python prompts of the domain comparison below. The table shows the opening of each.
 
 # %%
-def passages(domain: str, n: int, length: int) -> list[tuple[str, np.ndarray]]:
-    """``n`` passages of ``length`` tokens (BOS first) from documents spread over the test split."""
-    docs = sorted(data.load_texts(domain, "test"))
-    picks = [(i * len(docs)) // n for i in range(n)]  # evenly spaced; repeats if docs < n
-    chosen = []
-    for i, index in enumerate(picks):
-        repeat, count = picks[:i].count(index), picks.count(index)
-        name, text = docs[index]
-        start = text.find("\n", len(text) * (repeat + 1) // (count + 1))
-        start = 0 if start < 0 else start + 1
-        ids = np.asarray(data.encode(text[start : start + 12 * length], bos=True))[:length]
-        chosen.append((name, ids))
-    return chosen
-
-
-quotes = passages("shakespeare", n_prompts, n_tokens)
+quotes = fq.passages("shakespeare", n_prompts, n_tokens)
 quote_ids = [ids for _, ids in quotes]
-plots.table(
-    [
-        {"#": i, "document": name, "tokens": len(ids), "text": repr(data.decode(ids[1:])[:160])}
-        for i, (name, ids) in enumerate(quotes)
-    ]
-)
+plots.table(fq.prompt_table(quotes))
 
 # %% [markdown]
 # ## Measuring chunk norms
@@ -149,18 +164,15 @@ plots.table(
 # moves a chunk but keeps its length, which we confirm on the model's own activations.
 
 # %%
-usage = {s: fq.measure_zoo(models[s], quote_ids) for s in seeds}
-control_usage = {s: fq.measure_zoo(controls[s], quote_ids) for s in seeds}
-first = usage[seeds[0]]
-trained = models[seeds[0]]
-_, internals = model.forward(trained.params, quote_ids[0][None], config, return_internals=True)
-invariance = fq.rotation_invariance_error(internals, config.pairing)
+usage = [fq.measure_zoo(m, quote_ids) for m in models]  # one per seed
+control_usage = [fq.measure_zoo(m, quote_ids) for m in controls]
+first = usage[0]
+invariance = fq.zoo_invariance_error(models[0], quote_ids[0])
 assert invariance < 1e-5, f"RoPE changed chunk norms by {invariance:.2e} (relative)"
 print(
     f"{first.n_texts} prompts, {first.n_tokens} tokens; largest change of a chunk norm under "
     f"RoPE: {invariance:.1e} (relative to the largest chunk norm)"
 )
-
 
 # %% [markdown]
 # ## Queries, keys and values by layer (Figs 3 and 13)
@@ -170,83 +182,21 @@ print(
 # gives each chunk's wavelength $2\pi/g_k$ in tokens. Look for a bright right-hand edge in the
 # queries and keys and for its absence in the values.
 
-
 # %%
-def draw_layer_maps(
-    maps: dict[str, np.ndarray],
-    wavelengths: np.ndarray,
-    title: str,
-    columns: int = 3,
-    top_label: str = "wavelength (tokens)",
-):
-    """One heatmap per entry of ``maps`` (``[layers, chunks]``), wavelength ticks on top."""
-    n_rows = -(-len(maps) // columns)
-    n_cols = min(columns, len(maps))
-    n_layers = len(next(iter(maps.values())))
-    fig, axes = plt.subplots(
-        n_rows, n_cols, figsize=(3.4 * n_cols, n_rows * (1.5 + 0.3 * min(n_layers, 16))),
-        constrained_layout=True, squeeze=False,
-    )  # fmt: skip
-    k = len(wavelengths)
-    ticks = sorted({*range(0, k, max(1, k // 4)), k - 1})
-    for ax in axes.flat[len(maps) :]:
-        ax.set_visible(False)
-    for ax, (label, values) in zip(axes.flat, maps.items(), strict=False):
-        image = ax.imshow(values, aspect="auto", cmap="viridis", interpolation="nearest")
-        ax.set(title=label, xlabel="chunk k (0 = fastest)", ylabel="layer", xticks=ticks)
-        ax.set_yticks(range(0, values.shape[0], max(1, values.shape[0] // 8)))
-        ax.grid(False)
-        top = ax.secondary_xaxis("top")
-        labels = [f"{w:.0f}" if w < 1e3 else f"{w / 1e3:.0f}k" for w in wavelengths[ticks]]
-        top.set_xticks(ticks, labels, fontsize=7)
-        top.set_xlabel(top_label, fontsize=8)
-        fig.colorbar(image, ax=ax, label="mean chunk norm", shrink=0.9)
-    fig.suptitle(title)
-    plt.show()
-
-
-draw_layer_maps(
+fq.plot_layer_maps(
     {fq.KIND_NAMES[kind]: first.layers(kind) for kind in fq.KINDS},
     first.wavelengths,
     f"'{model_name}' (seed {seeds[0]}): mean chunk norm per layer, {first.n_texts} Shakespeare prompts",
 )
-
+plt.show()
 
 # %% [markdown]
 # The same maps, interactive: hover a cell for its layer, chunk, wavelength and mean norm (each
 # panel has its own colour scale, as in the paper).
 
-
 # %%
-def altair_maps(rows: list[dict], y: str, title: str, kinds=fq.KINDS, height: int = 150):
-    panels = []
-    for kind in kinds:
-        subset = [r for r in rows if r["kind"] == fq.KIND_NAMES[kind]]
-        panels.append(
-            alt.Chart(alt.InlineData(values=subset), title=fq.KIND_NAMES[kind])
-            .mark_rect()
-            .encode(
-                x=alt.X("frequency index:O", title="chunk k (0 = fastest)"),
-                y=alt.Y(f"{y}:O", title=y),
-                color=alt.Color("mean norm:Q", scale=alt.Scale(scheme="viridis"), title="norm"),
-                tooltip=[
-                    "layer:O",
-                    "head:N",
-                    "frequency index:O",
-                    alt.Tooltip("wavelength (tokens):Q", format=",.1f"),
-                    alt.Tooltip("mean norm:Q", format=".3f"),
-                ],  # fmt: skip
-            )
-            .properties(width=200, height=height)
-        )
-    return alt.hconcat(*panels, title=title).resolve_scale(color="independent")
-
-
-altair_maps(
-    [row for kind in fq.KINDS for row in fq.heatmap_records(first, kind)],
-    "layer",
-    f"'{model_name}': mean chunk norm per layer (hover for wavelength)",
-    height=30 * config.n_layers,
+fq.usage_heatmaps(
+    first, fq.KINDS, f"'{model_name}': mean chunk norm per layer (hover for wavelength)"
 )
 
 # %% [markdown]
@@ -257,17 +207,10 @@ altair_maps(
 # in the keys.
 
 # %%
-altair_maps(
-    [
-        row
-        for kind in ("q", "k")
-        for row in fq.heatmap_records(first, kind, per_head=True, layers=[0])
-    ],
-    "head",
-    f"'{model_name}', layer 0: mean chunk norm per head (hover for wavelength)",
-    kinds=("q", "k"),
-    height=14 * config.n_heads,
-)
+fq.usage_heatmaps(
+    first, ("q", "k"), f"'{model_name}', layer 0: mean chunk norm per head (hover for wavelength)",
+    per_head=True, layers=[0],
+)  # fmt: skip
 
 # %% [markdown]
 # ## Reading 1: queries and keys favour the lowest frequencies
@@ -281,45 +224,35 @@ altair_maps(
 # queries and keys.
 
 # %%
-low = {
-    (name, kind): np.stack([fq.band_share(u[s].layers(kind), band, "low") for s in seeds])
-    for name, u in ((model_name, usage), (control_name, control_usage))
-    for kind in fq.KINDS
-}  # each [seeds, layers]
-columns = [
-    (model_name, "q"),
-    (model_name, "k"),
-    (model_name, "v"),
-    (control_name, "q"),
-    (control_name, "k"),
-]
-rows = [
-    {
-        "layer": layer,
-        **{f"{n} {fq.KIND_NAMES[k]}": float(low[n, k][:, layer].mean()) for n, k in columns},
-    }
-    for layer in range(config.n_layers)
-]
-rows.append(
-    {"layer": "mean", **{f"{n} {fq.KIND_NAMES[k]}": float(low[n, k].mean()) for n, k in columns}}
-)
+runs = {model_name: usage, control_name: control_usage}
+low = {(name, k): fq.band_shares(u, k, band, "low") for name, u in runs.items() for k in fq.KINDS}
+columns = [(model_name, k) for k in fq.KINDS] + [(control_name, k) for k in ("q", "k")]
 print(f"share of norm in the slowest {band_chunks} of {n_chunks} chunks (uniform: {uniform:.3f})")
-plots.table(rows)
+plots.table(fq.band_share_table(low, columns))
 
 # %%
-low_qk = {kind: over_seeds(low[model_name, kind].mean(axis=1)) for kind in ("q", "k")}
-low_verdict = combine(
-    [claims.verdict_from_interval(v[1], v[2], threshold=uniform) for v in low_qk.values()]
-)
-layer_wins = np.stack([low[model_name, k] > uniform for k in ("q", "k")])  # [2, seeds, layers]
-every_layer_fraction = float(layer_wins.mean())
-every_layer_verdict = (
-    "held" if every_layer_fraction == 1 else "partly" if every_layer_fraction >= 0.5 else "not held"
-)
+reading = fq.low_band_reading(low[model_name, "q"], low[model_name, "k"], uniform)
+
+# %% tags=["hide-input"]
 print(
-    f"slowest-band share: queries {low_qk['q'][0]:.3f}, keys {low_qk['k'][0]:.3f} vs uniform "
-    f"{uniform:.3f} → {low_verdict}; above uniform in {every_layer_fraction:.0%} of "
-    f"(layer, q/k, seed) cases → {every_layer_verdict}"
+    f"slowest-band share: queries {reading.q.mean:.3f}, keys {reading.k.mean:.3f} vs uniform "
+    f"{uniform:.3f} → {reading.verdict}; above uniform in {reading.every_layer_fraction:.0%} of "
+    f"(layer, q/k, seed) cases → {reading.every_layer_verdict}"
+)
+n_seeds = len(seeds)
+CLAIMS.record(
+    "frequency_usage.low_freq_qk",
+    reading.verdict,
+    f"slowest {band_chunks}/{n_chunks} chunks hold {reading.q.mean:.1%} of query and "
+    f"{reading.k.mean:.1%} of key norm (uniform {uniform:.0%})",
+    interval=f"queries: {reading.q.text}; keys: {reading.k.text}" if n_seeds > 1 else None,
+    seeds=n_seeds,
+)
+CLAIMS.record(
+    "frequency_usage.every_layer",
+    reading.every_layer_verdict,
+    f"slowest band above uniform in {reading.every_layer_fraction:.0%} of (layer, q/k, seed) cases",
+    seeds=n_seeds,
 )
 
 # %% [markdown]
@@ -328,28 +261,17 @@ print(
 # between (queries and keys averaged); with fewer than three layers there is no "between".
 
 # %%
-high_layers = np.stack(
-    [
-        (
-            fq.band_share(usage[s].layers("q"), band, "high")
-            + fq.band_share(usage[s].layers("k"), band, "high")
-        )
-        / 2
-        for s in seeds
-    ]
-)  # [seeds, layers]
-if config.n_layers >= 3:
-    edge_gap = high_layers[:, [0, -1]].mean(axis=1) - high_layers[:, 1:-1].mean(axis=1)
-    edge = over_seeds(edge_gap)
-    edge_verdict = claims.verdict_from_interval(edge[1], edge[2], threshold=0.0)
-    edge_measured = (
-        f"fastest-band share, first+last layers minus middle layers: {edge[0]:+.3f} "
-        f"(per layer: {', '.join(f'{x:.3f}' for x in high_layers.mean(axis=0))})"
-    )
-else:
-    edge, edge_verdict = (np.nan, np.nan, np.nan, None), "not testable here"
-    edge_measured = f"only {config.n_layers} layers: no middle layers to compare with"
-print(edge_measured, "→", edge_verdict)
+edge = fq.edge_layer_reading(usage, band)
+
+# %% tags=["hide-input"]
+print(edge.measured, "→", edge.verdict)
+CLAIMS.record(
+    "frequency_usage.edge_layers",
+    edge.verdict,
+    edge.measured,
+    interval=edge.gap.text if edge.gap else None,
+    seeds=n_seeds,
+)
 
 # %% [markdown]
 # ## Reading 2: values show no frequency structure
@@ -360,39 +282,27 @@ print(edge_measured, "→", edge_verdict)
 # towards the slow chunks, 0 if there is no monotone relation. If chunks were in random order,
 # one layer's correlation would have standard deviation $1/\sqrt{K-1}$ and the mean over $L$
 # layers about $1/\sqrt{L(K-1)}$; we call a profile *flat* if its trend lies within twice that.
+# The table gives each model's trend (mean over seeds), its slowest-band share from Reading 1,
+# and whether the profile is flat, structured (trend interval wholly outside the bound) or
+# unclear.
 
 # %%
-trend = {
-    (name, kind): np.stack([fq.frequency_trend(u[s].layers(kind)).mean() for s in seeds])
-    for name, u in ((model_name, usage), (control_name, control_usage))
-    for kind in fq.KINDS
-}
-flat_bound = 2 / np.sqrt(config.n_layers * (n_chunks - 1))
-
-
-def flat_verdict(samples) -> tuple[str, tuple]:
-    mean, lo, hi, text = over_seeds(samples)
-    if -flat_bound < lo and hi < flat_bound:
-        return "held", (mean, lo, hi, text)
-    outside = lo > flat_bound or hi < -flat_bound
-    return ("not held" if outside else "partly"), (mean, lo, hi, text)
-
-
-plots.table(
-    [
-        {
-            "model": name, "vectors": fq.KIND_NAMES[kind],
-            "trend (Spearman, mean over layers)": float(trend[name, kind].mean()),
-            "slowest-band share": float(low[name, kind].mean()),
-            "profile": {"held": "flat", "not held": "structured", "partly": "unclear"}[
-                flat_verdict(trend[name, kind])[0]
-            ],
-        }
-        for name in (model_name, control_name) for kind in fq.KINDS
-    ]
-)  # fmt: skip
-values_verdict, values_stats = flat_verdict(trend[model_name, "v"])
+trend = {(name, k): fq.trends(u, k) for name, u in runs.items() for k in fq.KINDS}  # [seeds]
+flat_bound = fq.flat_bound(config.n_layers, n_chunks)
+values_verdict, values_stats = fq.flat_verdict(trend[model_name, "v"], flat_bound)
 print(f"flat means |trend| < {flat_bound:.3f}; values of '{model_name}': {values_verdict}")
+plots.table(fq.trend_table(trend, low, list(runs), flat_bound))
+
+# %% tags=["remove-input"]
+CLAIMS.record(
+    "frequency_usage.values_flat",
+    values_verdict,
+    f"values' trend (Spearman of norm vs chunk index) {values_stats.mean:+.2f}, flat bound "
+    f"±{flat_bound:.2f}; queries {trend[model_name, 'q'].mean():+.2f}, keys "
+    f"{trend[model_name, 'k'].mean():+.2f}",
+    interval=values_stats.text,
+    seeds=n_seeds,
+)
 
 # %% [markdown]
 # The control answers the question the values only hint at. If the low-frequency preference is
@@ -400,18 +310,30 @@ print(f"flat means |trend| < {flat_bound:.3f}; values of '{model_name}': {values
 # queries and keys as flat as values: there its chunks are as arbitrary as the values' are.
 
 # %%
-draw_layer_maps(
-    {
-        f"{control_name} {fq.KIND_NAMES[kind]}": control_usage[seeds[0]].layers(kind)
-        for kind in ("q", "k")
-    },
+fq.plot_layer_maps(
+    {f"{control_name} {fq.KIND_NAMES[k]}": control_usage[0].layers(k) for k in ("q", "k")},
     first.wavelengths,
     f"Control '{control_name}' (no rotation): the same chunks, mean norm per layer",
     top_label=f"wavelength in '{model_name}' (tokens)",
 )
-control_verdicts = [flat_verdict(trend[control_name, kind])[0] for kind in ("q", "k")]
-control_verdict = combine(control_verdicts)
+plt.show()
+
+# %% [markdown]
+# Both the control's queries and its keys must be flat for the control to confirm the reading;
+# one flat and one structured (or unclear) makes it *partly*.
+
+# %% tags=["hide-input"]
+control_verdicts = [fq.flat_verdict(trend[control_name, k], flat_bound)[0] for k in ("q", "k")]
+control_verdict = fq.combine_verdicts(control_verdicts)
 print(f"NoPE queries / keys flat: {control_verdicts} → {control_verdict}")
+CLAIMS.record(
+    "frequency_usage.nope_control",
+    control_verdict,
+    f"'{control_name}' trend: queries {trend[control_name, 'q'].mean():+.2f}, keys "
+    f"{trend[control_name, 'k'].mean():+.2f} (flat bound ±{flat_bound:.2f}); slowest-band "
+    f"share q {low[control_name, 'q'].mean():.1%}, k {low[control_name, 'k'].mean():.1%}",
+    seeds=n_seeds,
+)
 
 # %% [markdown]
 # ## Reading 3: a few heads use high frequencies strongly (Figs 4 and 14)
@@ -419,66 +341,38 @@ print(f"NoPE queries / keys flat: {control_verdicts} → {control_verdict}")
 # Per head we take the share of its norm in the **fastest** band, for queries and for keys, and
 # keep the larger. A head "uses high frequencies strongly" if that share reaches
 # `high_head_share` (by default the uniform share: most heads give the fastest band far less).
-# Each dot is one head; hover for its layer and number.
+# Each dot is one head; hover for its seed, layer, number and its query and key shares.
 
 # %%
-head_high = {
-    s: np.maximum(
-        fq.band_share(usage[s].heads("q"), band, "high"),
-        fq.band_share(usage[s].heads("k"), band, "high"),
-    )
-    for s in seeds
-}  # [layers, heads]
-flagged = {s: head_high[s] >= high_head_share for s in seeds}
+head_high = [fq.head_high_share(u, band) for u in usage]  # per seed, [layers, heads]
+flagged = [share >= high_head_share for share in head_high]
+fq.head_strip_chart(usage, seeds, band, high_head_share)
+
+# %% [markdown]
+# "A few" means at least one head and at most a quarter of them, in every seed; none, or more
+# than half, in every seed is *not held*; anything between is *partly*. For scale, the paper's
+# Gemma 7B has 2 of its 16 first-layer heads standing out (heads 5 and 8).
+
+# %%
+counts = [int(f.sum()) for f in flagged]
 n_heads_total = config.n_layers * config.n_heads
-flag_fraction = np.array([flagged[s].mean() for s in seeds])
-strip = [
-    {
-        "seed": s, "layer": layer, "head": head,
-        "fastest-band share (max of q, k)": float(head_high[s][layer, head]),
-        "query share": float(fq.band_share(usage[s].heads("q")[layer, head], band, "high")),
-        "key share": float(fq.band_share(usage[s].heads("k")[layer, head], band, "high")),
-        "uses high frequencies": bool(flagged[s][layer, head]),
-    }
-    for s in seeds for layer in range(config.n_layers) for head in range(config.n_heads)
-]  # fmt: skip
-dots = (
-    alt.Chart(alt.InlineData(values=strip), title="Share of each head's norm in the fastest band")
-    .mark_circle(size=60, opacity=0.8)
-    .encode(
-        x=alt.X("fastest-band share (max of q, k):Q", title="share of norm in the fastest band"),
-        y=alt.Y("layer:O", title="layer"),
-        color=alt.Color("uses high frequencies:N", title="uses high frequencies"),
-        tooltip=[
-            "seed:O",
-            "layer:O",
-            "head:O",
-            alt.Tooltip("query share:Q", format=".3f"),
-            alt.Tooltip("key share:Q", format=".3f"),
-        ],  # fmt: skip
-    )
-)
-rule = (
-    alt.Chart(alt.InlineData(values=[{"threshold": high_head_share}]))
-    .mark_rule(strokeDash=[4, 3], color="gray")
-    .encode(x="threshold:Q")
-)
-(dots + rule).properties(width=520, height=28 * config.n_layers)
+few_verdict = fq.few_heads_verdict([f.mean() for f in flagged])
+first_layer_counts = [int(f[0].sum()) for f in flagged]
 
-# %%
-counts = [int(flagged[s].sum()) for s in seeds]
-if all(0 < f <= 0.25 for f in flag_fraction):
-    few_verdict = "held"
-elif all(f == 0 or f > 0.5 for f in flag_fraction):  # none, or most heads: not "a few"
-    few_verdict = "not held"
-else:
-    few_verdict = "partly"
-first_layer_counts = [int(flagged[s][0].sum()) for s in seeds]
+# %% tags=["hide-input"]
 print(
     f"heads reaching a fastest-band share of {high_head_share}: {counts} of {n_heads_total} per seed "
     f'("a few" = at least one and at most a quarter) → {few_verdict}\n'
     f"first layer: {first_layer_counts} of {config.n_heads} per seed; the paper (Gemma 7B, Fig. 4): "
     f"2 of 16 first-layer heads stand out (heads 5 and 8)"
+)
+CLAIMS.record(
+    "frequency_usage.high_freq_heads",
+    few_verdict,
+    f"{counts} of {n_heads_total} heads per seed put >= {high_head_share:.0%} of query or "
+    f"key norm in the fastest {band_chunks} chunks; first layer {first_layer_counts} of "
+    f"{config.n_heads} (paper, Gemma 7B: 2 of 16)",
+    seeds=n_seeds,
 )
 
 # %% [markdown]
@@ -486,51 +380,12 @@ print(
 # attends to the token itself (diagonal), head 8 to the previous token (Sec. 5, Figs 14 and 16).
 # For every head we measure the mean attention weight on offset 0 (the diagonal) and offset 1 (the
 # previous token), leaving out the first query, and call a head positional if either reaches
-# `positional_mass`.
+# `positional_mass`. The table lists, per seed, the six heads with the largest fastest-band share
+# ("fast share") with their attention on themselves and on the previous token.
 
 # %%
-positional = {}
-for s in seeds:
-    per_prompt = []
-    for ids in quote_ids:
-        _, layers = model.forward(models[s].params, ids[None], config, return_internals=True)
-        per_prompt.append(
-            [
-                [fq.offset_attention(np.asarray(layer["probs"]), offset) for offset in (0, 1)]
-                for layer in layers
-            ]
-        )
-    positional[s] = np.mean(per_prompt, axis=0)  # [layers, 2 offsets, heads]
-strongest = {s: positional[s].max(axis=1) for s in seeds}  # [layers, heads]
-top_heads = {s: np.unravel_index(np.argmax(head_high[s]), head_high[s].shape) for s in seeds}
-top_is_positional = [bool(strongest[s][top_heads[s]] >= positional_mass) for s in seeds]
-correlations = [stats.spearmanr(head_high[s].ravel(), strongest[s].ravel()) for s in seeds]
-rank_positive = [bool(c.statistic > 0 and c.pvalue / 2 < 0.05) for c in correlations]
-positional_verdict = combine(
-    ["held" if ok else "not held" for ok in top_is_positional]
-    + ["held" if ok else "not held" for ok in rank_positive]
-)
-flag_pos = np.concatenate([strongest[s][flagged[s]] for s in seeds])
-rest_pos = np.concatenate([strongest[s][~flagged[s]] for s in seeds])
-flagged_positional = float((flag_pos >= positional_mass).mean()) if flag_pos.size else np.nan
-rest_positional = float((rest_pos >= positional_mass).mean()) if rest_pos.size else np.nan
-ranked = [
-    (s, layer, head)
-    for s in seeds
-    for layer, head in sorted(np.ndindex(head_high[s].shape), key=lambda lh: -head_high[s][lh])[:6]
-]
-plots.table(
-    [
-        {
-            "seed": s, "layer": int(layer), "head": int(head),
-            "fastest-band share": float(head_high[s][layer, head]),
-            "attention on itself": float(positional[s][layer, 0, head]),
-            "attention on previous token": float(positional[s][layer, 1, head]),
-            "positional": bool(strongest[s][layer, head] >= positional_mass),
-        }
-        for s, layer, head in ranked
-    ]
-)  # fmt: skip
+positional = [fq.positional_attention(m, quote_ids) for m in models]  # [layers, 2, heads]
+plots.table(fq.top_heads_table(seeds, head_high, positional, positional_mass))
 
 # %% [markdown]
 # The test: in every seed, is the head with the largest fastest-band share positional, and do
@@ -538,16 +393,15 @@ plots.table(
 # correlation, one-sided $p < 0.05$)? Both → *held*; neither → *not held*.
 
 # %%
-positional_measured = (
-    "; ".join(
-        f"seed {s}: top head L{top_heads[s][0]}H{top_heads[s][1]} puts "
-        f"{strongest[s][top_heads[s]]:.2f} of its attention on one offset, Spearman over heads "
-        f"{c.statistic:+.2f} (p = {c.pvalue / 2:.2g})"
-        for s, c in zip(seeds, correlations, strict=True)
-    )
-    + f"; positional: {pct(flagged_positional)} of high-frequency heads, {pct(rest_positional)} of others"
-)
+heads = fq.positional_reading(head_high, positional, flagged, positional_mass)
+positional_verdict = claims.graded(heads.evidence)
+positional_measured = heads.measured(seeds)
+
+# %% tags=["hide-input"]
 print(positional_measured, "→", positional_verdict)
+CLAIMS.record(
+    "frequency_usage.high_freq_positional", heads.evidence, positional_measured, seeds=n_seeds
+)
 
 # %% [markdown]
 # ### The strongest high-frequency head up close (Fig. 14)
@@ -558,160 +412,53 @@ print(positional_measured, "→", positional_verdict)
 # attention on the first prompt (darker = more weight).
 
 # %%
-s0 = seeds[0]
-top_layer, top_head = top_heads[s0]
-_, layers = model.forward(models[s0].params, quote_ids[0][None], config, return_internals=True)
-pattern = np.asarray(layers[top_layer]["probs"][0, top_head])[:32, :32]
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), constrained_layout=True)
-for ax, kind in zip(axes[:2], ("q", "k"), strict=True):
-    ax.bar(range(n_chunks), usage[s0].heads(kind)[top_layer, top_head], color="tab:blue")
-    ax.set(
-        title=f"{fq.KIND_NAMES[kind]}, layer {top_layer} head {top_head}",
-        xlabel="chunk k (0 = fastest)", ylabel="mean chunk norm",
-    )  # fmt: skip
-axes[2].imshow(pattern, cmap="Greys", interpolation="nearest")
-axes[2].set(
-    title="attention weights, prompt 0",
-    xlabel="key position (tokens)",
-    ylabel="query position (tokens)",
-)
-axes[2].grid(False)
-fig.suptitle(
-    f"Head with the largest fastest-band share ({head_high[s0][top_layer, top_head]:.2f}): "
-    f"{positional[s0][top_layer, 0, top_head]:.2f} of its attention on itself, "
-    f"{positional[s0][top_layer, 1, top_head]:.2f} on the previous token"
-)
+top_layer, top_head = heads.top_heads[0]
+pattern = fq.attention_pattern(models[0], quote_ids[0], top_layer, top_head)
+fq.plot_head_closeup(
+    first, pattern, top_layer, top_head,
+    f"Head with the largest fastest-band share ({head_high[0][top_layer, top_head]:.2f}): "
+    f"{positional[0][top_layer, 0, top_head]:.2f} of its attention on itself, "
+    f"{positional[0][top_layer, 1, top_head]:.2f} on the previous token",
+)  # fmt: skip
 plt.show()
 
 # %% [markdown]
 # ## Does the input domain matter? (Fig. 19)
 #
 # The paper shows query usage for an Italian and a Chinese prompt, Python code and additions of
-# large integers, and finds the maps "very similar". Our four domains, all unseen in training:
+# large integers, and finds the maps "very similar". Our domains, all unseen in training:
 #
 # - **Shakespeare**: the held-out prompts above;
 # - **Python**: passages from the held-out Python split (`data.load_texts("python", "test")`);
 # - **arithmetic**: lines `a+b=c` with six-digit `a`, `b` drawn by `numpy.random.Generator(prompt_seed)`;
 # - **Italian**: the opening of Dante's *Inferno* (Canto I, lines 1–39; public domain, typed into
-#   this chapter from memory of the standard text, so minor orthographic variants are possible);
+#   `fq.DANTE` from memory of the standard text, so minor orthographic variants are possible);
 #   cut into consecutive windows;
-# - **Chinese**: chapters 1–3 of the *Daodejing* (public domain, typed in the same way), kept only
-#   if our tokenizer encodes it losslessly.
+# - **Chinese**: chapters 1–3 of the *Daodejing* (public domain, typed into `fq.DAODEJING` in
+#   the same way), kept only if our tokenizer encodes it losslessly.
 #
 # The model was trained on Shakespeare only, so code, digits and the other languages are far
-# from its data — a harder test than the paper's, whose model had seen all of them.
+# from its data — a harder test than the paper's, whose model had seen all of them. The table
+# shows the opening of each domain's first prompt.
 
 # %%
-DANTE = """Nel mezzo del cammin di nostra vita
-mi ritrovai per una selva oscura,
-ché la diritta via era smarrita.
-Ahi quanto a dir qual era è cosa dura
-esta selva selvaggia e aspra e forte
-che nel pensier rinova la paura!
-Tant' è amara che poco è più morte;
-ma per trattar del ben ch'i' vi trovai,
-dirò de l'altre cose ch'i' v'ho scorte.
-Io non so ben ridir com' i' v'intrai,
-tant' era pien di sonno a quel punto
-che la verace via abbandonai.
-Ma poi ch'i' fui al piè d'un colle giunto,
-là dove terminava quella valle
-che m'avea di paura il cor compunto,
-guardai in alto e vidi le sue spalle
-vestite già de' raggi del pianeta
-che mena dritto altrui per ogne calle.
-Allor fu la paura un poco queta,
-che nel lago del cor m'era durata
-la notte ch'i' passai con tanta pieta.
-E come quei che con lena affannata,
-uscito fuor del pelago a la riva,
-si volge a l'acqua perigliosa e guata,
-così l'animo mio, ch'ancor fuggiva,
-si volse a retro a rimirar lo passo
-che non lasciò già mai persona viva.
-Poi ch'èi posato un poco il corpo lasso,
-ripresi via per la piaggia diserta,
-sì che 'l piè fermo sempre era 'l più basso.
-Ed ecco, quasi al cominciar de l'erta,
-una lonza leggera e presta molto,
-che di pel macolato era coverta;
-e non mi si partia dinanzi al volto,
-anzi 'mpediva tanto il mio cammino,
-ch'i' fui per ritornar più volte vòlto.
-Temp' era dal principio del mattino,
-e 'l sol montava 'n sù con quelle stelle
-ch'eran con lui quando l'amor divino
-"""
-DAODEJING = (
-    "道可道，非常道。名可名，非常名。無名天地之始；有名萬物之母。故常無欲，以觀其妙；常有欲，"
-    "以觀其徼。此兩者，同出而異名，同謂之玄。玄之又玄，衆妙之門。"
-    "天下皆知美之為美，斯惡已。皆知善之為善，斯不善已。故有無相生，難易相成，長短相形，高下相傾，"
-    "音聲相和，前後相隨。是以聖人處無為之事，行不言之教；萬物作焉而不辭，生而不有，為而不恃，"
-    "功成而弗居。夫唯弗居，是以不去。"
-    "不尚賢，使民不爭；不貴難得之貨，使民不為盜；不見可欲，使民心不亂。是以聖人之治，虛其心，"
-    "實其腹，弱其志，強其骨。常使民無知無欲。使夫智者不敢為也。為無為，則無不治。"
-)
-
-
-def windows(text: str, n: int, length: int) -> list[np.ndarray]:
-    """Up to ``n`` consecutive windows of ``length - 1`` tokens of ``text``, each after a BOS."""
-    body = np.asarray(data.encode(text, bos=False))
-    bos = np.asarray(data.encode("", bos=True))
-    step = length - len(bos)
-    return [
-        np.concatenate([bos, body[i : i + step]]) for i in range(0, len(body) - step + 1, step)
-    ][:n]
-
-
-def arithmetic(n: int, length: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    prompts = []
-    for _ in range(n):
-        lines = "".join(
-            f"{a}+{b}={a + b}\n" for a, b in rng.integers(100_000, 1_000_000, size=(64, 2))
-        )
-        prompts.append(np.asarray(data.encode(lines, bos=True))[:length])
-    return prompts
-
-
-def lossless(text: str) -> bool:
-    return data.decode(data.encode(text, bos=False)) == text
-
-
-domains = {
-    "Shakespeare": quote_ids,
-    "Python": [ids for _, ids in passages("python", n_prompts, n_tokens)],
-    "arithmetic": arithmetic(n_prompts, n_tokens, prompt_seed),
-    "Italian (Dante)": windows(DANTE, n_prompts, n_tokens),
-}
-if lossless(DAODEJING):
-    domains["Chinese (Daodejing)"] = windows(DAODEJING, n_prompts, n_tokens)
-else:
+domains = fq.domain_prompts(quote_ids, n_prompts, n_tokens, prompt_seed)
+if fq.CHINESE not in domains:
     print("The tokenizer does not round-trip the Chinese text; that domain is left out.")
-domains = {name: prompts for name, prompts in domains.items() if prompts}
-plots.table(
-    [
-        {
-            "domain": name,
-            "prompts": len(p),
-            "tokens each": len(p[0]),
-            "first prompt": repr(data.decode(p[0][1:])[:90]),
-        }
-        for name, p in domains.items()
-    ]
-)
+plots.table(fq.domain_table(domains))
+
+# %% [markdown]
+# The query maps of every domain, for the first seed:
 
 # %%
-domain_usage = {
-    s: {name: fq.measure_zoo(models[s], prompts) for name, prompts in domains.items()}
-    for s in seeds
-}
+domain_usage = [{name: fq.measure_zoo(m, p) for name, p in domains.items()} for m in models]
 names = list(domains)
-draw_layer_maps(
-    {name: domain_usage[seeds[0]][name].layers("q") for name in names},
+fq.plot_layer_maps(
+    {name: domain_usage[0][name].layers("q") for name in names},
     first.wavelengths,
     f"'{model_name}': query chunk norms per layer on each domain (seed {seeds[0]})",
 )
+plt.show()
 
 # %% [markdown]
 # How alike are the maps? For each pair of domains we correlate their query maps after turning
@@ -721,61 +468,35 @@ draw_layer_maps(
 # model's Shakespeare queries.
 
 # %%
-pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-similarity = {
-    s: {
-        (a, b): fq.map_similarity(domain_usage[s][a].layers("q"), domain_usage[s][b].layers("q"))
-        for a, b in pairs
-    }
-    for s in seeds
-}
+similarity = fq.domain_similarities(domain_usage)  # per seed, {(a, b): similarity}
+q_vs_v = fq.seed_similarities(usage, "q", usage, "v")  # the yardstick of "not alike"
+q_vs_nope = fq.seed_similarities(usage, "q", control_usage, "q")
 reference = {
-    "Shakespeare queries vs Shakespeare values": [
-        fq.map_similarity(usage[s].layers("q"), usage[s].layers("v")) for s in seeds
-    ],
-    f"Shakespeare queries vs '{control_name}' queries": [
-        fq.map_similarity(usage[s].layers("q"), control_usage[s].layers("q")) for s in seeds
-    ],
+    "Shakespeare queries vs Shakespeare values": q_vs_v,
+    f"Shakespeare queries vs '{control_name}' queries": q_vs_nope,
 }
-plots.table(
-    [
-        {
-            "maps compared": f"{a} vs {b}",
-            "profile correlation": float(
-                np.mean([similarity[s][a, b]["profile correlation"] for s in seeds])
-            ),
-            "cosine": float(np.mean([similarity[s][a, b]["cosine"] for s in seeds])),
-        }
-        for a, b in pairs
-    ]
-    + [
-        {
-            "maps compared": label,
-            "profile correlation": float(np.mean([x["profile correlation"] for x in values])),
-            "cosine": float(np.mean([x["cosine"] for x in values])),
-        }
-        for label, values in reference.items()
-    ]
-)
+plots.table(fq.similarity_table(similarity, reference))
+
+# %% [markdown]
+# The reading holds if, over seeds, even the least similar pair of domains correlates above
+# `domain_similarity`; below it but still above the queries-vs-values yardstick counts as
+# *partly*.
 
 # %%
-min_similarity = np.array(
-    [min(similarity[s][p]["profile correlation"] for p in pairs) for s in seeds]
-)
-domain_stats = over_seeds(min_similarity)
-yardstick = float(
-    np.mean(
-        [x["profile correlation"] for x in reference["Shakespeare queries vs Shakespeare values"]]
-    )
-)
-domain_verdict = claims.verdict_from_interval(
-    domain_stats[1], domain_stats[2], threshold=domain_similarity
-)
-if domain_verdict == "not held" and domain_stats[1] > yardstick:
-    domain_verdict = "partly"
+domain = fq.domain_reading(similarity, q_vs_v, domain_similarity)
+
+# %% tags=["hide-input"]
 print(
-    f"least similar pair of domains: profile correlation {domain_stats[0]:.3f} "
-    f"(threshold {domain_similarity}, yardstick q vs v {yardstick:.3f}) → {domain_verdict}"
+    f"least similar pair of domains: profile correlation {domain.least.mean:.3f} "
+    f"(threshold {domain_similarity}, yardstick q vs v {domain.yardstick:.3f}) → {domain.verdict}"
+)
+CLAIMS.record(
+    "frequency_usage.domains",
+    domain.verdict,
+    f"least similar of {len(names)} domains: profile correlation {domain.least.mean:.3f} "
+    f"(threshold {domain_similarity}; queries vs values {domain.yardstick:.3f})",
+    interval=domain.least.text,
+    seeds=n_seeds,
 )
 
 # %% [markdown]
@@ -791,25 +512,21 @@ print(
 #
 # First, the loader itself: tiny random Llama and Gemma models built and saved by `transformers`
 # (hidden 64, 4 query heads sharing 2 KV heads; Gemma with head_dim 32 ≠ 64/4; every weight,
-# norms included, random) are run by both, in float32 with eager attention.
+# norms included, random) are run by both, in float32 with eager attention. The table gives the
+# largest absolute difference of the logits and of every layer's queries and keys before (`q`,
+# `k`) and after (`q_rot`, `k_rot`) RoPE.
 
 # %%
-loader_rows = []
-with tempfile.TemporaryDirectory() as folder:
-    for family in hf.FAMILIES:
-        path = hf.tiny_random_checkpoint(Path(folder) / family, family, seed=0)
-        tokens = np.random.default_rng(0).integers(0, 97, size=(2, 24))
-        gaps = hf.compare_with_transformers(path, tokens)
-        tiny = hf.read_config(path)
-        loader_rows.append(
-            {
-                "family": family, "head_dim": tiny.head_dim, "heads / KV heads": f"{tiny.n_heads}/{tiny.n_kv_heads}",
-                **{f"max |Δ| {key}": value for key, value in gaps.items()},
-            }
-        )  # fmt: skip
-loader_gap = max(v for row in loader_rows for k, v in row.items() if k.startswith("max"))
-loader_tolerance = 1e-5
-plots.table(loader_rows, digits=2)
+loader = fq.hf_loader_check(seed=0)
+loader_gap, loader_tolerance = fq.loader_gap(loader), 1e-5
+plots.table(fq.loader_table(loader), digits=2)
+
+# %% tags=["remove-input"]
+CLAIMS.record(
+    "frequency_usage.hf_loader",
+    loader_gap < loader_tolerance,
+    f"largest absolute difference in logits, queries, keys (pre/post RoPE): {loader_gap:.1e}",
+)
 
 # %% [markdown]
 # Then, if the `checkpoint` parameter names a local folder, the chapter repeats Figs 3/10/13 and
@@ -818,101 +535,77 @@ plots.table(loader_rows, digits=2)
 # holding the head with the largest fastest-band share — with each head's attention on itself.
 
 # %%
-if not checkpoint:
+real = hf.load(checkpoint, dtype=checkpoint_dtype) if checkpoint else None
+if real is not None:
+    texts = [data.decode(ids[1:]) for ids in quote_ids]
+    real_ids = hf.tokenize(checkpoint, texts, max_tokens=checkpoint_tokens)
+    real_usage = fq.measure_hf(real, real_ids)
+
+# %% tags=["hide-input"]
+if real is None:
     print(
         "No checkpoint given, so this section is skipped. To run it on e.g. Llama 3.1 8B:\n"
         "  python -m ropebook run frequency_usage -p checkpoint /path/to/Llama-3.1-8B "
         "-p checkpoint_dtype bfloat16\n"
         "(a folder with config.json, tokenizer files and *.safetensors; nothing is downloaded)."
     )
-    real = None
 else:
-    real = hf.load(checkpoint, dtype=checkpoint_dtype)
     rc = real.config
-    texts = [data.decode(ids[1:]) for ids in quote_ids]
-    real_ids = hf.tokenize(checkpoint, texts, max_tokens=checkpoint_tokens)
-    real_usage = fq.measure_hf(real, real_ids)
     print(
-        f"{checkpoint}: {rc.family}, {rc.n_layers} layers, {rc.n_heads} heads / {rc.n_kv_heads} KV heads, "
-        f"head_dim {rc.head_dim}, theta {rc.rope_theta:,.0f} ({rc.rope_type}); {real.n_params:,} parameters"
+        f"{checkpoint}: {rc.family}, {rc.n_layers} layers, {rc.n_heads} heads / {rc.n_kv_heads} "
+        f"KV heads, head_dim {rc.head_dim}, theta {rc.rope_theta:,.0f} ({rc.rope_type}); "
+        f"{real.n_params:,} parameters"
     )
-    draw_layer_maps(
+    fq.plot_layer_maps(
         {fq.KIND_NAMES[kind]: real_usage.layers(kind) for kind in fq.KINDS},
         real_usage.wavelengths,
         f"{Path(checkpoint).name}: mean chunk norm per layer, {real_usage.n_texts} Shakespeare prompts",
     )
+    plt.show()
 
 # %%
 if real is not None:
-    real_uniform = fq.band_size(rc.head_dim // 2, band) / (rc.head_dim // 2)
-    real_low = {
-        kind: float(fq.band_share(real_usage.layers(kind), band, "low").mean()) for kind in fq.KINDS
-    }
-    real_trend = {
-        kind: float(fq.frequency_trend(real_usage.layers(kind)).mean()) for kind in fq.KINDS
-    }
-    real_bound = 2 / np.sqrt(rc.n_layers * (rc.head_dim // 2 - 1))
-    favours_low = [real_low[k] > real_uniform and real_trend[k] > real_bound for k in ("q", "k")]
-    values_flat = abs(real_trend["v"]) < real_bound
-    if all(favours_low) and values_flat:
-        real_low_verdict = "held"
-    elif not any(favours_low):
-        real_low_verdict = "not held"
-    else:
-        real_low_verdict = "partly"
-    last = rc.n_layers - 1
-    q_high = fq.band_share(real_usage.heads("q")[last], band, "high")  # [heads]
-    group = rc.n_heads // rc.n_kv_heads
-    top = int(np.argmax(q_high))
-    members = list(range((top // group) * group, (top // group + 1) * group))
+    real_low = fq.checkpoint_low_reading(real_usage, band)
+    diagonal = fq.last_layer_self_attention(real, real_ids)
+    real_head = fq.diagonal_head_reading(real_usage, diagonal, band, positional_mass)
 
-    def last_layer_probs(ids: np.ndarray) -> np.ndarray:
-        _, layers = hf.forward(real, ids[None], return_internals=True, return_probs=True)
-        return np.asarray(layers[last]["probs"])
-
-    diag = np.mean([fq.offset_attention(last_layer_probs(ids), 0) for ids in real_ids], axis=0)
-    is_most_diagonal = int(np.argmax(diag[members])) == members.index(top)
-    is_diagonal = diag[top] >= positional_mass
-    real_head_verdict = combine(
-        ["held" if is_most_diagonal else "not held", "held" if is_diagonal else "not held"]
-    )
-    altair_maps(
-        [
-            r
-            for r in fq.heatmap_records(real_usage, "q", per_head=True, layers=[last])
-            if r["head"] in members
-        ],
-        "head",
-        f"Last layer, query heads {members[0]}–{members[-1]} (KV group {top // group}): mean chunk norm",
-        kinds=("q",),
-        height=18 * len(members),
-    )
-
-# %%
+# %% tags=["hide-input"]
 if real is not None:
-    plots.table(
-        [
-            {
-                "head": h,
-                "fastest-band share (queries)": float(q_high[h]),
-                "attention on itself": float(diag[h]),
-            }
-            for h in members
-        ]
+    last, members, top = rc.n_layers - 1, real_head.members, real_head.top
+    display(
+        fq.usage_heatmaps(
+            real_usage, ("q",), f"Last layer, query heads {members[0]}–{members[-1]} (KV group "
+            f"{top // len(members)}): mean chunk norm", per_head=True, layers=[last],
+            heads=members, row_height=18,
+        ),
+        plots.table(
+            [
+                {"head": h, "fast share (queries)": float(real_head.q_high[h]),
+                 "on itself": float(real_head.diagonal[h])}
+                for h in members
+            ]
+        ),
+    )  # fmt: skip
+
+# %% tags=["remove-input"]
+if real is not None:
+    low_measured = (
+        f"{Path(checkpoint).name}: slowest-band share q {real_low.low['q']:.3f}, k "
+        f"{real_low.low['k']:.3f}, v {real_low.low['v']:.3f} (uniform {real_low.uniform:.3f}); "
+        f"trend q {real_low.trend['q']:+.2f}, k {real_low.trend['k']:+.2f}, v "
+        f"{real_low.trend['v']:+.2f} (flat bound ±{real_low.bound:.2f})"
     )
-    real_low_measured = (
-        f"{Path(checkpoint).name}: slowest-band share q {real_low['q']:.3f}, k {real_low['k']:.3f}, "
-        f"v {real_low['v']:.3f} (uniform {real_uniform:.3f}); trend q {real_trend['q']:+.2f}, "
-        f"k {real_trend['k']:+.2f}, v {real_trend['v']:+.2f} (flat bound ±{real_bound:.2f})"
+    head_measured = (
+        f"last layer: head {top} has the largest query fastest-band share "
+        f"({real_head.q_high[top]:.2f}) and {real_head.diagonal[top]:.2f} of its attention on "
+        f"itself; most diagonal head of its group: {real_head.most_diagonal}"
     )
-    real_head_measured = (
-        f"last layer: head {top} has the largest query fastest-band share ({q_high[top]:.2f}) and "
-        f"{diag[top]:.2f} of its attention on itself; most diagonal head of its group: "
-        f"{members[int(np.argmax(diag[members]))]}"
-    )
+    CLAIMS.record("frequency_usage.checkpoint_low_freq", real_low.verdict, low_measured)
+    CLAIMS.record("frequency_usage.checkpoint_diagonal_head", real_head.verdict, head_measured)
 else:
-    real_low_measured = real_head_measured = "no checkpoint given (pass -p checkpoint PATH)"
-    real_low_verdict = real_head_verdict = "not testable here"
+    why = "no checkpoint given (pass -p checkpoint PATH)"
+    CLAIMS.record("frequency_usage.checkpoint_low_freq", "not testable here", why)
+    CLAIMS.record("frequency_usage.checkpoint_diagonal_head", "not testable here", why)
 
 # %% [markdown]
 # ## What we found
@@ -923,29 +616,30 @@ else:
 # below), so for this model they are nearly unrotated channels, the role the paper ascribes to
 # Gemma's lowest frequencies.
 
-# %%
+# %% tags=["remove-input"]
 qk_trend = (trend[model_name, "q"].mean() + trend[model_name, "k"].mean()) / 2
 toward = "slowest" if qk_trend > 0 else "fastest"
 slow_turn = float(config.context * first.frequencies[-1])
+strongest_top = heads.strongest[0][heads.top_heads[0]]
 display(
     Markdown(
         "\n".join(
             [
                 f"- **Scale.** '{model_name}' has {config.n_layers} layers of {config.n_heads} heads, "
-                f"saw {trained.tokens_seen:,} training tokens in windows of {config.context}; its "
+                f"saw {models[0].tokens_seen:,} training tokens in windows of {config.context}; its "
                 f"slowest chunk turns {slow_turn:.3f} rad across one window.",
-                f"- **Queries and keys.** The slowest band holds {low_qk['q'][0]:.0%} (queries) and "
-                f"{low_qk['k'][0]:.0%} (keys) of the norm against a uniform {uniform:.0%}; norm "
+                f"- **Queries and keys.** The slowest band holds {reading.q.mean:.0%} (queries) and "
+                f"{reading.k.mean:.0%} (keys) of the norm against a uniform {uniform:.0%}; norm "
                 f"tends to grow towards the **{toward}** chunks (trend {qk_trend:+.2f}) — "
-                f"{low_verdict} for the paper's reading.",
+                f"{reading.verdict} for the paper's reading.",
                 f"- **Values and the control.** Values' trend {trend[model_name, 'v'].mean():+.2f}, the "
                 f"NoPE model's queries/keys {trend[control_name, 'q'].mean():+.2f} / "
                 f"{trend[control_name, 'k'].mean():+.2f} (flat within ±{flat_bound:.2f}).",
                 f"- **Heads.** {counts} of {n_heads_total} heads reach a fastest-band share of "
-                f"{high_head_share:.0%}; the strongest one puts {strongest[s0][top_heads[s0]]:.2f} of "
+                f"{high_head_share:.0%}; the strongest one puts {strongest_top:.2f} of "
                 f"its attention on a single offset.",
                 f"- **Domains.** The least similar pair of domains still correlates at "
-                f"{domain_stats[0]:.2f}, against {yardstick:.2f} for queries vs values.",
+                f"{domain.least.mean:.2f}, against {domain.yardstick:.2f} for queries vs values.",
             ]
         )
     )
@@ -957,117 +651,6 @@ display(
 # The numbers come from the model and prompts above; with a single seed (the `cpu` profile) a
 # verdict says what this one model does, not what training does in general.
 
-# %%
+# %% tags=["remove-input"]
 print(f"chapter computed in {time.perf_counter() - started:.0f} s")
-n_seeds = len(seeds)
-claims.glue_claims(
-    [
-        claims.Claim(
-            id="frequency_usage.low_freq_qk",
-            source="Barbero et al. 2025, Sec. 4, Fig. 3",
-            statement="Queries and keys put most of their norm on the lowest RoPE frequencies",
-            measured=(
-                f"slowest {band_chunks}/{n_chunks} chunks hold {low_qk['q'][0]:.1%} of query and "
-                f"{low_qk['k'][0]:.1%} of key norm (uniform {uniform:.0%})"
-            ),
-            interval=f"queries: {low_qk['q'][3]}; keys: {low_qk['k'][3]}" if n_seeds > 1 else None,
-            seeds=n_seeds,
-            verdict=low_verdict,
-        ),
-        claims.Claim(
-            id="frequency_usage.every_layer",
-            source="Barbero et al. 2025, Sec. 4, Fig. 3",
-            statement="The low-frequency preference holds at every layer",
-            measured=f"slowest band above uniform in {every_layer_fraction:.0%} of (layer, q/k, seed) cases",
-            seeds=n_seeds,
-            verdict=every_layer_verdict,
-        ),
-        claims.Claim(
-            id="frequency_usage.edge_layers",
-            source="Barbero et al. 2025, Sec. 4, Fig. 3",
-            statement="High-frequency use is strongest in the first and last layers",
-            measured=edge_measured,
-            interval=edge[3],
-            seeds=n_seeds,
-            verdict=edge_verdict,
-        ),
-        claims.Claim(
-            id="frequency_usage.values_flat",
-            source="Barbero et al. 2025, App. E.2, Fig. 13",
-            statement="Values show no frequency structure",
-            measured=(
-                f"values' trend (Spearman of norm vs chunk index) {values_stats[0]:+.2f}, flat bound "
-                f"±{flat_bound:.2f}; queries {trend[model_name, 'q'].mean():+.2f}, keys "
-                f"{trend[model_name, 'k'].mean():+.2f}"
-            ),
-            interval=values_stats[3],
-            seeds=n_seeds,
-            verdict=values_verdict,
-        ),
-        claims.Claim(
-            id="frequency_usage.nope_control",
-            source="Barbero et al. 2025, Sec. 4 (the pattern is a consequence of RoPE); our NoPE control",
-            statement="Without RoPE, queries and keys lose the frequency structure",
-            measured=(
-                f"'{control_name}' trend: queries {trend[control_name, 'q'].mean():+.2f}, keys "
-                f"{trend[control_name, 'k'].mean():+.2f} (flat bound ±{flat_bound:.2f}); slowest-band "
-                f"share q {low[control_name, 'q'].mean():.1%}, k {low[control_name, 'k'].mean():.1%}"
-            ),
-            seeds=n_seeds,
-            verdict=control_verdict,
-        ),
-        claims.Claim(
-            id="frequency_usage.high_freq_heads",
-            source="Barbero et al. 2025, Sec. 4, Fig. 4",
-            statement="A few heads use the highest frequencies strongly",
-            measured=(
-                f"{counts} of {n_heads_total} heads per seed put >= {high_head_share:.0%} of query or "
-                f"key norm in the fastest {band_chunks} chunks; first layer {first_layer_counts} of "
-                f"{config.n_heads} (paper, Gemma 7B: 2 of 16)"
-            ),
-            seeds=n_seeds,
-            verdict=few_verdict,
-        ),
-        claims.Claim(
-            id="frequency_usage.high_freq_positional",
-            source="Barbero et al. 2025, Sec. 5, Figs 4, 14",
-            statement="Heads that use the highest frequencies are positional (diagonal or previous-token)",
-            measured=positional_measured,
-            seeds=n_seeds,
-            verdict=positional_verdict,
-        ),
-        claims.Claim(
-            id="frequency_usage.domains",
-            source="Barbero et al. 2025, App. E.2, Fig. 19",
-            statement="Query frequency usage is very similar across input domains",
-            measured=(
-                f"least similar of {len(names)} domains: profile correlation {domain_stats[0]:.3f} "
-                f"(threshold {domain_similarity}; queries vs values {yardstick:.3f})"
-            ),
-            interval=domain_stats[3],
-            seeds=n_seeds,
-            verdict=domain_verdict,
-        ),
-        claims.Claim(
-            id="frequency_usage.hf_loader",
-            source="ropebook.hf vs Hugging Face transformers (Llama, Gemma)",
-            statement="Our JAX reading of Llama/Gemma checkpoints matches transformers",
-            measured=f"largest absolute difference in logits, queries, keys (pre/post RoPE): {loader_gap:.1e}",
-            verdict="held" if loader_gap < loader_tolerance else "not held",
-        ),
-        claims.Claim(
-            id="frequency_usage.checkpoint_low_freq",
-            source="Barbero et al. 2025, App. C, Fig. 10",
-            statement="A real checkpoint's queries and keys favour low frequencies; its values are flat",
-            measured=real_low_measured,
-            verdict=real_low_verdict,
-        ),
-        claims.Claim(
-            id="frequency_usage.checkpoint_diagonal_head",
-            source="Barbero et al. 2025, App. C, Fig. 11",
-            statement="In the last layer, the head of a KV group that uses high frequencies most is its diagonal head",
-            measured=real_head_measured,
-            verdict=real_head_verdict,
-        ),
-    ]
-)
+CLAIMS.glue()

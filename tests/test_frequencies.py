@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ropebook import hf, model, rope
+from ropebook import claims, hf, model, rope
 from ropebook.analysis import frequencies as fq
 
 
@@ -160,3 +160,334 @@ def test_heatmap_records():
     assert len(rows) == 4 * 4 and rows[0]["wavelength (tokens)"] == pytest.approx(2 * np.pi)
     assert {r["head"] for r in rows} == {0, 1, 2, 3}
     assert len(fq.heatmap_records(usage, "v")) == 2 * 4
+
+
+# ---------------------------------------------------------------------------------------------
+# the chapter's analysis: prompts, readings over seeds, tables and figures
+
+
+def usage_of(q, k=None, v=None, frequencies=None) -> fq.FrequencyUsage:
+    """A hand-made FrequencyUsage (k and v default to q)."""
+    q = np.asarray(q, dtype=float)
+    k = q if k is None else np.asarray(k, dtype=float)
+    v = k if v is None else np.asarray(v, dtype=float)
+    if frequencies is None:
+        frequencies = rope.base_frequencies(2 * q.shape[-1])
+    return fq.FrequencyUsage(q, k, v, np.asarray(frequencies), "half", n_texts=1, n_tokens=1)
+
+
+@pytest.fixture
+def char_tokens(monkeypatch):
+    """Character-level stand-ins for the book's tokenizer and test split (BOS = 0)."""
+    from ropebook import data
+
+    def encode(text, *, bos=True, **_):
+        return np.asarray(([0] if bos else []) + [ord(c) for c in text])
+
+    def decode(ids, **_):
+        return "".join(chr(int(i)) for i in ids)
+
+    docs = {
+        "shakespeare": [("b_doc", "line one\nline two\nline three\n"), ("a_doc", "AAAA\nBBBB\nCCCC\nDDDD\nEEEE\n")],
+        "python": [("x.py", "import os\nprint(os)\nx = 1\n")],
+    }  # fmt: skip
+    monkeypatch.setattr(data, "encode", encode)
+    monkeypatch.setattr(data, "decode", decode)
+    monkeypatch.setattr(data, "load_texts", lambda domain, split: docs[domain])
+    return encode, decode
+
+
+def test_pick_documents_spreads_picks_and_counts_repeats():
+    assert fq.pick_documents(10, 4) == [(0, 0, 1), (2, 0, 1), (5, 0, 1), (7, 0, 1)]
+    assert fq.pick_documents(3, 5) == [(0, 0, 2), (0, 1, 2), (1, 0, 2), (1, 1, 2), (2, 0, 1)]
+
+
+def test_passages_start_after_a_line_break_past_the_midpoint(char_tokens):
+    encode, decode = char_tokens
+    quotes = fq.passages("shakespeare", 3, 6)
+    # sorted by name: a_doc, a_doc, b_doc. a_doc (25 chars) is picked twice: after the first
+    # line breaks past char 8 and 16; b_doc once, after the first line break past its midpoint
+    assert [name for name, _ in quotes] == ["a_doc", "a_doc", "b_doc"]
+    assert [decode(ids[1:]) for _, ids in quotes] == ["CCCC\n", "EEEE\n", "line "]
+    assert all(ids[0] == 0 and len(ids) == 6 for _, ids in quotes)
+    rows = fq.prompt_table(quotes, chars=3)
+    assert rows[0] == {"#": 0, "document": "a_doc", "tokens": 6, "text": "'CCC'"}
+
+
+def test_windows_arithmetic_and_domains(char_tokens):
+    encode, decode = char_tokens
+    parts = fq.windows("abcdefghij", n=5, length=4)  # BOS + 3 characters each, whole windows only
+    assert [decode(w[1:]) for w in parts] == ["abc", "def", "ghi"] and all(w[0] == 0 for w in parts)
+    assert len(fq.windows("abcdefghij", n=2, length=4)) == 2
+    text = fq.arithmetic_text(np.random.default_rng(0), lines=3)
+    for line in text.splitlines():
+        a, rest = line.split("+")
+        b, c = rest.split("=")
+        assert len(a) == len(b) == 6 and int(a) + int(b) == int(c)
+    prompts = fq.arithmetic(2, 10, seed=0)
+    assert decode(prompts[0][1:]) == fq.arithmetic_text(np.random.default_rng(0))[:9]
+    assert fq.lossless(fq.DAODEJING) and fq.lossless(fq.DANTE)
+    domains = fq.domain_prompts([encode("Shakespeare")], 2, 8, seed=0)
+    assert list(domains) == ["Shakespeare", "Python", "arithmetic", "Italian (Dante)", fq.CHINESE]
+    assert all(len(p) == 2 for name, p in domains.items() if name != "Shakespeare")
+    table = fq.domain_table(domains, chars=4)
+    assert table[-1] == {
+        "domain": fq.CHINESE,
+        "prompts": 2,
+        "tokens each": 8,
+        "first prompt": "'道可道，'",
+    }
+
+
+def test_domain_prompts_drop_a_text_the_tokenizer_cannot_round_trip(char_tokens, monkeypatch):
+    from ropebook import data
+
+    monkeypatch.setattr(data, "decode", lambda ids, **_: "?")
+    assert fq.CHINESE not in fq.domain_prompts([np.zeros(8, int)], 1, 8, seed=0)
+
+
+def test_over_seeds_and_verdict_helpers():
+    one = fq.over_seeds([0.3])
+    assert (one.mean, one.low, one.high, one.n, one.text) == (0.3, 0.3, 0.3, 1, None)
+    two = fq.over_seeds([1.0, 3.0])  # sem = 1, t(0.975, 1) = 12.706
+    assert two.mean == 2.0 and two.high - 2.0 == pytest.approx(12.7062, abs=1e-3)
+    assert two.text == "95% CI [-10.706, 14.706] over 2 seeds"
+    assert fq.combine_verdicts(["held", "held"]) == "held"
+    assert fq.combine_verdicts(["not held", "not held"]) == "not held"
+    assert fq.combine_verdicts(["held", "not held"]) == "partly"
+    assert fq.combine_verdicts(["partly", "held"]) == "partly"
+    assert fq.interval_verdict(one, 0.25) == "held" and fq.interval_verdict(one, 0.5) == "not held"
+    assert fq.flat_bound(2, 8) == pytest.approx(2 / np.sqrt(14))
+    assert fq.flat_verdict([0.1], 0.5)[0] == "held"
+    assert fq.flat_verdict([-0.9], 0.5)[0] == "not held"
+    assert fq.flat_verdict([0.4, 0.6], 0.5)[0] == "partly"  # the interval straddles the bound
+
+
+def test_band_shares_trends_and_their_tables():
+    rising = np.array([1.0, 1.0, 1.0, 5.0])  # the slowest chunk (last) holds 5/8
+    falling = rising[::-1]
+    seed0 = usage_of(np.stack([rising, falling])[:, None, :])  # 2 layers, 1 head
+    seed1 = usage_of(np.stack([rising, rising])[:, None, :])
+    low = fq.band_shares([seed0, seed1], "q", 0.25, "low")
+    np.testing.assert_allclose(low, [[5 / 8, 1 / 8], [5 / 8, 5 / 8]])
+    np.testing.assert_allclose(fq.trends([seed0, seed1], "q"), [0.0, np.sqrt(0.6)])
+    shares = {("m", "q"): low, ("m", "v"): low / 2}
+    rows = fq.band_share_table(shares, [("m", "q"), ("m", "v")])
+    assert rows[1] == {
+        "layer": 1,
+        "m queries": pytest.approx(3 / 8),
+        "m values": pytest.approx(3 / 16),
+    }
+    assert rows[-1]["layer"] == "mean" and rows[-1]["m queries"] == pytest.approx(0.5)
+    trend = {("m", k): np.array([0.9]) if k == "q" else np.array([0.01]) for k in fq.KINDS}
+    table = fq.trend_table(trend, {("m", k): low for k in fq.KINDS}, ["m"], bound=0.5)
+    assert [r["profile"] for r in table] == ["structured", "flat", "flat"]
+    assert table[0]["trend"] == pytest.approx(0.9) and table[0]["slowest-band share"] == 0.5
+
+
+def test_low_band_reading():
+    above = np.array([[0.3, 0.4]])  # one seed, two layers
+    reading = fq.low_band_reading(above, np.array([[0.35, 0.2]]), uniform=0.25)
+    assert reading.q.mean == pytest.approx(0.35) and reading.k.mean == pytest.approx(0.275)
+    assert reading.verdict == "held"
+    assert reading.every_layer_fraction == 0.75 and reading.every_layer_verdict == "partly"
+    below = fq.low_band_reading(above, np.array([[0.1, 0.2]]), uniform=0.25)
+    assert below.verdict == "partly" and below.every_layer_verdict == "partly"
+    none = fq.low_band_reading(above / 4, above / 4, uniform=0.25)
+    assert none.verdict == "not held" and none.every_layer_verdict == "not held"
+
+
+def test_edge_layer_reading():
+    fast, slow = [3.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 3.0]  # fastest-band share 1/2 and 1/6
+    two = fq.edge_layer_reading([usage_of(np.array([fast, slow])[:, None])], 0.25)
+    assert two.verdict == "not testable here" and two.gap is None
+    assert two.measured == "only 2 layers: no middle layers to compare with"
+    three = fq.edge_layer_reading([usage_of(np.array([fast, slow, fast])[:, None])], 0.25)
+    assert three.gap.mean == pytest.approx(1 / 2 - 1 / 6) and three.verdict == "held"
+    assert three.measured.endswith("+0.333 (per layer: 0.500, 0.167, 0.500)")
+    middle = fq.edge_layer_reading([usage_of(np.array([slow, fast, slow])[:, None])], 0.25)
+    assert middle.verdict == "not held"
+
+
+def test_head_high_share_repeats_keys_over_their_query_group():
+    q = np.ones((1, 4, 4))  # fastest-band share 1/4 for every query head
+    k = np.array([[[1.0, 0, 0, 0], [1.0, 1, 1, 1]]])  # kv head 0 all fast (share 1), head 1: 1/4
+    share = fq.head_high_share(usage_of(q, k), 0.25)
+    np.testing.assert_allclose(share, [[1.0, 1.0, 0.25, 0.25]])
+    assert fq.few_heads_verdict([0.25, 0.1]) == "held"
+    assert fq.few_heads_verdict([0.0, 0.75]) == "not held"
+    assert fq.few_heads_verdict([0.25, 0.5]) == "partly"
+
+
+def test_positional_reading_and_table():
+    shares = [np.array([[0.5, 0.1], [0.3, 0.2]])]  # one seed, 2 layers x 2 heads
+    positional = np.zeros((2, 2, 2))  # [layers, offsets, heads]
+    positional[0, 0, 0] = 0.9  # the top head (L0H0) attends to itself
+    positional[1, 1, 0] = 0.6  # L1H0 to the previous token
+    positional[1, 0, 1], positional[0, 1, 1] = 0.3, 0.1
+    flagged = [shares[0] >= 0.3]
+    reading = fq.positional_reading(shares, [positional], flagged, mass=0.5)
+    assert reading.top_heads == [(0, 0)] and reading.top_is_positional == [True]
+    assert reading.correlations[0].statistic == pytest.approx(1.0)  # same order: .5 .3 .2 .1
+    assert reading.flagged_positional == 1.0 and reading.rest_positional == 0.0
+    assert claims.graded(reading.evidence) in ("held", "partly")
+    assert reading.measured([7]).startswith("seed 7: top head L0H0 puts 0.90 of its attention")
+    assert reading.measured([7]).endswith("positional: 100% of high-frequency heads, 0% of others")
+    rows = fq.top_heads_table([7], shares, [positional], 0.5, per_seed=3)
+    assert [(r["layer"], r["head"], r["positional"]) for r in rows] == [
+        (0, 0, True), (1, 0, True), (1, 1, False),
+    ]  # fmt: skip
+    assert rows[1]["on previous"] == 0.6 and rows[2]["on itself"] == 0.3
+    nobody = fq.positional_reading(shares, [positional / 10], [shares[0] > 1], mass=0.5)
+    assert np.isnan(nobody.flagged_positional) and "— of high-frequency heads" in nobody.measured(
+        [0]
+    )
+
+
+def test_domain_similarity_reading_and_tables():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(1, 2, size=(2, 1, 4))
+    b = a[:, :, ::-1].copy()
+    domains = [{"x": usage_of(a), "y": usage_of(2 * a), "z": usage_of(b)}]
+    similarity = fq.domain_similarities(domains)
+    assert list(similarity[0]) == [("x", "y"), ("x", "z"), ("y", "z")]
+    assert similarity[0]["x", "y"]["profile correlation"] == pytest.approx(1.0)
+    least = similarity[0]["x", "z"]["profile correlation"]
+    reference = fq.seed_similarities([usage_of(a)], "q", [usage_of(b)], "q")
+    assert reference[0]["profile correlation"] == pytest.approx(least)
+    rows = fq.similarity_table(similarity, {"ref": reference})
+    assert [r["maps compared"] for r in rows] == ["x vs y", "x vs z", "y vs z", "ref"]
+    low_yardstick = [{"profile correlation": least - 1, "cosine": 1.0}]
+    assert fq.domain_reading(similarity, low_yardstick, threshold=least - 0.1).verdict == "held"
+    assert fq.domain_reading(similarity, low_yardstick, threshold=least + 0.1).verdict == "partly"
+    high_yardstick = [{"profile correlation": least + 0.05, "cosine": 1.0}]
+    reading = fq.domain_reading(similarity, high_yardstick, threshold=least + 0.1)
+    assert reading.verdict == "not held" and reading.least.mean == pytest.approx(least)
+    assert reading.yardstick == pytest.approx(least + 0.05)
+
+
+def test_loader_table_and_gap():
+    found = {
+        "llama": {"head_dim": 16, "heads / KV heads": "4/2", "max |Δ| logits": 1e-6, "max |Δ| q": 3e-6},
+        "gemma": {"head_dim": 32, "heads / KV heads": "4/2", "max |Δ| logits": 2e-6, "max |Δ| q": 1e-7},
+    }  # fmt: skip
+    rows = fq.loader_table(found)
+    assert rows[0] == {"": "head_dim", "llama": 16, "gemma": 32}
+    assert [r[""] for r in rows] == ["head_dim", "heads / KV heads", "max |Δ| logits", "max |Δ| q"]
+    assert fq.loader_gap(found) == 3e-6
+
+
+def test_checkpoint_readings_on_constructed_usage():
+    rising = np.arange(1.0, 9.0)  # norm grows towards the slow chunks
+    flat = np.array([1.0, 2.0, 1.0, 2.0, 2.0, 1.0, 2.0, 1.0])  # no monotone trend
+    q = np.broadcast_to(rising, (3, 4, 8)).copy()
+    kv = np.broadcast_to(rising, (3, 2, 8)).copy()
+    held = fq.checkpoint_low_reading(usage_of(q, kv, np.broadcast_to(flat, (3, 2, 8))), 0.25)
+    assert held.verdict == "held" and held.uniform == 0.25
+    assert held.low["q"] == pytest.approx(15 / 36) and held.trend["q"] == pytest.approx(1.0)
+    assert held.bound == pytest.approx(2 / np.sqrt(21)) and abs(held.trend["v"]) < held.bound
+    assert fq.checkpoint_low_reading(usage_of(q, kv, kv), 0.25).verdict == "partly"  # v not flat
+    assert (
+        fq.checkpoint_low_reading(usage_of(q[..., ::-1], kv[..., ::-1]), 0.25).verdict == "not held"
+    )
+    # last layer: query head 2 uses the fastest band most; its group is heads 2-3
+    q[-1, 2] = rising[::-1]
+    usage = usage_of(q, kv)
+    diagonal = np.array([0.9, 0.1, 0.7, 0.2])
+    head = fq.diagonal_head_reading(usage, diagonal, 0.25, mass=0.5)
+    assert (head.top, head.members, head.most_diagonal, head.verdict) == (2, [2, 3], 2, "held")
+    assert fq.diagonal_head_reading(usage, diagonal, 0.25, mass=0.8).verdict == "partly"
+    other = fq.diagonal_head_reading(usage, np.array([0.9, 0.1, 0.2, 0.3]), 0.25, mass=0.5)
+    assert other.most_diagonal == 3 and other.verdict == "not held"
+
+
+def test_model_runs_positional_attention_and_invariance():
+    config = model.ModelConfig(
+        vocab_size=40, n_layers=2, n_heads=2, d_model=32, d_ff=64, context=64
+    )
+    trained = type(
+        "Trained", (), {"params": model.init_params(jax.random.key(2), config), "config": config}
+    )
+    texts = [np.arange(12) % 40, (np.arange(20) * 3) % 40]
+    positional = fq.positional_attention(trained, texts)
+    assert positional.shape == (2, 2, 2)
+    assert np.all(positional >= 0) and np.all(positional.sum(axis=1) <= 1 + 1e-6)
+    one = [fq.positional_attention(trained, [t]) for t in texts]
+    np.testing.assert_allclose(positional, (one[0] + one[1]) / 2, rtol=1e-6)  # texts weigh the same
+    pattern = fq.attention_pattern(trained, texts[0], layer=1, head=0)
+    assert pattern.shape == (12, 12) and np.allclose(pattern.sum(axis=1), 1, atol=1e-5)
+    assert np.allclose(np.triu(pattern, 1), 0)  # causal
+    assert fq.offset_attention(pattern[None, None], 0)[0] == pytest.approx(
+        one[0][1, 0, 0], rel=1e-5
+    )
+    assert fq.zoo_invariance_error(trained, texts[1]) < 1e-5
+
+
+def test_last_layer_self_attention_averages_texts_equally():
+    config = hf.HFConfig(
+        family="llama", vocab_size=50, hidden_size=32, intermediate_size=48, n_layers=2,
+        n_heads=4, n_kv_heads=2, head_dim=8, rope_theta=10_000.0,
+    )  # fmt: skip
+    keys = iter(jax.random.split(jax.random.key(3), 64))
+
+    def w(*shape):
+        return 0.3 * jax.random.normal(next(keys), shape)
+
+    layer = {
+        "attn_norm": jnp.ones(32), "mlp_norm": jnp.ones(32), "q": {"w": w(32, 32)},
+        "k": {"w": w(32, 16)}, "v": {"w": w(32, 16)}, "o": {"w": w(32, 32)},
+        "gate": {"w": w(32, 48)}, "up": {"w": w(32, 48)}, "down": {"w": w(48, 32)},
+    }  # fmt: skip
+    embed = w(50, 32)
+    params = {
+        "embed": embed,
+        "layers": [layer, layer],
+        "final_norm": jnp.ones(32),
+        "lm_head": embed,
+    }
+    checkpoint = hf.HFModel(config, params, path=None)
+    texts = [np.arange(10), (np.arange(16) * 7) % 50]
+    both = fq.last_layer_self_attention(checkpoint, texts)
+    one = [fq.last_layer_self_attention(checkpoint, [t]) for t in texts]
+    assert both.shape == (4,) and np.all((0 < both) & (both < 1))
+    np.testing.assert_allclose(both, (one[0] + one[1]) / 2, rtol=1e-6)
+    _, layers = hf.forward(checkpoint, texts[0][None], return_internals=True, return_probs=True)
+    probs = np.asarray(layers[-1]["probs"])[0]
+    expected = [np.mean([probs[h, i, i] for i in range(1, 10)]) for h in range(4)]
+    np.testing.assert_allclose(one[0], expected, rtol=1e-5)
+
+
+def test_figures_and_charts():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    usage = usage_of(np.arange(2 * 3 * 4, dtype=float).reshape(2, 3, 4) + 1)
+    fig = fq.plot_layer_maps(
+        {"a": usage.layers("q"), "b": usage.layers("k")}, usage.wavelengths, "T"
+    )
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert titles == ["a", "b"] and fig._suptitle.get_text() == "T"
+    fig = fq.plot_head_closeup(usage, np.eye(40), 1, 2, "close")
+    assert [ax.get_title() for ax in fig.axes[:3]] == [
+        "queries, layer 1 head 2", "keys, layer 1 head 2", "attention weights, prompt 0",
+    ]  # fmt: skip
+    assert fig.axes[2].images[0].get_array().shape == (32, 32)
+    np.testing.assert_allclose([p.get_height() for p in fig.axes[0].patches], usage.q[1, 2])
+    spec = fq.usage_heatmaps(
+        usage, fq.KINDS, "a title that is a good deal longer than it should be (x)"
+    ).to_dict()
+    assert len(spec["hconcat"]) == 3 and spec["title"] == [
+        "a title that is a good deal longer than it should be", "(x)",
+    ]  # fmt: skip
+    assert all(p["width"] == 150 and p["height"] == 60 for p in spec["hconcat"])
+    heads = fq.usage_heatmaps(
+        usage, ("q",), "t", per_head=True, layers=[1], heads=[0, 2], row_height=18
+    )
+    heads = heads.to_dict()
+    rows = [r for values in heads["datasets"].values() for r in values]  # altair hoists the data
+    assert heads["hconcat"][0]["height"] == 36 and {r["head"] for r in rows} == {0, 2}
+    assert {r["layer"] for r in rows} == {1} and len(rows) == 2 * 4
+    strip = fq.head_strip_chart([usage, usage], [0, 1], 0.25, threshold=0.2).to_dict()
+    assert sorted(len(v) for v in strip["datasets"].values()) == [1, 2 * 2 * 3]  # rule, dots
+    assert [{"threshold": 0.2}] in strip["datasets"].values() and strip["width"] == 520
+    assert fq.wrap_title("short") == "short"
