@@ -256,3 +256,362 @@ def test_rotated_chunk_terms_match_rope():
             np.concatenate([k_rot, q_rot])[None], np.concatenate([k_rot, k_rot])[None]
         )
         np.testing.assert_allclose(row, bos[0, 0, 0], atol=1e-5)
+
+
+# ---------------------------------------------------------------- the chapter's analyses
+
+
+def test_interval_text_and_verdicts():
+    estimate = semantic.interval_text([1.0, 2.0, np.nan, 3.0])
+    half = 4.302652729911275 / math.sqrt(3)  # t_{0.975, 2} * sd / sqrt(n), sd = 1
+    assert estimate.mean == pytest.approx(2.0)
+    assert (estimate.low, estimate.high) == pytest.approx((2 - half, 2 + half))
+    assert estimate.text == "95% CI [-0.48, 4.48] over 3 seeds"
+    assert semantic.interval_text([5.0]).text == "1 sample: 5.00, no interval"
+    assert semantic.interval_text([np.nan]).text == "no samples"
+    one_seed = semantic.seed_or_window_interval([9.0], [1.0, 3.0], n_seeds=1)
+    assert one_seed.mean == 2.0 and one_seed.text.endswith("over 2 windows (1 seed)")
+    assert semantic.seed_or_window_interval([1.0, 3.0], [7.0], n_seeds=2).text.endswith("2 seeds")
+    assert semantic.interval_verdict(0.2, 0.3, 0.1) == "held"
+    assert semantic.interval_verdict(0.0, 0.05, 0.1) == "not held"
+    assert semantic.interval_verdict(0.05, 0.2, 0.1) == "partly"
+    assert semantic.interval_verdict(0.2, 0.2, 0.1) == "not testable here"  # one sample
+    assert semantic.interval_verdict(np.nan, np.nan, 0.1) == "not testable here"
+
+
+def test_check_softmax_bound_counts_every_non_maximal_entry():
+    check = semantic.check_softmax_bound(np.random.default_rng(0), 50)
+    replay = np.random.default_rng(0)
+    lengths = []
+    for _ in range(50):
+        lengths.append(int(replay.integers(2, 65)))
+        replay.normal(0, 3, size=lengths[-1])
+    # continuous draws have no ties: every entry but the maximum has a competitor
+    assert check.checked == sum(n - 1 for n in lengths)
+    assert check.violations == 0 and 0 < check.worst_ratio < 1
+    assert str(check).startswith(f"{check.checked:,} non-maximal entries in 50 vectors: 0 above")
+
+
+def test_rotation_gaps_are_dense_only_for_irrational_rotations():
+    curves = semantic.rotation_gaps([1.0, 0.1], n_max=10_000, rational=(3, 17))
+    assert curves.n_max == 10_000 and curves.rational_label == "rational 2π·3/17"
+    assert curves.final["rational 2π·3/17"] == pytest.approx(2 * np.pi / 17, abs=1e-9)
+    assert curves.largest_irrational_gap < 0.01 and curves.dense
+    n_lengths = len({r["N (tokens)"] for r in curves.rows})
+    assert len(curves.rows) == 3 * n_lengths
+    # g = 0.01 has covered only 1 rad of the circle after 100 tokens
+    short = semantic.rotation_gaps([0.01], n_max=100)
+    assert short.final["g = 0.01"] == pytest.approx(2 * np.pi - 1.0) and not short.dense
+    assert semantic.gap_table(short)[0] == {
+        "rotation": "g = 0.01", "largest gap at N = 100 (rad)": short.final["g = 0.01"]
+    }  # fmt: skip
+
+
+def test_breaking_table_matches_the_closed_form():
+    from ropebook import rope
+
+    gemma = 10_000 ** (-2 * 118 / 256)
+    table = semantic.breaking_table(rope.frequencies(16), 64, reference=("Gemma", gemma, 8192))
+    assert [r["N* (bisection)"] for r in table.rows] == [4, 10, 32, 100, 315, 994, 3142, 9935,
+                                                          15299]  # fmt: skip
+    assert table.exact and table.reference_n_star == 15299
+    assert table.slope == pytest.approx(-1, abs=0.05)
+    assert table.rows[2]["N* / context"] == 0.5
+    assert table.rows[-1]["N* / context"] == pytest.approx(15299 / 8192)
+
+
+def test_best_head_curves_follow_the_theorem_and_the_unrotated_closed_form():
+    budget = 8.0
+    curves = semantic.best_head_curves([G], budget, n_phi=32)
+    unrotated = [r for r in curves.rows if r["frequency"] == "g = 0 (no rotation)"]
+    for r in unrotated:  # best head: target at +budget, every other key at -budget
+        expected = 1 / (1 + r["N (tokens)"] * np.exp(-2 * budget))
+        assert r["best worst-case α"] == pytest.approx(expected, rel=1e-9)
+    rotated = [r for r in curves.rows if r["frequency"] == f"g = {G:.3g}"]
+    first = curves.first_below[f"g = {G:.3g}"]
+    assert N_STAR // 2 < first <= min(r["N (tokens)"] for r in rotated if r["N (tokens)"] > N_STAR)
+    assert all(r["best worst-case α"] <= 0.5 for r in rotated if r["N (tokens)"] > N_STAR)
+    chart = semantic.best_head_chart(curves).to_dict()
+    assert chart["title"] == "Thm. 6.1: best worst-case attention, scores bounded by 8"
+
+
+def test_family_check_is_broken_above_and_robust_below():
+    family = semantic.family_check([G], 8.0, n_phi=64, first_below={f"g = {G:.3g}": 20})
+    assert family.broken_above and family.robust_below
+    row = family.rows[0]
+    assert row["N*"] == N_STAR and row["first N, α < ½"] == 20
+    assert row["α at N*+1"] <= 0.5 < 0.99 < row["α at N*/2"]
+
+
+def test_attack_sweep_and_its_verdict():
+    rows = semantic.attack_sweep([G], [0.5, 2.0], n_heads=3, seed=0)
+    assert [(r["head"], r["N"]) for r in rows] == [
+        ("previous", 12), ("previous", 46), ("robust", 12), ("robust", 46)
+    ]  # fmt: skip
+    by = {(r["head"], r["N"]): r for r in rows}
+    assert by["robust", 12]["success"] == 0.0 and by["robust", 46]["success"] == 1.0
+    assert by["previous", 46]["success"] == 1.0
+    assert semantic.attacks_as_proved(rows)
+    failed = [*rows, {**by["robust", 46], "success": 2 / 3}]
+    assert not semantic.attacks_as_proved(failed)
+    robust_broken = [*rows, {**by["robust", 12], "success": 1 / 3}]
+    assert not semantic.attacks_as_proved(robust_broken)
+    table = semantic.attack_table(rows, ratios=(2.0,))
+    assert len(table) == 2 and "ratio" not in table[0] and table[0]["N / N*"] == 2.0
+
+
+def test_swap_figure_draws_both_panels():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    q, keys, target = semantic.semantic_head_2d(np.random.default_rng(0), 46, G, aim="robust")
+    semantic.swap_figure(semantic.swap_attack(G, q, keys, target), G)
+    fig = plt.gcf()
+    assert len(fig.axes) == 2 and "N = 46" in fig._suptitle.get_text()
+    plt.close(fig)
+
+
+def _scan(prev_on, prev_off, position_r2, bos_mass, bos_chunks, rest_chunks, n_windows=3):
+    """A hand-made SemanticScan: per-window arrays filled from the means plus 0, +-1 offsets."""
+    lh = np.shape(position_r2)
+    k = np.shape(bos_chunks)[-1]
+    spread = np.array([-1.0, 0.0, 1.0])[:n_windows, None, None]
+    norms = np.broadcast_to(np.arange(1.0, k + 1), (*lh, k)).copy()
+    return semantic.SemanticScan(
+        prev_on=np.asarray(prev_on, float), prev_off=np.asarray(prev_off, float),
+        distance_lift=np.zeros(lh), position_r2=np.asarray(position_r2, float),
+        bos_mass=np.asarray(bos_mass, float), bos_chunks=np.asarray(bos_chunks, float),
+        rest_chunks=np.asarray(rest_chunks, float), q_norms=norms, k_norms=norms[..., ::-1],
+        window_prev_lift=np.asarray(prev_on) - np.asarray(prev_off) + 0.01 * spread,
+        window_bos_mass=np.broadcast_to(bos_mass, (n_windows, *lh)).copy(),
+        window_bos_preference=np.broadcast_to(
+            np.asarray(bos_chunks) - np.asarray(rest_chunks), (n_windows, *lh, k)).copy(),
+        window_q_norms=np.broadcast_to(norms, (n_windows, *lh, k)).copy(),
+        window_k_norms=np.broadcast_to(norms[..., ::-1], (n_windows, *lh, k)).copy(),
+        n_class_prev=5, n_windows=n_windows, seq_len=8,
+    )  # fmt: skip
+
+
+def _two_layer_scan(top_lift=(1, 0)):
+    prev_on = np.full((2, 2), 0.2)
+    prev_on[top_lift] = 0.9
+    bos_chunks = np.zeros((2, 2, 4))
+    bos_chunks[0, 1] = [-1.0, 0.0, 2.0, 1.0]  # the BOS-heavy head: most preference slow
+    return _scan(
+        prev_on=prev_on, prev_off=np.full((2, 2), 0.2), position_r2=[[0.01, 0.9], [0.5, 0.2]],
+        bos_mass=[[0.1, 0.8], [0.2, 0.3]], bos_chunks=bos_chunks, rest_chunks=np.zeros((2, 2, 4)),
+    )  # fmt: skip
+
+
+def test_content_head_skips_layer_zero():
+    scan = _two_layer_scan()
+    assert scan.content_head() == (1, 1)  # (0, 0) has the lowest R² but sees only embeddings
+    one_layer = _scan([[0.1, 0.1]], [[0.1, 0.1]], [[0.4, 0.3]], [[0, 0]], np.zeros((1, 2, 2)),
+                      np.zeros((1, 2, 2)))  # fmt: skip
+    assert one_layer.content_head() == (0, 1)
+
+
+def test_apostrophe_bands_and_content_heads_on_a_hand_made_scan():
+    scan = _two_layer_scan()
+    heads = semantic.apostrophe_heads({0: _two_layer_scan((0, 1))}, {0: scan})
+    assert heads.heads == {0: (0, 1)}  # chosen on the selection scan, not the measuring one
+    assert heads.lift_rows[0]["lift, selection"] == pytest.approx(0.7)
+    assert heads.lift_rows[0]["lift, measuring"] == pytest.approx(0.0)
+    assert heads.lift.text.endswith("over 3 windows (1 seed)") and heads.lift.mean == 0.0
+    rows, low_keys = semantic.apostrophe_bands({0: scan}, {0: (1, 0)})
+    # chunk norms 1, 2, 3, 4 (queries) and 4, 3, 2, 1 (keys): slowest quarter is the last chunk
+    keys, queries = rows
+    assert keys["slowest ¼"] == pytest.approx(0.1) and keys["fastest ¼"] == pytest.approx(0.4)
+    assert queries["slowest ¼"] == pytest.approx(0.4) and queries["layer, fastest ¼"] == 0.1
+    assert low_keys.mean == pytest.approx(0.1)
+    content = semantic.content_heads({0: scan})
+    assert content.heads == {0: (1, 1)} and content.rows[0]["query slowest ¼"] == 0.4
+
+
+def test_slow_half_share():
+    np.testing.assert_allclose(semantic.slow_half_share([1.0, -1.0, 2.0, 1.0]), 0.75)
+    np.testing.assert_allclose(semantic.slow_half_share([[-1.0, -2.0], [0.0, 3.0]]), [0.0, 1.0])
+
+
+def test_sink_heads_find_the_bos_chunks():
+    scans = {("rope", 0): _two_layer_scan(), ("nope", 0): _two_layer_scan()}
+    g = np.array([1.0, 0.1, 0.01, 0.001])
+    sinks = semantic.sink_heads(scans, scans, {("rope", 0): g, ("nope", 0): np.zeros(4)})
+    assert sinks.heads == {("rope", 0): (0, 1), ("nope", 0): (0, 1)}
+    rope_row, nope_row = sinks.rows
+    assert rope_row["BOS − other score"] == pytest.approx(2.0)
+    assert rope_row["slow-half share"] == pytest.approx(1.0)
+    top = sinks.chunk_rows[0]
+    assert top["top chunk"] == 2 and top["N* = ⌈π/g⌉"] == 315
+    assert top["q·k to BOS"] == pytest.approx(2.0 * np.sqrt(8))  # undo the 1/sqrt(head_dim)
+    assert sinks.chunk_rows[1]["N* = ⌈π/g⌉"] == "never (not rotated)"
+    assert len(sinks.bars) == 8 and sinks.bars[4]["g_k"] == "0 (not rotated)"
+    share = semantic.sink_slow_share(sinks, scans, "rope", [0])
+    assert share.mean == pytest.approx(1.0) and share.text.endswith("over 3 windows (1 seed)")
+    spec = semantic.sink_chart(sinks, seed=0).to_dict()
+    assert spec["title"] == "Which chunks make the sink head prefer BOS"
+
+
+def _profile(n_buckets=3, t=12, k=2, windows=2):
+    shape = (1, 1, n_buckets)
+    margin = np.zeros((windows, *shape))
+    margin[:, 0, 0, 0] = [2.0, 0.0]
+    margin[:, 0, 0, -1] = [1.0, 5.0]
+    return semantic.LengthProfile(
+        bos_mass=np.full(shape, 0.5), prev_on=np.array([[[1.0, 2.0, 3.0]]])[..., :n_buckets],
+        prev_off=np.array([[[4.0, 1.0, 1.0]]])[..., :n_buckets],
+        n_on=np.array([2.0, 4.0, 0.0])[:n_buckets], n_off=np.array([8.0, 2.0, 2.0])[:n_buckets],
+        bos_margin=margin.mean(0), bos_chunks=np.zeros((1, 1, t - 1, k)),
+        rest_chunks=np.zeros((1, 1, t - 1, k)), window_bos_mass=np.zeros((windows, *shape)),
+        window_bos_margin=margin, q_mean=np.zeros((1, 1, 2 * k)), k_bos=np.zeros((1, 1, 2 * k)),
+        bucket=t // n_buckets, seq_len=t,
+    )  # fmt: skip
+
+
+def test_beyond_context_lift_and_bos_retention():
+    prof = _profile()
+    lift, n_on = semantic.beyond_context_lift(prof, 0, 0)
+    assert n_on == 4 and lift == pytest.approx(5.0 / 4 - 2.0 / 4)  # buckets 1 and 2 only
+    one = _profile(n_buckets=1)
+    assert semantic.beyond_context_lift(one, 0, 0) == (pytest.approx(1 / 2 - 4 / 8), 2)
+    none = _profile()
+    none.n_on[:] = 0
+    assert np.isnan(semantic.beyond_context_lift(none, 0, 0)[0])
+    np.testing.assert_allclose(semantic.bos_retention(prof, 0, 0), [0.5, np.nan])
+    pooled = semantic.bos_retentions({("a", 0): prof, ("a", 1): prof}, {("a", 0): (0, 0),
+                                                                       ("a", 1): (0, 0)})  # fmt: skip
+    assert pooled["a"].shape == (4,)
+    difference = semantic.retention_difference({"x": np.array([1.0, 2.0, 9.0]),
+                                                "y": np.array([0.5, 1.0])}, "x", "y")  # fmt: skip
+    assert difference.mean == pytest.approx(0.75) and "paired" in difference.text
+    assert semantic.retention_difference({"x": np.ones(2)}, "x", "y").text == "models missing"
+
+
+def test_margin_and_length_rows():
+    prof = _profile()
+    heads = {("rope", 0): (0, 0)}
+    margins = semantic.margin_rows({("rope", 0): prof}, heads, heads)
+    assert [r["query block start (tokens)"] for r in margins] == [0, 4, 8]
+    assert margins[0]["BOS margin"] == 1.0 and margins[2]["apostrophe lift"] is None  # 0 seen
+    lengths = semantic.length_rows({("rope", 0, 8): prof}, heads, heads)
+    assert lengths[0]["BOS margin, last block"] == 3.0 and lengths[0]["apostrophes seen"] == 4
+    assert semantic.length_table(lengths)[0]["× context"] == 8
+    margin_spec = semantic.margin_chart(margins, 4, 8).to_dict()
+    assert margin_spec["title"] == "Sink and apostrophe heads on windows of 8× the training length"
+    assert len(margin_spec["vconcat"]) == 3
+    assert len(semantic.length_chart(lengths).to_dict()["hconcat"]) == 3
+
+
+def test_rotation_prediction_is_exact_for_a_pure_rotation():
+    rng = np.random.default_rng(8)
+    q, k = rng.normal(size=8), rng.normal(size=8)
+    g = np.array([0.5, 0.1, 0.02, 0.0])
+    prof = _profile(n_buckets=4, t=40, k=4)
+    positions = np.arange(1, 40)
+    prof.q_mean[0, 0], prof.k_bos[0, 0] = q, k
+    prof.bos_chunks[0, 0] = semantic.rotated_chunk_terms(q, k, g, positions)
+    prediction = semantic.rotation_prediction(prof, 0, 0, g)
+    np.testing.assert_allclose(prediction.correlation[:3], 1.0)
+    assert np.isnan(prediction.correlation[3])  # an unrotated chunk is flat: no correlation
+    assert prediction.mean_correlation == pytest.approx(1.0)
+    spec = semantic.rotation_chart(prediction, title="t").to_dict()
+    rules = spec["layer"][1]
+    stars = spec["datasets"][rules["data"]["name"]]
+    assert [s["N*"] for s in stars] == [7, 32]  # ceil(pi / g) inside the window; not 158
+
+
+def test_densest_window_and_raw_score_table():
+    doc = np.array([5, 1, 6, 7, 1, 1, 8, 9])
+    shown = semantic.densest_window(doc, [1], 4, lambda ids: f"t{ids[0]}")
+    # three-token stretches hold 1, 1, 1, 2, 2, 1 class tokens: the first densest starts at 3
+    assert shown.tokens.tolist() == [[0, 7, 1, 1]] and shown.tokens.dtype == np.int32
+    assert shown.labels == ["BOS", "t7", "t1", "t1"]
+    assert shown.is_class.tolist() == [False, False, True, True]
+    scores = np.array([[0.0, np.nan, np.nan, np.nan], [1.0, 2.0, np.nan, np.nan],
+                       [3.0, 4.0, 5.0, np.nan], [6.0, 7.0, 8.0, 9.0]])  # fmt: skip
+    paper, ours = semantic.raw_score_table(scores, shown.is_class, "ours")
+    assert paper["previous apostrophe"] == "≈ 7"
+    # only query 3 follows an apostrophe (key 2, score 8); other keys 2, 4, 5, 7 and 9
+    assert ours == {"head": "ours", "BOS key": "3.33", "previous apostrophe": "8.00",
+                    "other keys": "2.00 to 9.00"}  # fmt: skip
+
+
+def test_apostrophe_summary():
+    text = semantic.apostrophe_summary([np.array([1, 2, 2]), np.array([2, 3])], np.array([2]),
+                                       lambda ids: "'s")  # fmt: skip
+    assert (
+        text
+        == '2 test works, 5 tokens; 1 token ids contain an apostrophe, 60.00% of test tokens, e.g. [("\'s", 3)]'
+    )
+
+
+def _plot_width(spec: dict) -> int:
+    """Summed width of a chart's plotting areas side by side (axes and legends come on top)."""
+    if "hconcat" in spec:
+        return sum(_plot_width(s) for s in spec["hconcat"])
+    if "vconcat" in spec:
+        return max(_plot_width(s) for s in spec["vconcat"])
+    if "layer" in spec and "width" not in spec:
+        return max(_plot_width(s) for s in spec["layer"])
+    if "column" in spec.get("encoding", {}):  # one panel of ``width`` per column value
+        field = spec["encoding"]["column"]["field"]
+        values = {r[field] for r in spec["datasets"][spec["data"]["name"]]}
+        return spec["width"] * len(values)
+    return spec["width"]
+
+
+def test_charts_fit_the_page():
+    """Every chart's panels together leave room for axes and legends within ~680 px."""
+    prof = _profile()
+    heads = {("rope", 0): (0, 0)}
+    scans = {(name, 0): _two_layer_scan() for name in ("rope", "p-rope-0.75", "nope")}
+    sinks = semantic.sink_heads(scans, scans, {key: np.ones(4) for key in scans})
+    prediction = semantic.rotation_prediction(_profile(n_buckets=4, t=40, k=4), 0, 0, np.ones(4))
+    charts = [
+        semantic.gap_chart(semantic.rotation_gaps([0.1], n_max=100)),
+        semantic.best_head_chart(semantic.best_head_curves([1.0], 8.0, n_phi=4)),
+        semantic.attack_chart(semantic.attack_sweep([G], [2.0], n_heads=1, seed=0)),
+        semantic.head_scatter({0: _two_layer_scan()}, title="t"),
+        semantic.sink_chart(sinks, seed=0),
+        semantic.margin_chart(semantic.margin_rows({("rope", 0): prof}, heads, heads), 4, 8),
+        semantic.length_chart(semantic.length_rows({("rope", 0, 8): prof}, heads, heads)),
+        semantic.rotation_chart(prediction, title="t"),
+    ]
+    widths = [_plot_width(c.to_dict()) for c in charts]
+    assert len(widths) == 8 and max(widths) <= 500, widths
+
+
+def test_model_runs_share_windows_and_head_figure_returns_masked_scores():
+    import types
+
+    import jax
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ropebook import model
+
+    config = model.ModelConfig(vocab_size=16, n_layers=1, n_heads=2, d_model=16, d_ff=32,
+                               context=8)  # fmt: skip
+    tiny = types.SimpleNamespace(params=model.init_params(jax.random.PRNGKey(0), config),
+                                 config=config)  # fmt: skip
+    docs = [np.arange(1, 40) % 15 + 1]
+    profiles = semantic.length_profiles({("a", 0): tiny, ("b", 0): tiny}, docs, [3],
+                                        lengths=[1, 2], n_windows=2, seed=0)  # fmt: skip
+    assert list(profiles) == [("a", 0, 1), ("a", 0, 2), ("b", 0, 1), ("b", 0, 2)]
+    assert profiles["a", 0, 2].seq_len == 16 and profiles["a", 0, 2].bos_margin.shape == (1, 2, 2)
+    np.testing.assert_array_equal(profiles["a", 0, 2].bos_margin, profiles["b", 0, 2].bos_margin)
+    windows = semantic.bos_windows(docs, 8, 2, np.random.default_rng(0))
+    scans = semantic.scan_models({"a": tiny}, windows, [3], max_distance=4)
+    assert scans["a"].n_windows == 2 and scans["a"].position_r2.shape == (1, 2)
+    shown = semantic.densest_window(docs[0], [3], 6, str)
+    scores = semantic.head_figure(tiny, shown, 0, 1, np.ones(4), title="t")
+    plt.close("all")
+    _, internals = model.forward(tiny.params, shown.tokens, config, return_internals=True)
+    expected = np.asarray(internals[0]["scores"][0, 1])
+    lower = np.tril(np.ones((6, 6), bool))
+    np.testing.assert_allclose(scores[lower], expected[lower], rtol=1e-6)
+    assert np.isnan(scores[~lower]).all()
