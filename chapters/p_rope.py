@@ -34,35 +34,112 @@
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
-confidence = 0.95  # level of every interval over seeds
-max_factor = 8  # longest evaluation window, in multiples of the training context
-n_windows_long = 8  # windows of max_factor × context tokens per model (extrapolation)
-sweep_factor = 4  # the p sweep is shown at the training length and at this multiple
-epsilon = 0.01  # Table 1 constructions must reach attention > 1 - epsilon
+confidence = 0.95  # in (0, 1): level of every interval over seeds
+max_factor = 8  # in [1, inf): longest evaluation window, in multiples of the training context
+n_windows_long = 8  # in [1, inf): windows of max_factor × context tokens per model (extrapolation)
+sweep_factor = 4  # in [1, inf): the p sweep is shown at the training length and at this multiple
+epsilon = 0.01  # in (0, 1): Table 1 constructions must reach attention > 1 - epsilon
 
-# %%
-import math
-
-import altair as alt
-import jax
+# %% tags=["hide-input"]
 import numpy as np
 from IPython.display import Markdown, display
-from scipy.special import expit
 
 from ropebook import claims, data, plots, rope, zoo
 from ropebook.analysis import ablation
 
 plots.setup()
-settings = zoo.PROFILES[profile]
 seeds = zoo.seeds_for("rope", profile=profile)  # the same for every Table 2 model on both domains
 if profile == "smoke":
     n_windows_long = min(n_windows_long, 2)
+sweep_factor = min(sweep_factor, max_factor)
+factors = ablation.length_factors(max_factor, sweep_factor)  # context multiples we report
+long_factor = factors[-1]
 model_config, train_config = zoo.configs("p-rope-0.75", profile=profile)
 head_dim, context, base = model_config.head_dim, model_config.context, model_config.rope_base
 print(
     f"profile {profile!r}: {len(seeds)} seed(s) {seeds}, head_dim {head_dim} "
     f"({head_dim // 2} planes), training context {context} tokens"
 )
+
+# %% [markdown]
+# The claims this chapter tests, each with the rule that decides its verdict (expand the cell);
+# the table at the end gives what we measured for each.
+
+# %% tags=["hide-input"]
+PAPER, TABLE2 = "Barbero et al. 2025", "Barbero et al. 2025, Table 2"
+table2_pair = "Barbero et al. 2025, Table 2, Sec. 6.1"
+CLAIMS = claims.ClaimSet(
+    claims.ClaimSpec(
+        "p_rope.table1_positional", f"{PAPER}, Table 1, Thm. 5.3, Prop. 5.2",
+        "p-RoPE can still build sharp diagonal and previous-token heads (on its fast planes); "
+        "NoPE cannot",
+        claims.holds,
+    ),
+    claims.ClaimSpec(
+        "p_rope.table1_semantic", f"{PAPER}, Table 1, Thm. 6.1",
+        "p-RoPE's free planes are exactly distance-invariant semantic channels; RoPE's slowest "
+        "plane is not",
+        claims.holds,
+    ),
+    claims.ClaimSpec(
+        "p_rope.table1", f"{PAPER}, Table 1",
+        "Table 1: NoPE positional ✗ semantic ✓; RoPE ✓ ✗; p-RoPE ✓ ✓", claims.holds,
+    ),
+    # ablation.rank_verdict: held if τ > 0 with p < 0.05 on both domains, not held if τ ≤ 0 on both
+    claims.ClaimSpec(
+        "p_rope.table2_rank", TABLE2,
+        "Our ranking of the seven encodings agrees with the paper's (Kendall τ > 0, p < 0.05)",
+        claims.given,
+    ),
+    # Orderings: Comparison.verdict (paired difference's interval excludes 0, in the claimed
+    # direction), combined over both domains by ablation.combine_verdicts.
+    claims.ClaimSpec(
+        "p_rope.nope_worst", TABLE2, "NoPE has the highest perplexity of the seven", claims.given
+    ),
+    claims.ClaimSpec(
+        "p_rope.p075_vs_rope", table2_pair,
+        "0.75-RoPE has lower validation perplexity than RoPE θ=10k", claims.given,
+    ),
+    claims.ClaimSpec(
+        "p_rope.p075_vs_500k", table2_pair,
+        "0.75-RoPE beats raising the wavelength to θ=500k", claims.given,
+    ),
+    claims.ClaimSpec(
+        "p_rope.reversed_vs_p", table2_pair,
+        "removing the slowest frequencies (0.75-RoPE) beats removing the fastest (0.75-RoPE "
+        "reversed)",
+        claims.given,
+    ),
+    claims.ClaimSpec(
+        "p_rope.partial_vs_p", table2_pair,
+        "0.75-RoPE beats partial RoPE on 75% of the dimensions", claims.given,
+    ),
+    claims.ClaimSpec(
+        "p_rope.p075_vs_p025", table2_pair,
+        "truncating more (0.25-RoPE) harms perplexity relative to 0.75-RoPE", claims.given,
+    ),
+    claims.ClaimSpec(
+        "p_rope.p025_vs_nope", table2_pair, "0.25-RoPE is still better than NoPE", claims.given
+    ),
+    # ablation.noise_verdict: paired gap / s.d. > 1 on both domains (held), one (partly), none
+    claims.ClaimSpec(
+        "p_rope.seed_noise", f"{TABLE2} (resolution of our runs)",
+        "Seed noise is smaller than the differences between encodings (median paired gap "
+        "exceeds the median s.d. of paired differences)",
+        claims.given,
+    ),
+    claims.ClaimSpec(
+        "p_rope.extrapolation", f"{PAPER}, Sec. 6.1 and B.5 (conjecture, untested there)",
+        f"0.75-RoPE extrapolates better than RoPE (perplexity at {long_factor}× the training "
+        "context)",
+        claims.given,
+    ),
+    claims.ClaimSpec(
+        "p_rope.p_sweep", f"{PAPER}, Sec. 6.1",
+        "On the way from NoPE (p=0) to 0.75-RoPE, each step up in p lowers perplexity",
+        claims.given,
+    ),
+)  # fmt: skip
 
 # %% [markdown]
 # ## Table 1, cell by cell
@@ -76,31 +153,17 @@ print(
 #   content match stays a match at any distance ("robust semantic channels").
 #
 # Both can be checked by construction on the very rotation code the models use
-# (`rope.apply_rope`), for the models' own head size. p-RoPE with $p=0.75$ rotates these planes
-# (fastest first) and leaves the rest alone:
+# (`rope.apply_rope`), for the models' own head size. Each encoding is a frequency grid: NoPE is
+# p-RoPE with $p = 0$ (nothing rotates). p-RoPE with $p=0.75$ rotates these planes (fastest
+# first) and leaves the rest alone:
 
 # %%
-variants = {
-    "NoPE": ("p-rope", 0.0),  # p = 0 rotates nothing: exactly NoPE
-    "RoPE": ("rope", 1.0),
-    "0.75-RoPE": ("p-rope", 0.75),
-}
 grids = {
-    label: rope.frequencies(head_dim, base, variant=v, proportion=p)
-    for label, (v, p) in variants.items()
+    label: rope.frequencies(head_dim, base, variant=variant, proportion=p)
+    for label, (variant, p) in ablation.TABLE1_VARIANTS.items()  # NoPE, RoPE, 0.75-RoPE
 }
 rotating = grids["0.75-RoPE"] > 0
-plots.table(
-    [
-        {
-            "plane k": k,
-            "RoPE frequency g_k (rad/token)": float(grids["RoPE"][k]),
-            "wavelength 2π/g_k (tokens)": float(2 * math.pi / grids["RoPE"][k]),
-            "0.75-RoPE rotates it": "yes" if rotating[k] else "no (free)",
-        }
-        for k in range(head_dim // 2)
-    ]
-)
+plots.table(ablation.plane_rows(grids["RoPE"], rotating))
 
 # %% [markdown]
 # (p-rope-positional)=
@@ -114,73 +177,45 @@ plots.table(
 # gives attention above $1-\epsilon$ on the target for every query.
 #
 # We put $\psi$ on different planes and run the construction through `apply_rope` for sequences
-# of the training context and of 8× it:
-
+# of the training context and of `max_factor` times it. The table gives the margin $\delta$, the
+# scale $s$, and the worst query's attention on its target for the diagonal head and for the
+# previous-token head:
 
 # %%
-def construction(label: str, planes: np.ndarray, n: int) -> dict:
-    variant, p = variants[label]
-    psi = ablation.plane_vector(head_dim, planes)
-    weights = np.asarray(planes, float) / np.sum(planes)
-    margin = ablation.positional_margin(weights, grids[label], n)
-    scale = math.log(n * (1 - epsilon) / epsilon) / margin if margin > 1e-9 else 1e3
-    worst = {}
-    for offset, head in ((0, "diagonal"), (1, "previous token")):
-        attention = ablation.positional_attention(
-            psi, n, scale=scale, offset=offset, base=base, variant=variant, proportion=p
-        )
-        worst[head] = ablation.min_target_attention(attention, offset)
-    return {
-        "encoding": label,
-        "ψ on": "",
-        "N (tokens)": n,
-        "margin δ": margin,
-        "scale s": scale if margin > 1e-9 else f"any ({scale:g} shown)",
-        "min α diagonal": worst["diagonal"],
-        "min α previous token": worst["previous token"],
-    }
-
-
-all_planes = np.ones(head_dim // 2, bool)
+every_plane = np.ones(head_dim // 2, bool)
 cases = [
-    ("RoPE", all_planes, "all planes"),
-    ("0.75-RoPE", rotating, "the rotating (fast) planes"),
-    ("0.75-RoPE", ~rotating, "the free (slow) planes"),
-    ("NoPE", all_planes, "all planes"),
+    ("RoPE", every_plane, ablation.ALL_PLANES),
+    ("0.75-RoPE", rotating, ablation.FAST_PLANES),
+    ("0.75-RoPE", ~rotating, ablation.FREE_PLANES),
+    ("NoPE", every_plane, ablation.ALL_PLANES),
 ]
-positional_rows = []
-for n in (context, max_factor * context):
-    for label, planes, where in cases:
-        positional_rows.append(construction(label, planes, n) | {"ψ on": where})
+positional_rows = [
+    ablation.construction_row(
+        label, planes, n, where=where, head_dim=head_dim, base=base, epsilon=epsilon
+    )
+    for n in (context, max_factor * context)
+    for label, planes, where in cases
+]
 plots.table(positional_rows, digits=4)
 
-
-# %%
-def reaches(row: dict) -> bool:
-    return min(row["min α diagonal"], row["min α previous token"]) > 1 - epsilon
-
-
-p_fast = [r for r in positional_rows if r["encoding"] == "0.75-RoPE" and "fast" in r["ψ on"]]
-p_free = [r for r in positional_rows if r["encoding"] == "0.75-RoPE" and "free" in r["ψ on"]]
-nope_rows = [r for r in positional_rows if r["encoding"] == "NoPE"]
-rope_rows = [r for r in positional_rows if r["encoding"] == "RoPE"]
-positional_ok = {
-    "RoPE": all(map(reaches, rope_rows)),
-    "0.75-RoPE": all(map(reaches, p_fast)),
-    "NoPE": not any(map(reaches, nope_rows)),
-}
-# NoPE (and p-RoPE's free planes) score every key alike, so attention is uniform: α_ii = 1/(i+1).
-nope_best = max(max(r["min α diagonal"], r["min α previous token"]) for r in nope_rows + p_free)
-assert all(positional_ok.values()), positional_rows
+# %% tags=["remove-input"]
+positional = ablation.positional_check(positional_rows, epsilon)
+assert all(positional.ok.values()), positional_rows
+CLAIMS.record(
+    "p_rope.table1_positional",
+    positional.ok["0.75-RoPE"] and positional.ok["NoPE"],
+    f"worst target attention {positional.fast_worst:.4f} (0.75-RoPE, fast planes) vs "
+    f"{positional.uniform_best:.4f} (NoPE / free planes), N ≤ {max_factor * context}",
+)
 display(
     Markdown(
         f"On its fast planes 0.75-RoPE builds both heads exactly as RoPE does: the worst query "
-        f"puts at least {min(min(r['min α diagonal'], r['min α previous token']) for r in p_fast):.4f} "
-        f"of its attention on the target (ε = {epsilon}), at {context} and at "
-        f"{max_factor * context} tokens. The same construction on the free planes — or with "
-        f"NoPE — gives every key the same score, so attention is uniform and the worst query "
-        f"puts only {nope_best:.4f} on the target, for any scale: the free planes are NoPE, and "
-        f"Prop. 5.2's repeated-token argument applies to them."
+        f"puts at least {positional.fast_worst:.4f} of its attention on the target "
+        f"(ε = {epsilon}), at {context} and at {max_factor * context} tokens. The same "
+        f"construction on the free planes — or with NoPE — gives every key the same score, so "
+        f"attention is uniform and the worst query puts only {positional.uniform_best:.4f} on "
+        f"the target, for any scale: the free planes are NoPE, and Prop. 5.2's repeated-token "
+        f"argument applies to them."
     )
 )
 
@@ -192,73 +227,61 @@ display(
 # is $\langle R^r\psi, R^0\psi\rangle$: on a free plane of p-RoPE (or with NoPE) it equals its
 # value at $r = 0$, $\lVert\psi\rVert^2$, at every distance, bit for bit; on RoPE's slowest
 # plane it is $\cos(r\,g_{d/2-1})$, which turns negative once $r g > \pi/2$. The check runs
-# distances up to a million tokens; the figure shows the score (relative to $\lVert\psi
-# \rVert^2$) over four turns of the slowest plane — look at where the orange curve first
-# crosses zero: from there on, a query ranks its true match *below* a key that carries nothing.
+# distances up to a million tokens:
 
 # %%
 distances = np.unique(np.round(np.geomspace(1, 1e6, 400)).astype(np.int64))
 free_psi = ablation.plane_vector(head_dim, ~rotating)
 slow_psi = ablation.plane_vector(head_dim, [head_dim // 2 - 1])
-free_scores = ablation.plane_scores(
-    free_psi, distances, base=base, variant="p-rope", proportion=0.75
-)
+p_rope = dict(base=base, variant="p-rope", proportion=0.75)
+free_scores = ablation.plane_scores(free_psi, distances, **p_rope)
+at_zero = ablation.plane_scores(free_psi, np.array([0]), **p_rope)[0]
+free_deviation = float(np.max(np.abs(free_scores - at_zero)))
 slow_scores = ablation.plane_scores(slow_psi, distances, base=base, variant="rope")
-at_zero = ablation.plane_scores(
-    free_psi, np.array([0]), base=base, variant="p-rope", proportion=0.75
-)
-free_deviation = float(np.max(np.abs(free_scores - at_zero[0])))
-g_slow = grids["RoPE"][-1]
-first_negative = int(distances[np.argmax(slow_scores < 0)])
-# One matching key among n - 1 keys that score 0, at the smallest scale s at which a match that
-# scores s (cos = 1) takes 1 - epsilon of the attention: s = ln((n - 1)(1 - ε)/ε).
-n_keys = max_factor * context
-scale = math.log((n_keys - 1) * (1 - epsilon) / epsilon)
-match = lambda score: float(expit(scale * score - math.log(n_keys - 1)))  # noqa: E731
-semantic_ok = {"0.75-RoPE": free_deviation == 0.0, "NoPE": free_deviation == 0.0}
-semantic_ok["RoPE"] = bool(slow_scores.min() < 0)
-assert semantic_ok["0.75-RoPE"] and semantic_ok["RoPE"]
 
-# The figure: a dense grid up to four turns of RoPE's slowest plane.
-shown = np.unique(np.round(np.geomspace(1, 4 * 2 * math.pi / grids["RoPE"][-1], 600)))
-shown_scores = {
-    "RoPE, slowest plane": ablation.plane_scores(slow_psi, shown, base=base),
-    "0.75-RoPE, free planes (= NoPE)": ablation.plane_scores(
-        free_psi, shown, base=base, variant="p-rope", proportion=0.75
-    ),
-}
-alt.Chart(
-    alt.InlineData(
-        values=[
-            {"distance r (tokens)": int(r), "score": float(s), "channel": name}
-            for name, scores in shown_scores.items()
-            for r, s in zip(shown, scores, strict=True)
-        ]
-    ),
-    title=f"Score of a matching key r tokens back (d = {head_dim}, θ = {base:,.0f})",
-).mark_line().encode(
-    x=alt.X("distance r (tokens):Q", scale=alt.Scale(type="log"), title="distance r (tokens)"),
-    y=alt.Y("score:Q", title="⟨R^r ψ, ψ⟩ / ‖ψ‖²"),
-    color=alt.Color("channel:N"),
-    tooltip=["channel:N", "distance r (tokens):Q", alt.Tooltip("score:Q", format=".4f")],
-).properties(width=560, height=260)
+# %% [markdown]
+# The figure shows the score (relative to $\lVert\psi\rVert^2$) over four turns of the slowest
+# plane — look at where the orange curve first crosses zero: from there on, a query ranks its
+# true match *below* a key that carries nothing.
 
 # %%
+ablation.score_distance_chart(head_dim, base, proportion=0.75)
+
+# %% tags=["remove-input"]
+g_slow = grids["RoPE"][-1]
+first_negative = ablation.first_negative(distances, slow_scores)
+semantic_ok = {
+    "0.75-RoPE": free_deviation == 0.0,
+    "NoPE": free_deviation == 0.0,
+    "RoPE": bool(slow_scores.min() < 0),
+}
+assert semantic_ok["0.75-RoPE"] and semantic_ok["RoPE"]
+# One matching key among n - 1 keys that score 0, at the scale where a perfect match takes 1 - ε.
+n_keys = max_factor * context
+scale = ablation.match_scale(n_keys, epsilon)
+CLAIMS.record(
+    "p_rope.table1_semantic",
+    semantic_ok["0.75-RoPE"] and semantic_ok["RoPE"],
+    f"max score deviation {free_deviation:.1g} over r ≤ {distances[-1]:,}; "
+    f"RoPE's slowest plane turns negative at r = {first_negative:,}",
+)
 display(
     Markdown(
         f"On the free planes the score never moves: the largest deviation from its value at "
         f"distance 0 over {len(distances)} distances up to {distances[-1]:,} tokens is "
         f"**{free_deviation:.1g}** (the rotation angle is exactly 0, so cos = 1 and sin = 0). "
         f"RoPE's slowest plane ($g = {g_slow:.3g}$ rad/token, wavelength "
-        f"{2 * math.pi / g_slow:,.0f} tokens) first scores a match *negatively* at "
+        f"{2 * np.pi / g_slow:,.0f} tokens) first scores a match *negatively* at "
         f"{first_negative:,} tokens. Among {n_keys} keys, at the scale $s = {scale:.1f}$ at which "
-        f"a perfect match takes $1-\\epsilon$ of the attention, a match on a free plane takes {match(1.0):.4f} of the attention at "
-        f"any distance; on RoPE's slowest plane it takes {match(float(np.cos(context * g_slow))):.4f} "
-        f"at {context} tokens but {match(float(slow_scores.min())):.2g} where the plane points "
-        f"backwards — Thm 6.1 in one plane. Note how far that is: at {max_factor}× our training "
-        f"context ({max_factor * context} tokens) the slowest plane has turned only "
-        f"{max_factor * context * g_slow:.2f} rad, so the *failure* of RoPE's semantic channels "
-        f"lies beyond the lengths our small models are tested at."
+        f"a perfect match takes $1-\\epsilon$ of the attention, a match on a free plane takes "
+        f"{ablation.match_attention(1.0, n_keys, scale):.4f} of the attention at any distance; "
+        f"on RoPE's slowest plane it takes "
+        f"{ablation.match_attention(float(np.cos(context * g_slow)), n_keys, scale):.4f} at "
+        f"{context} tokens but {ablation.match_attention(float(slow_scores.min()), n_keys, scale):.2g} "
+        f"where the plane points backwards — Thm 6.1 in one plane. Note how far that is: at "
+        f"{max_factor}× our training context ({max_factor * context} tokens) the slowest plane "
+        f"has turned only {max_factor * context * g_slow:.2f} rad, so the *failure* of RoPE's "
+        f"semantic channels lies beyond the lengths our small models are tested at."
     )
 )
 
@@ -269,41 +292,36 @@ display(
 # and checked on trained models in the chapters on positional heads and semantic channels; the
 # constructions on this page check the p-RoPE column directly.
 #
-# | property | NoPE | RoPE | p-RoPE |
+# | | NoPE | RoPE | p-RoPE |
 # |---|---|---|---|
-# | **positional**: sharp diagonal / previous-token head | ✗ — [Prop. 5.2](positional_heads.ipynb); {ref}`uniform attention here <p-rope-positional>` | ✓ — [Thm 5.3](positional_heads.ipynb); {ref}`construction here <p-rope-positional>` | ✓ — Thm 5.3 on the fast planes: {ref}`construction here <p-rope-positional>` |
-# | **semantic**: distance-invariant channels | ✓ — immediate (no rotation); {ref}`checked here <p-rope-semantic>` | ✗ — [Thm 6.1](semantic_channels.ipynb); {ref}`slowest plane here <p-rope-semantic>` | ✓ — free planes: {ref}`exact invariance here <p-rope-semantic>` |
+# | **positional** | ✗ [Prop. 5.2](positional_heads.ipynb), {ref}`here <p-rope-positional>` | ✓ [Thm 5.3](positional_heads.ipynb), {ref}`here <p-rope-positional>` | ✓ fast planes, {ref}`here <p-rope-positional>` |
+# | **semantic** | ✓ no rotation, {ref}`here <p-rope-semantic>` | ✗ [Thm 6.1](semantic_channels.ipynb), {ref}`here <p-rope-semantic>` | ✓ free planes, {ref}`here <p-rope-semantic>` |
 #
-# What the constructions on this page found, cell by cell:
+# *Positional*: a sharp diagonal or previous-token head (for NoPE, "here" shows the uniform
+# attention; for p-RoPE, Thm 5.3 on its fast planes). *Semantic*: channels whose scores do not
+# depend on distance (for RoPE, "here" is its slowest plane; for p-RoPE, the exact invariance of
+# its free planes). What the constructions on this page found, cell by cell (measured mark, then
+# the paper's):
 
 # %%
 paper_table1 = {
     "positional": {"NoPE": False, "RoPE": True, "0.75-RoPE": True},
     "semantic": {"NoPE": True, "RoPE": False, "0.75-RoPE": True},
 }
-measured_table1 = {
-    "positional": {  # can the construction reach 1 - ε?
-        "NoPE": not positional_ok["NoPE"],
-        "RoPE": positional_ok["RoPE"],
-        "0.75-RoPE": positional_ok["0.75-RoPE"],
-    },
-    "semantic": {  # is there a channel whose score never depends on distance?
-        "NoPE": semantic_ok["NoPE"],
-        "RoPE": not semantic_ok["RoPE"],
-        "0.75-RoPE": semantic_ok["0.75-RoPE"],
-    },
-}
-mark = lambda ok: "✓" if ok else "✗"  # noqa: E731
-table1_rows = [
-    {"property": prop}
-    | {
-        enc: f"{mark(measured_table1[prop][enc])} (paper {mark(paper_table1[prop][enc])})"
-        for enc in ("NoPE", "RoPE", "0.75-RoPE")
-    }
-    for prop in paper_table1
-]
-table1_agrees = measured_table1 == paper_table1
+measured_table1 = ablation.table1_measured(positional.ok, semantic_ok)
+table1_rows = ablation.table1_rows(measured_table1, paper_table1)
 plots.table(table1_rows)
+
+# %% tags=["remove-input"]
+table1_agrees = measured_table1 == paper_table1
+CLAIMS.record("p_rope.table1", table1_agrees, ablation.table1_text(table1_rows))
+display(
+    Markdown(
+        "Every measured mark agrees with the paper's."
+        if table1_agrees
+        else "Some measured marks differ from the paper's (see the table)."
+    )
+)
 
 # %% [markdown]
 # ## Table 2 reproduced: seven encodings, trained identically
@@ -313,9 +331,10 @@ plots.table(table1_rows)
 # parameters of its own) and the same batches. Models are trained on the Shakespeare corpus and
 # evaluated on its validation split, and separately on the Python corpus and its validation
 # split. The paper trained Gemma 2B on Wikipedia and FlanV2; we set our prose corpus next to its
-# Wiki column and our code corpus next to FlanV2, and compare *orderings*, not values.
+# Wiki column and our code corpus next to FlanV2, and compare *orderings*, not values. The
+# paper's numbers, quoted, and our labels:
 
-# %%
+# %% tags=["hide-input"]
 LABELS = {
     "nope": "NoPE",
     "rope": "RoPE θ=10k",
@@ -327,7 +346,7 @@ LABELS = {
     "p-rope-0.75": "0.75-RoPE",
 }
 # Barbero et al. 2025, Table 2 (Gemma 2B, validation perplexity), quoted.
-PAPER = {
+PAPER_TABLE2 = {
     "Wiki": {
         "nope": 4.8594,
         "rope": 4.4627,
@@ -350,15 +369,14 @@ PAPER = {
 DOMAINS = {"shakespeare": "Wiki", "python": "FlanV2"}  # our corpus -> the paper's column
 SWEEP = {0.0: "nope", 0.25: "p-rope-0.25", 0.5: "p-rope-0.5", 0.75: "p-rope-0.75", 1.0: "rope"}
 
-jobs = [(n, d) for d in DOMAINS for n in zoo.TABLE2]
-jobs += [(n, "shakespeare") for n in SWEEP.values() if n not in zoo.TABLE2]
-models = {
-    (name, domain): [
-        zoo.load(name, seed=s, profile=profile, domain=domain, progress=False)
-        for s in zoo.seeds_for(name, profile=profile, domain=domain)
-    ]
-    for name, domain in jobs
-}
+# %% [markdown]
+# We load (or train) the seven Table 2 encodings on both corpora, plus the extra p-RoPE models
+# of the $p$ sweep on Shakespeare, for every seed of the profile, and keep each model's final
+# validation perplexity:
+
+# %%
+sweep_only = [(name, "shakespeare") for name in SWEEP.values()]
+models = ablation.load_runs(zoo.TABLE2, DOMAINS, profile=profile, extra=sweep_only)
 val_ppl = {key: [m.val_ppl for m in runs] for key, runs in models.items()}
 table2 = {
     d: ablation.seed_table({n: val_ppl[n, d] for n in zoo.TABLE2}, confidence) for d in DOMAINS
@@ -367,29 +385,15 @@ table2 = {
 # %% [markdown]
 # How much each model saw, and how long it took to train:
 
-# %%
-budget_rows = []
-for (name, domain), runs in models.items():
-    tokens = sorted({m.tokens_seen for m in runs})
-    budget_rows.append(
-        {
-            "model": LABELS[name],
-            "trained on": domain,
-            "seeds": len(runs),
-            "tokens seen per model": ", ".join(f"{t:,}" for t in tokens),
-            "training seconds (mean)": float(np.mean([m.seconds for m in runs])),
-        }
-    )
-tokens_seen = sorted({m.tokens_seen for runs in models.values() for m in runs})
+# %% tags=["hide-input"]
+tokens_seen = ablation.tokens_seen(models)
 assert len(tokens_seen) == 1, f"models saw different amounts of data: {tokens_seen}"
-n_params = sum(
-    int(np.size(leaf)) for leaf in jax.tree.leaves(models["rope", "shakespeare"][0].params)
-)
+n_params = ablation.n_parameters(models["rope", "shakespeare"][0].params)
 paper_tokens = 10_000 * 512 * 8_192  # steps × batch × sequence length, paper App. D
 train_tokens = {d: len(data.load_tokens(d, "train")) for d in DOMAINS}
-plots.table(budget_rows)
+plots.table(ablation.budget_rows(models, LABELS))
 
-# %%
+# %% tags=["remove-input"]
 display(
     Markdown(
         f"Every model saw **{', '.join(f'{t:,}' for t in tokens_seen)}** training tokens "
@@ -409,70 +413,41 @@ display(
 
 # %% [markdown]
 # The same chapter runs on bigger models with `make book PROFILE=gpu` (or
-# `python -m ropebook run p_rope --profile gpu`). What each profile trains:
+# `python -m ropebook run p_rope --profile gpu`). What each profile trains (layers × heads ×
+# head dimension, model width, context, training tokens per model, seeds per Table 2 model):
 
-# %%
-profile_rows = []
-for name_ in zoo.PROFILES:
-    mc, tc = zoo.configs("rope", profile=name_)
-    profile_rows.append(
-        {
-            "profile": name_ + (" (this run)" if name_ == profile else ""),
-            "layers × heads × head dim": f"{mc.n_layers} × {mc.n_heads} × {mc.head_dim}",
-            "width": mc.d_model,
-            "context": mc.context,
-            "tokens per model": f"{tc.steps * tc.batch_size * tc.seq_len:,}",
-            "seeds (Table 2)": len(zoo.seeds_for("rope", profile=name_, domain="python")),
-        }
-    )
-plots.table(profile_rows)
+# %% tags=["hide-input"]
+plots.table(ablation.profile_rows(profile))
 
 # %% [markdown]
-# The table: our validation perplexity (mean ± half-width of the interval over seeds, at the
+# The tables: our validation perplexity (mean ± half-width of the interval over seeds, at the
 # `confidence` level of the parameters cell) next to the paper's single-run numbers, and each
-# encoding's rank within its column (1 = lowest perplexity).
+# encoding's rank within its column (1 = lowest perplexity). First Shakespeare against the
+# paper's Wiki column, then Python against its FlanV2 column:
 
-
-# %%
-def ranks(values: dict[str, float]) -> dict[str, int]:
-    return {n: i + 1 for i, n in enumerate(ablation.rank_order(values))}
-
-
-paper_rank = {col: ranks(PAPER[col]) for col in PAPER}
-our_rank = {d: ranks({n: e.mean for n, e in table2[d].items()}) for d in DOMAINS}
-rows = []
-for name in zoo.TABLE2:
-    row = {"encoding": LABELS[name]}
-    for domain, column in DOMAINS.items():
-        row[f"ours: {domain}"] = table2[domain][name].format(3)
-        row[f"rank ({domain})"] = our_rank[domain][name]
-        row[f"paper: {column}"] = f"{PAPER[column][name]:.4f}"
-        row[f"rank ({column})"] = paper_rank[column][name]
-    rows.append(row)
-plots.table(rows)
+# %% tags=["hide-input"]
+for domain, column in DOMAINS.items():
+    display(plots.table(ablation.table2_rows(table2[domain], PAPER_TABLE2[column], LABELS)))
 
 # %% [markdown]
 # One thing to keep in mind before reading the orderings: p-RoPE differs from RoPE only in the
 # planes it frees, and what matters is how far those planes turn *within the context*. The
 # paper's Gemma 2B has 256-dimensional heads and an 8,192-token context (App. D); ours are much
-# smaller:
-
+# smaller. The angle by which the fastest freed plane turns under RoPE over a context:
 
 # %%
-def dropped_turn(dim: int, length: int, p: float = 0.75) -> float:
-    """Largest angle (rad) that a plane p-RoPE frees turns, under RoPE, over `length` tokens."""
-    freed = rope.frequencies(dim, base, variant="p-rope", proportion=p) == 0
-    return float(rope.base_frequencies(dim, base)[freed].max() * length)
-
-
 paper_head_dim, paper_context = 256, 8192  # Gemma 2B (Gemma Team 2024); paper App. D
 turns = {
-    "the paper's setting (d = 256, 8,192 tokens)": dropped_turn(paper_head_dim, paper_context),
-    f"our setting (d = {head_dim}, {context} tokens)": dropped_turn(head_dim, context),
-    f"our setting at {max_factor}× ({max_factor * context} tokens)": dropped_turn(
-        head_dim, max_factor * context
+    "the paper's setting (d = 256, 8,192 tokens)": (paper_head_dim, paper_context),
+    f"our setting (d = {head_dim}, {context} tokens)": (head_dim, context),
+    f"our setting at {max_factor}× ({max_factor * context} tokens)": (
+        head_dim,
+        max_factor * context,
     ),
 }
+turns = {where: ablation.dropped_turn(d, n, base) for where, (d, n) in turns.items()}
+
+# %% tags=["remove-input"]
 display(
     Markdown(
         "Under RoPE, the fastest of the planes that 0.75-RoPE frees turns by "
@@ -492,51 +467,25 @@ display(
 # yardstick, the paper's two columns agree with each other only to the $\tau$ in the first row.
 
 # %%
-tau_rows = []
-tau_paper = ablation.kendall_tau(PAPER["Wiki"], PAPER["FlanV2"])
-tau_rows.append(
-    {
-        "ranking": "paper Wiki vs paper FlanV2",
-        "τ": tau_paper[0],
-        "p-value": tau_paper[1],
-        "τ per seed": "—",
-    }
-)
-taus = {}
-for domain in DOMAINS:
-    for col in PAPER:
-        tau, pvalue = ablation.kendall_tau(
-            {n: e.mean for n, e in table2[domain].items()}, PAPER[col]
-        )
-        per_seed = ablation.estimate(
-            ablation.per_seed_tau({n: val_ppl[n, domain] for n in zoo.TABLE2}, PAPER[col]),
-            confidence,
-        )
-        taus[domain, col] = (tau, pvalue, per_seed)
-        tau_rows.append(
-            {
-                "ranking": f"ours {domain} vs paper {col}",
-                "τ": tau,
-                "p-value": pvalue,
-                "τ per seed": per_seed.format(2),
-            }
-        )
-plots.table(tau_rows)
+taus = ablation.kendall_taus(table2, PAPER_TABLE2, confidence)
+tau_paper = ablation.kendall_tau(PAPER_TABLE2["Wiki"], PAPER_TABLE2["FlanV2"])
+plots.table(ablation.tau_rows(taus, PAPER_TABLE2))
 
-# %%
-matched = [taus[d, c] for d, c in DOMAINS.items()]
-if all(t > 0 and p < 0.05 for t, p, _ in matched):
-    rank_verdict = "held"
-elif all(t <= 0 for t, _, _ in matched):
-    rank_verdict = "not held"
-else:
-    rank_verdict = "partly"
+# %% tags=["remove-input"]
+tau_wiki, tau_flan = taus["shakespeare", "Wiki"], taus["python", "FlanV2"]
+CLAIMS.record(
+    "p_rope.table2_rank",
+    ablation.rank_verdict([taus[d, c] for d, c in DOMAINS.items()]),
+    f"τ(shakespeare, Wiki) = {tau_wiki[0]:.2f} (p = {tau_wiki[1]:.2g}); τ(python, FlanV2) = "
+    f"{tau_flan[0]:.2f} (p = {tau_flan[1]:.2g}); paper Wiki vs FlanV2 τ = {tau_paper[0]:.2f}",
+    interval=f"per-seed τ: shakespeare {tau_wiki[2].format(2)}, python {tau_flan[2].format(2)}",
+    seeds=len(seeds),
+)
 display(
     Markdown(
         "Against the paper's order, our Shakespeare ranking has "
-        f"τ = {taus['shakespeare', 'Wiki'][0]:.2f} (p = {taus['shakespeare', 'Wiki'][1]:.2g}) "
-        f"and our Python ranking τ = {taus['python', 'FlanV2'][0]:.2f} "
-        f"(p = {taus['python', 'FlanV2'][1]:.2g}); the paper's own two columns agree to "
+        f"τ = {tau_wiki[0]:.2f} (p = {tau_wiki[1]:.2g}) and our Python ranking "
+        f"τ = {tau_flan[0]:.2f} (p = {tau_flan[1]:.2g}); the paper's own two columns agree to "
         f"τ = {tau_paper[0]:.2f}."
     )
 )
@@ -552,8 +501,7 @@ display(
 # intervals over seeds overlap? — is shown beside it.
 
 # %%
-# (paper's better encoding, its worse rival, claim id)
-PAIRS = [
+PAIRS = [  # (the paper's better encoding, its worse rival, claim id)
     ("p-rope-0.75", "rope", "p075_vs_rope"),
     ("p-rope-0.75", "rope-500k", "p075_vs_500k"),
     ("p-rope-0.75", "rope-reversed-0.75", "reversed_vs_p"),
@@ -569,51 +517,48 @@ comparisons = {
     for better, worse, _ in PAIRS
     for d in DOMAINS
 }
-rows = []
-for (better, worse, domain), c in comparisons.items():
-    column = DOMAINS[domain]
-    rows.append(
-        {
-            "paper: lower": LABELS[better],
-            "vs": LABELS[worse],
-            "domain": domain,
-            "paper Δ": f"{PAPER[column][better] - PAPER[column][worse]:+.4f}",
-            "ours Δ (paired)": c.difference.format(3),
-            "paired Δ": c.paired_status,
-            "unpaired intervals": c.status,
-            "verdict": c.verdict(LABELS[better]),
-        }
+
+# %% [markdown]
+# Per corpus, each ordering the paper reports ("paper's order", with its difference), our mean
+# paired difference with its interval, what the paired test and the unpaired intervals say
+# about the first encoding against the second (`<` or `>` when separated), and the verdict on
+# the paper's order. Shakespeare, then Python:
+
+# %% tags=["hide-input"]
+for domain, column in DOMAINS.items():
+    display(plots.table(ablation.pair_rows(comparisons, PAPER_TABLE2[column], domain)))
+
+# %% tags=["remove-input"]
+pair_verdicts = ablation.pair_verdicts(comparisons, PAIRS)
+for better, worse, cid in PAIRS[:-1]:  # every pair but RoPE vs NoPE is a claim
+    by_domain = {d: comparisons[better, worse, d] for d in DOMAINS}
+    CLAIMS.record(
+        f"p_rope.{cid}",
+        pair_verdicts[cid],
+        ablation.pair_text(by_domain, 3),
+        interval=ablation.difference_text(by_domain, 3),
+        seeds=len(seeds),
     )
-plots.table(rows)
 
-# %%
-pair_verdicts = {
-    cid: ablation.combine_verdicts([comparisons[b, w, d].verdict(LABELS[b]) for d in DOMAINS])
-    for b, w, cid in PAIRS
-}
-confirmed = [r for r in rows if r["verdict"] == "held"]
-contradicted = [r for r in rows if r["verdict"] == "not held"]
-noisy = [r for r in rows if r["verdict"] == "partly"]
-
-
-def listing(items: list[dict]) -> str:
-    return "; ".join(f"{r['paper: lower']} < {r['vs']} on {r['domain']}" for r in items) or "none"
-
-
-if len(seeds) < 2:
-    summary = (
-        f"With a single seed in the `{profile}` profile there is no interval, so no ordering can "
-        "be confirmed or ruled out; run the `cpu` or `gpu` profile for the verdicts."
+# NoPE against the worst of the other six (if NoPE is not last, that rival beats it).
+nope_vs_next = {}
+for d in DOMAINS:
+    rival = ablation.worst_rival(table2[d], "nope")
+    nope_vs_next[d] = ablation.compare(
+        LABELS["nope"], val_ppl["nope", d], LABELS[rival], val_ppl[rival, d], confidence
     )
-else:
-    summary = (
-        f"**Confirmed** (paired difference separated from 0, in the paper's direction): "
-        f"{listing(confirmed)}. **Reversed** (separated, opposite direction): "
-        f"{listing(contradicted)}. **Within noise**: {listing(noisy)}. Of these orderings, "
-        f"{sum(c.separated for c in comparisons.values())} of {len(comparisons)} also pass the "
-        "unpaired test (non-overlapping intervals)."
-    )
-display(Markdown(summary))
+our_rank = {d: ablation.ranks(ablation.means(table2[d])) for d in DOMAINS}
+CLAIMS.record(
+    "p_rope.nope_worst",
+    ablation.combine_verdicts([c.verdict(c.b) for c in nope_vs_next.values()]),
+    "; ".join(
+        f"{d}: NoPE rank {our_rank[d]['nope']}/7, {c.a_est.format(3)} vs the worst other, "
+        f"{c.b} {c.b_est.format(3)} (paired: {c.paired_status})"
+        for d, c in nope_vs_next.items()
+    ),
+    seeds=len(seeds),
+)
+display(Markdown(ablation.ordering_summary(comparisons, profile)))
 
 # %% [markdown]
 # ### Effect sizes on a common scale
@@ -625,46 +570,9 @@ display(Markdown(summary))
 # the effect the paper reports.
 
 # %%
-relative_rows = []
-for domain, column in DOMAINS.items():
-    for name in zoo.TABLE2:
-        ratios = np.asarray(val_ppl[name, domain]) / np.asarray(val_ppl["rope", domain])
-        est = ablation.estimate(100 * (ratios - 1), confidence)
-        relative_rows.append(
-            {
-                "encoding": LABELS[name],
-                "domain": f"{domain} (paper: {column})",
-                "ours (%)": est.mean,
-                "low": est.low,
-                "high": est.high,
-                "paper (%)": 100 * (PAPER[column][name] / PAPER[column]["rope"] - 1),
-            }
-        )
-order = [LABELS[n] for n in ablation.rank_order(PAPER["Wiki"])]
-base_chart = alt.Chart()
-y = alt.Y("encoding:N", sort=order, title=None)
-alt.layer(
-    base_chart.mark_rule().encode(
-        y=y, x=alt.X("low:Q", title="perplexity relative to RoPE θ=10k (%)"), x2="high:Q"
-    ),
-    base_chart.mark_point(filled=True, size=50).encode(
-        y=y,
-        x="ours (%):Q",
-        tooltip=[
-            "encoding:N",
-            alt.Tooltip("ours (%):Q", format="+.2f"),
-            alt.Tooltip("low:Q", format="+.2f"),
-            alt.Tooltip("high:Q", format="+.2f"),
-        ],  # fmt: skip
-    ),
-    base_chart.mark_point(shape="diamond", color="black", size=60).encode(
-        y=y, x="paper (%):Q", tooltip=["encoding:N", alt.Tooltip("paper (%):Q", format="+.2f")]
-    ),
-    data=alt.InlineData(values=relative_rows),
-).properties(width=260, height=200).facet(
-    column=alt.Column("domain:N", title=None),
-    title="Perplexity relative to RoPE: ours (dots, 95% interval) vs the paper (diamonds)",
-).resolve_scale(x="independent")
+relative = ablation.relative_rows(table2, PAPER_TABLE2, DOMAINS, LABELS, confidence)
+paper_order = [LABELS[n] for n in ablation.rank_order(PAPER_TABLE2["Wiki"])]
+ablation.relative_chart(relative, paper_order, confidence)
 
 # %% [markdown]
 # ### Is seed noise smaller than the differences?
@@ -672,54 +580,41 @@ alt.layer(
 # Two measures per domain, each a median over variants or pairs of variants: the spread of one
 # encoding's perplexity across seeds against the gap between two encodings' means (unpaired), and
 # the spread across seeds of the *paired* difference against its mean (the noise the verdicts
-# above actually face).
+# above actually face). Beside them, the seed spread as a share of the perplexity, and the
+# paper's median gap between two encodings on the same scale:
 
 # %%
-noise = {d: ablation.noise_vs_differences(table2[d]) for d in DOMAINS}
-paired_noise = {
-    d: ablation.paired_noise({n: val_ppl[n, d] for n in zoo.TABLE2}) if len(seeds) > 1 else None
-    for d in DOMAINS
-}
-paper_gaps = {}
-for col, values in PAPER.items():
-    v = list(values.values())
-    paper_gaps[col] = float(
-        np.median([abs(a / b - 1) for i, a in enumerate(v) for b in v[i + 1 :]])
-    )
-noise_rows = []
-for domain, column in DOMAINS.items():
-    cv = [np.std(e.values, ddof=1) / e.mean for e in table2[domain].values() if e.n > 1]
-    noise_rows.append(
-        {
-            "domain": domain,
-            "median seed s.d.": noise[domain]["seed_sd"],
-            "median gap between variants": noise[domain]["gap"],
-            "gap / seed s.d.": noise[domain]["ratio"],
-            "paired: |Δ| / s.d. of Δ": (
-                paired_noise[domain]["ratio"] if paired_noise[domain] else float("nan")
-            ),
-            "our seed s.d. (% of ppl)": 100 * float(np.median(cv)) if cv else float("nan"),
-            "paper column": column,
-            "paper's median gap (% of ppl)": 100 * paper_gaps[column],
-        }
-    )
-plots.table(noise_rows)
+noise = ablation.seed_noise(table2, PAPER_TABLE2)
+plots.table(ablation.noise_rows(noise, DOMAINS))
 
-# %%
-if len(seeds) < 2:
-    noise_verdict = "not testable here"
-    noise_text = "One seed: no measure of seed noise in this profile."
+# %% tags=["remove-input"]
+CLAIMS.record(
+    "p_rope.seed_noise",
+    ablation.noise_verdict(noise),
+    "; ".join(
+        f"{d}: paired gap/s.d. = {noise.paired[d]['ratio']:.2f}, "
+        f"unpaired gap/s.d. = {noise.unpaired[d]['ratio']:.2f}"
+        if noise.paired[d]
+        else f"{d}: one seed"
+        for d in DOMAINS
+    ),
+    seeds=len(seeds),
+)
+if noise.paired["shakespeare"] is None:
+    display(Markdown("One seed: no measure of seed noise in this profile."))
 else:
-    above = [paired_noise[d]["ratio"] > 1 for d in DOMAINS]
-    noise_verdict = "held" if all(above) else "partly" if any(above) else "not held"
-    noise_text = " ".join(
-        f"On {d}, the median gap between two encodings is {noise[d]['ratio']:.1f}× the median "
-        f"seed standard deviation unpaired and {paired_noise[d]['ratio']:.1f}× paired; our seed "
-        f"s.d. is {r['our seed s.d. (% of ppl)']:.2f}% of the perplexity, against a median gap "
-        f"of {100 * paper_gaps[DOMAINS[d]]:.2f}% between the paper's encodings."
-        for d, r in zip(DOMAINS, noise_rows, strict=True)
+    display(
+        Markdown(
+            " ".join(
+                f"On {d}, the median gap between two encodings is "
+                f"{noise.unpaired[d]['ratio']:.1f}× the median seed standard deviation unpaired "
+                f"and {noise.paired[d]['ratio']:.1f}× paired; our seed s.d. is "
+                f"{100 * noise.seed_cv[d]:.2f}% of the perplexity, against a median gap of "
+                f"{100 * noise.paper_gap[c]:.2f}% between the paper's encodings."
+                for d, c in DOMAINS.items()
+            )
+        )
     )
-display(Markdown(noise_text))
 
 # %% [markdown]
 # ## Beyond the paper: length extrapolation
@@ -733,38 +628,29 @@ display(Markdown(noise_text))
 # %%
 val_tokens = {d: data.load_tokens(d, "val") for d in DOMAINS}
 curves = {
-    key: [
+    (name, domain): [
         ablation.extrapolation_curve(
-            m.params,
-            m.config,
-            val_tokens[key[1]],
-            max_factor=max_factor,
-            n_windows=n_windows_long,
-            seed=m.seed,
+            m.params, m.config, val_tokens[domain], max_factor=max_factor,
+            n_windows=n_windows_long, seed=m.seed,
         )
         for m in runs
     ]
-    for key, runs in models.items()
-}
-factors = [f for f in (1, 2, 4, 8) if f <= max_factor]
-extrapolation = {
-    key: {f: ablation.estimate([c.ppl_at(f) for c in cs], confidence) for f in factors}
-    for key, cs in curves.items()
-}
-rows = []
-for (name, domain), by_factor in extrapolation.items():
-    if name in zoo.TABLE2:
-        rows.append(
-            {"encoding": LABELS[name], "domain": domain}
-            | {f"{f}× ({f * context} tokens)": e.format(2) for f, e in by_factor.items()}
-        )
+    for (name, domain), runs in models.items()
+}  # fmt: skip
+extrapolation = ablation.extrapolation_table(curves, factors, confidence)
+
+# %% tags=["remove-input"]
 display(
     Markdown(
         f"Perplexity of windows of $L$ tokens ({n_windows_long} windows per model, mean ± "
-        f"{confidence:.0%} interval over {len(seeds)} seed(s)):"
+        f"{confidence:.0%} interval over {len(seeds)} seed(s)); column headers give $L$ as a "
+        f"multiple of the training context and in tokens. Shakespeare, then Python:"
     )
 )
-plots.table(rows)
+for domain in DOMAINS:
+    display(
+        plots.table(ablation.extrapolation_rows(extrapolation, zoo.TABLE2, domain, LABELS, context))
+    )
 
 # %% [markdown]
 # The figure shows the perplexity at each position (bins of half the training context),
@@ -773,80 +659,41 @@ plots.table(rows)
 # distances (RoPE, p-RoPE) or sequence lengths (NoPE) it has never seen.
 
 # %%
-bin_width = max(context // 2, 1)
-curve_rows = [
-    row | {"encoding": LABELS[name], "domain": domain}
-    for (name, domain), cs in curves.items()
-    if name in zoo.TABLE2
-    for row in ablation.binned_ppl(cs, bin_width, confidence)
-]
-band = (
-    alt.Chart()
-    .mark_area(opacity=0.2)
-    .encode(
-        x=alt.X("x context:Q", title="position (multiples of the training context)"),
-        y=alt.Y("low:Q", scale=alt.Scale(type="log"), title="perplexity at the position (log)"),
-        y2="high:Q",
-        color=alt.Color("encoding:N", sort=list(LABELS.values())),
-    )
-)
-line = (
-    alt.Chart()
-    .mark_line()
-    .encode(
-        x="x context:Q",
-        y="ppl:Q",
-        color=alt.Color("encoding:N", sort=list(LABELS.values())),
-        tooltip=[
-            "encoding:N",
-            "start:Q",
-            "stop:Q",
-            alt.Tooltip("ppl:Q", format=".2f"),
-            alt.Tooltip("low:Q", format=".2f"),
-            alt.Tooltip("high:Q", format=".2f"),
-        ],
-    )
-)
-edge = alt.Chart().mark_rule(strokeDash=[4, 4], color="gray").encode(x="edge:Q")
-alt.layer(
-    band, line, edge, data=alt.InlineData(values=[r | {"edge": 1.0} for r in curve_rows])
-).properties(width=330, height=260).facet(
-    column=alt.Column("domain:N", title=None),
-    title=f"Perplexity vs position, trained on {context} tokens, evaluated on {max_factor * context}",
-).resolve_scale(y="independent")
+table2_curves = {key: cs for key, cs in curves.items() if key[0] in zoo.TABLE2}
+ablation.extrapolation_chart(table2_curves, LABELS, max_factor=max_factor, confidence=confidence)
+
+# %% [markdown]
+# Does 0.75-RoPE extrapolate better than RoPE? We compare the two, seed by seed, at the longest
+# length:
 
 # %%
-long_factor = factors[-1] if len(factors) > 1 else factors[0]
 extrapolation_cmp = {
-    d: ablation.compare(
-        LABELS["p-rope-0.75"],
-        [c.ppl_at(long_factor) for c in curves["p-rope-0.75", d]],
-        LABELS["rope"],
-        [c.ppl_at(long_factor) for c in curves["rope", d]],
-        confidence,
+    d: ablation.compare_curves(
+        LABELS["p-rope-0.75"], curves["p-rope-0.75", d], LABELS["rope"], curves["rope", d],
+        long_factor, confidence,
     )
     for d in DOMAINS
+}  # fmt: skip
+
+# %% tags=["remove-input"]
+summary = {
+    d: ablation.extrapolation_summary(extrapolation, zoo.TABLE2, d, long_factor) for d in DOMAINS
 }
-extrapolation_verdict = ablation.combine_verdicts(
-    [c.verdict(LABELS["p-rope-0.75"]) for c in extrapolation_cmp.values()]
+CLAIMS.record(
+    "p_rope.extrapolation",
+    ablation.combine_verdicts([c.verdict(c.a) for c in extrapolation_cmp.values()]),
+    ablation.pair_text(extrapolation_cmp, 2, names=False),
+    interval=ablation.difference_text(extrapolation_cmp, 2),
+    seeds=len(seeds),
 )
-growth = {
-    key: by[long_factor].mean / by[1].mean
-    for key, by in extrapolation.items()
-    if key[0] in zoo.TABLE2
-}
-best_long = {
-    d: min(zoo.TABLE2, key=lambda n: extrapolation[n, d][long_factor].mean) for d in DOMAINS
-}
 display(
     Markdown(
         " ".join(
             f"On {d} at {long_factor}× context, 0.75-RoPE has perplexity "
             f"{c.a_est.format(2)} against RoPE's {c.b_est.format(2)} (paired: "
-            f"{c.paired_status}; intervals: {c.status}); the lowest "
-            f"perplexity at that length is {LABELS[best_long[d]]}'s, and the growth from 1× "
-            f"ranges from {min(v for k, v in growth.items() if k[1] == d):.2f}× to "
-            f"{max(v for k, v in growth.items() if k[1] == d):.2f}×."
+            f"{c.paired_status}; intervals: {c.status}); the lowest perplexity at that length "
+            f"is {LABELS[summary[d]['best']]}'s, and the growth from 1× ranges from "
+            f"{summary[d]['growth_min']:.2f}× to {summary[d]['growth_max']:.2f}×."
             for d, c in extrapolation_cmp.items()
         )
     )
@@ -862,70 +709,44 @@ display(
 # to $p=1$, or bottom out before it, as the paper's 0.75-RoPE result suggests?
 
 # %%
-sweep_factor = min(sweep_factor, max_factor)
-sweep_rows = [
-    {
-        "p": p,
-        "length": f"{f}× context ({f * context} tokens)",
-        "ppl": e.mean,
-        "low": e.low,
-        "high": e.high,
-        "model": LABELS[name],
-    }
-    for p, name in SWEEP.items()
-    for f in sorted({1, sweep_factor})
-    for e in [extrapolation[name, "shakespeare"][f]]
-]
-sweep_base = alt.Chart()
-color = alt.Color("length:N", title="evaluated on")
-alt.layer(
-    sweep_base.mark_line(point=True).encode(
-        x=alt.X(
-            "p:Q",
-            title="p (fraction of frequencies kept, fastest first)",
-            scale=alt.Scale(domain=[0, 1]),
-        ),
-        y=alt.Y("ppl:Q", scale=alt.Scale(zero=False), title="perplexity"),
-        color=color,
-        tooltip=[
-            "model:N",
-            "length:N",
-            alt.Tooltip("ppl:Q", format=".3f"),
-            alt.Tooltip("low:Q", format=".3f"),
-            alt.Tooltip("high:Q", format=".3f"),
-        ],
-    ),
-    sweep_base.mark_errorbar().encode(
-        x="p:Q", y=alt.Y("low:Q", title="perplexity"), y2="high:Q", color=color
-    ),
-    data=alt.InlineData(values=sweep_rows),
-).properties(width=300, height=260).facet(
-    column=alt.Column("length:N", title=None),
-    title="Shakespeare: perplexity as a function of p (0 = NoPE, 1 = RoPE)",
-).resolve_scale(y="independent")
+sweep_lengths = sorted({1, sweep_factor})
+sweep_rows = ablation.sweep_rows(extrapolation, SWEEP, sweep_lengths, LABELS, context)
+ablation.sweep_chart(
+    sweep_rows, title="Shakespeare: perplexity as a function of p (0 = NoPE, 1 = RoPE)"
+)
+
+# %% [markdown]
+# Each step up in $p$ against the step before it, seed by seed, at both lengths:
 
 # %%
-sweep_names = list(SWEEP.values())
+steps = list(zip(list(SWEEP.values())[1:], list(SWEEP.values())[:-1], strict=True))
 sweep_cmp = {
     f: [
-        ablation.compare(
-            LABELS[a],
-            [c.ppl_at(f) for c in curves[a, "shakespeare"]],
-            LABELS[b],
-            [c.ppl_at(f) for c in curves[b, "shakespeare"]],
+        ablation.compare_curves(
+            LABELS[a], curves[a, "shakespeare"], LABELS[b], curves[b, "shakespeare"], f,
             confidence,
         )
-        for a, b in zip(sweep_names[1:], sweep_names[:-1], strict=True)
+        for a, b in steps
     ]
-    for f in sorted({1, sweep_factor})
+    for f in sweep_lengths
+}  # fmt: skip
+
+# %% tags=["remove-input"]
+best_p = {
+    f: min(SWEEP, key=lambda p, f=f: extrapolation[SWEEP[p], "shakespeare"][f].mean)
+    for f in sweep_lengths
 }
 # The paper: dropping more of the slow frequencies than 1 - 0.75 harms; p = 0.75 is at least as
 # good as p = 1. Claimed: perplexity falls from p = 0 to p = 0.75 (each step lower).
-rising = [c.verdict(c.a) for c in sweep_cmp[1][:3]]
-sweep_verdict = ablation.combine_verdicts(rising)
-best_p = {
-    f: min(SWEEP, key=lambda p: extrapolation[SWEEP[p], "shakespeare"][f].mean) for f in sweep_cmp
-}
+rising = sweep_cmp[1][:3]
+CLAIMS.record(
+    "p_rope.p_sweep",
+    ablation.combine_verdicts([c.verdict(c.a) for c in rising]),
+    "; ".join(f"{c.a} vs {c.b}: {c.paired_status}" for c in rising)
+    + f"; lowest at p = {best_p[1]} (1×), p = {best_p[sweep_lengths[-1]]} "
+    f"({sweep_lengths[-1]}×)",
+    seeds=len(seeds),
+)
 display(
     Markdown(
         " ".join(
@@ -940,147 +761,5 @@ display(
 # %% [markdown]
 # ## What we claim and what we measured
 
-
-# %%
-def paired_text(cid: str) -> str:
-    better, worse = next((b, w) for b, w, c in PAIRS if c == cid)
-    return "; ".join(
-        f"{d}: {LABELS[better]} {comparisons[better, worse, d].a_est.format(3)} vs "
-        f"{LABELS[worse]} {comparisons[better, worse, d].b_est.format(3)} "
-        f"(paired: {comparisons[better, worse, d].paired_status})"
-        for d in DOMAINS
-    )
-
-
-def paired_interval(cid: str) -> str:
-    better, worse = next((b, w) for b, w, c in PAIRS if c == cid)
-    return "; ".join(
-        f"{d} paired Δ {comparisons[better, worse, d].difference.format(3)}" for d in DOMAINS
-    )
-
-
-# NoPE against the worst of the other six (if NoPE is not last, that rival beats it).
-nope_vs_next = {}
-for d in DOMAINS:
-    others = {k: e.mean for k, e in table2[d].items() if k != "nope"}
-    rival = ablation.rank_order(others)[-1]
-    nope_vs_next[d] = ablation.compare(
-        LABELS["nope"], val_ppl["nope", d], LABELS[rival], val_ppl[rival, d], confidence
-    )
-nope_worst_verdict = ablation.combine_verdicts([c.verdict(c.b) for c in nope_vs_next.values()])
-claim_specs = {
-    "p075_vs_rope": "0.75-RoPE has lower validation perplexity than RoPE θ=10k",
-    "p075_vs_500k": "0.75-RoPE beats raising the wavelength to θ=500k",
-    "reversed_vs_p": "removing the slowest frequencies (0.75-RoPE) beats removing the fastest (0.75-RoPE reversed)",
-    "partial_vs_p": "0.75-RoPE beats partial RoPE on 75% of the dimensions",
-    "p075_vs_p025": "truncating more (0.25-RoPE) harms perplexity relative to 0.75-RoPE",
-    "p025_vs_nope": "0.25-RoPE is still better than NoPE",
-}
-seeds_n = len(seeds)
-table2_claims = [
-    claims.Claim(
-        id=f"p_rope.{cid}",
-        source="Barbero et al. 2025, Table 2, Sec. 6.1",
-        statement=statement,
-        measured=paired_text(cid),
-        interval=paired_interval(cid),
-        verdict=pair_verdicts[cid],
-        seeds=seeds_n,
-    )
-    for cid, statement in claim_specs.items()
-]
-claims.glue_claims(
-    [
-        claims.Claim(
-            id="p_rope.table1_positional",
-            source="Barbero et al. 2025, Table 1, Thm. 5.3, Prop. 5.2",
-            statement="p-RoPE can still build sharp diagonal and previous-token heads (on its fast planes); NoPE cannot",
-            measured=f"worst target attention {min(min(r['min α diagonal'], r['min α previous token']) for r in p_fast):.4f} "
-            f"(0.75-RoPE, fast planes) vs {nope_best:.4f} (NoPE / free planes), N ≤ {max_factor * context}",
-            verdict="held" if positional_ok["0.75-RoPE"] and positional_ok["NoPE"] else "not held",
-        ),
-        claims.Claim(
-            id="p_rope.table1_semantic",
-            source="Barbero et al. 2025, Table 1, Thm. 6.1",
-            statement="p-RoPE's free planes are exactly distance-invariant semantic channels; RoPE's slowest plane is not",
-            measured=f"max score deviation {free_deviation:.1g} over r ≤ {distances[-1]:,}; "
-            f"RoPE's slowest plane turns negative at r = {first_negative:,}",
-            verdict="held" if semantic_ok["0.75-RoPE"] and semantic_ok["RoPE"] else "not held",
-        ),
-        claims.Claim(
-            id="p_rope.table1",
-            source="Barbero et al. 2025, Table 1",
-            statement="Table 1: NoPE positional ✗ semantic ✓; RoPE ✓ ✗; p-RoPE ✓ ✓",
-            measured="; ".join(
-                f"{r['property']}: "
-                + ", ".join(f"{k} {v}" for k, v in r.items() if k != "property")
-                for r in table1_rows
-            ),
-            verdict="held" if table1_agrees else "not held",
-        ),
-        claims.Claim(
-            id="p_rope.table2_rank",
-            source="Barbero et al. 2025, Table 2",
-            statement="Our ranking of the seven encodings agrees with the paper's (Kendall τ > 0, p < 0.05)",
-            measured=f"τ(shakespeare, Wiki) = {taus['shakespeare', 'Wiki'][0]:.2f} "
-            f"(p = {taus['shakespeare', 'Wiki'][1]:.2g}); τ(python, FlanV2) = "
-            f"{taus['python', 'FlanV2'][0]:.2f} (p = {taus['python', 'FlanV2'][1]:.2g}); "
-            f"paper Wiki vs FlanV2 τ = {tau_paper[0]:.2f}",
-            interval=f"per-seed τ: shakespeare {taus['shakespeare', 'Wiki'][2].format(2)}, "
-            f"python {taus['python', 'FlanV2'][2].format(2)}",
-            verdict=rank_verdict,
-            seeds=seeds_n,
-        ),
-        claims.Claim(
-            id="p_rope.nope_worst",
-            source="Barbero et al. 2025, Table 2",
-            statement="NoPE has the highest perplexity of the seven",
-            measured="; ".join(
-                f"{d}: NoPE rank {our_rank[d]['nope']}/7, {c.a_est.format(3)} vs the worst other, "
-                f"{c.b} {c.b_est.format(3)} (paired: {c.paired_status})"
-                for d, c in nope_vs_next.items()
-            ),
-            verdict=nope_worst_verdict,
-            seeds=seeds_n,
-        ),
-        *table2_claims,
-        claims.Claim(
-            id="p_rope.seed_noise",
-            source="Barbero et al. 2025, Table 2 (resolution of our runs)",
-            statement="Seed noise is smaller than the differences between encodings "
-            "(median paired gap exceeds the median s.d. of paired differences)",
-            measured="; ".join(
-                f"{d}: paired gap/s.d. = {paired_noise[d]['ratio']:.2f}, "
-                f"unpaired gap/s.d. = {noise[d]['ratio']:.2f}"
-                if paired_noise[d]
-                else f"{d}: one seed"
-                for d in DOMAINS
-            ),
-            verdict=noise_verdict,
-            seeds=seeds_n,
-        ),
-        claims.Claim(
-            id="p_rope.extrapolation",
-            source="Barbero et al. 2025, Sec. 6.1 and B.5 (conjecture, untested there)",
-            statement=f"0.75-RoPE extrapolates better than RoPE (perplexity at {long_factor}× the training context)",
-            measured="; ".join(
-                f"{d}: {c.a_est.format(2)} vs {c.b_est.format(2)} (paired: {c.paired_status})"
-                for d, c in extrapolation_cmp.items()
-            ),
-            interval="; ".join(
-                f"{d} paired Δ {c.difference.format(2)}" for d, c in extrapolation_cmp.items()
-            ),
-            verdict=extrapolation_verdict,
-            seeds=seeds_n,
-        ),
-        claims.Claim(
-            id="p_rope.p_sweep",
-            source="Barbero et al. 2025, Sec. 6.1",
-            statement="On the way from NoPE (p=0) to 0.75-RoPE, each step up in p lowers perplexity",
-            measured="; ".join(f"{c.a} vs {c.b}: {c.paired_status}" for c in sweep_cmp[1][:3])
-            + f"; lowest at p = {best_p[1]} (1×), p = {best_p[max(sweep_cmp)]} ({max(sweep_cmp)}×)",
-            verdict=sweep_verdict,
-            seeds=seeds_n,
-        ),
-    ]
-)
+# %% tags=["remove-input"]
+CLAIMS.glue()

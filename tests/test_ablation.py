@@ -191,3 +191,291 @@ def test_free_planes_score_exactly_position_invariant():
     rope_scores = ablation.plane_scores(slow, distances)
     np.testing.assert_allclose(rope_scores, np.cos(distances * g), atol=2e-3)
     assert rope_scores[-2] < 0  # at 10,000 tokens the slowest plane points backwards
+
+
+# ---------------------------------------------------------------- the p-RoPE chapter's tables
+
+
+def test_plane_rows_give_frequency_wavelength_and_rotation():
+    rotating = ablation.rotating_planes(8, variant="p-rope", proportion=0.75)
+    rows = ablation.plane_rows(rope.base_frequencies(8), rotating)
+    # g_k = 10000^(-2k/8): 1, 0.1, 0.01, 0.001; p-RoPE keeps floor(0.75 · 4) = 3 planes
+    assert [r["g_k (rad/token)"] for r in rows] == pytest.approx([1, 0.1, 0.01, 0.001])
+    assert rows[2]["wavelength (tokens)"] == pytest.approx(200 * math.pi)
+    assert [r["0.75-RoPE rotates it"] for r in rows] == ["yes", "yes", "yes", "no (free)"]
+
+
+def test_construction_rows_and_positional_check():
+    d, n, eps = 16, 32, 0.01
+    rotating = ablation.rotating_planes(d, variant="p-rope", proportion=0.75)
+    every = np.ones(d // 2, bool)
+    cases = [
+        ("RoPE", every, ablation.ALL_PLANES),
+        ("0.75-RoPE", rotating, ablation.FAST_PLANES),
+        ("0.75-RoPE", ~rotating, ablation.FREE_PLANES),
+        ("NoPE", every, ablation.ALL_PLANES),
+    ]
+    rows = [
+        ablation.construction_row(label, planes, n, where=where, head_dim=d, base=1e4, epsilon=eps)
+        for label, planes, where in cases
+    ]
+    fast, free, nope = rows[1], rows[2], rows[3]
+    weights = rotating / rotating.sum()
+    margin = ablation.positional_margin(weights, rope.frequencies(d, variant="p-rope"), n)
+    assert fast["δ"] == pytest.approx(margin) and margin > 0
+    assert fast["scale s"] == pytest.approx(math.log(n * (1 - eps) / eps) / margin)
+    assert min(fast["min α diag."], fast["min α prev."]) > 1 - eps
+    # nothing rotates: no margin, uniform attention, the last query gives its target 1/n
+    assert free["δ"] == nope["δ"] == 0 and nope["scale s"] == "any (1000 shown)"
+    assert nope["min α diag."] == pytest.approx(1 / n, rel=1e-4)
+    assert free["min α prev."] == pytest.approx(1 / n, rel=1e-4)
+    check = ablation.positional_check(rows, eps)
+    assert check.ok == {"RoPE": True, "0.75-RoPE": True, "NoPE": True}
+    assert check.fast_worst == min(fast["min α diag."], fast["min α prev."])
+    assert check.uniform_best == pytest.approx(1 / n, rel=1e-4)
+    # a demand the construction was not scaled for: NoPE still never reaches it, RoPE fails it
+    strict = ablation.positional_check(rows, 1e-6)
+    assert strict.ok["NoPE"] and not strict.ok["RoPE"]
+
+
+def test_first_negative_and_match_attention():
+    assert (
+        ablation.first_negative(np.array([1, 10, 100, 1000]), np.array([1, 0.2, -0.1, 0.5])) == 100
+    )
+    assert ablation.first_negative(np.array([1, 2]), np.array([0.0, 1.0])) is None
+    n, eps = 512, 0.01
+    scale = ablation.match_scale(n, eps)
+    assert scale == pytest.approx(math.log(511 * 99))
+    # a perfect match takes exactly 1 - ε; a match scoring 0 is one key among n alike
+    assert ablation.match_attention(1.0, n, scale) == pytest.approx(1 - eps)
+    assert ablation.match_attention(0.0, n, scale) == pytest.approx(1 / n)
+    assert ablation.match_attention(-1.0, n, scale) < 1e-6
+
+
+def _chart_values(spec: dict) -> list[dict]:
+    """The one inline data set of an Altair chart's dict (``to_dict`` moves it to datasets)."""
+    (values,) = spec["datasets"].values()
+    return values
+
+
+def test_score_distance_chart_data():
+    spec = ablation.score_distance_chart(16, 1e4, proportion=0.75).to_dict()
+    assert spec["title"] == "Score of a matching key r tokens back (d = 16, θ = 10,000)"
+    rows = _chart_values(spec)
+    free = [r for r in rows if r["channel"] == "0.75-RoPE, free planes (= NoPE)"]
+    slow = [r for r in rows if r["channel"] == "RoPE, slowest plane"]
+    assert len(free) == len(slow) > 100 and len({r["score"] for r in free}) == 1
+    assert free[0]["score"] == pytest.approx(1.0)  # ‖ψ‖² at every distance, bit for bit
+    g = rope.base_frequencies(16)[-1]
+    r = np.array([x["distance r (tokens)"] for x in slow])
+    np.testing.assert_allclose([x["score"] for x in slow], np.cos(r * g), atol=2e-3)
+    assert r.max() == pytest.approx(4 * 2 * math.pi / g, rel=1e-3)  # four turns
+
+
+def test_table1_rows_and_text():
+    paper = {
+        "positional": {"NoPE": False, "RoPE": True, "0.75-RoPE": True},
+        "semantic": {"NoPE": True, "RoPE": False, "0.75-RoPE": True},
+    }
+    ok = {"NoPE": True, "RoPE": True, "0.75-RoPE": True}
+    measured = ablation.table1_measured(ok, ok)
+    assert measured == paper
+    broken = ablation.table1_measured({**ok, "NoPE": False}, ok)  # NoPE built a sharp head
+    assert broken["positional"]["NoPE"] and broken != paper
+    rows = ablation.table1_rows(broken, paper)
+    assert rows[0] == {"property": "positional", "NoPE": "✓ (paper ✗)", "RoPE": "✓ (paper ✓)",
+                       "0.75-RoPE": "✓ (paper ✓)"}  # fmt: skip
+    assert ablation.table1_text(rows).startswith("positional: NoPE ✓ (paper ✗), RoPE ✓ (paper ✓)")
+    assert "; semantic: NoPE ✓ (paper ✓), RoPE ✗ (paper ✗)" in ablation.table1_text(rows)
+
+
+def test_dropped_turn():
+    # d = 16: p = 0.75 keeps 6 of 8 planes; the fastest freed one is g_6 = 10000^(-12/16) = 1e-3
+    assert ablation.dropped_turn(16, 1000, 1e4) == pytest.approx(1.0)
+    assert ablation.dropped_turn(16, 1000, 1e4, proportion=0.5) == pytest.approx(1000 * 0.01)
+
+
+def _tables():
+    """Two domains, three variants, two seeds (shared per-seed offsets)."""
+    return {
+        "prose": ablation.seed_table({"a": [1.0, 1.2], "b": [2.0, 2.3], "c": [3.0, 3.1]}),
+        "code": ablation.seed_table({"a": [5.0, 5.0], "b": [4.0, 4.2], "c": [6.0, 6.4]}),
+    }
+
+
+def test_table2_rows_rank_both_columns():
+    paper = {"a": 1.5, "b": 1.0, "c": 2.0}
+    rows = ablation.table2_rows(_tables()["prose"], paper, {"a": "A", "b": "B", "c": "C"})
+    assert [(r["encoding"], r["rank"], r["paper rank"]) for r in rows] == [
+        ("A", 1, 2), ("B", 2, 1), ("C", 3, 3)
+    ]  # fmt: skip
+    assert rows[0]["ours"].startswith("1.100 ± ") and rows[1]["paper"] == "1.0000"
+    assert ablation.ranks({"x": 3.0, "y": 1.0}) == {"y": 1, "x": 2}
+    assert ablation.worst_rival(_tables()["code"], "c") == "a"
+
+
+def test_kendall_taus_and_rank_verdict():
+    paper = {"Wiki": {"a": 1.0, "b": 2.0, "c": 3.0}, "Flan": {"a": 3.0, "b": 2.0, "c": 1.0}}
+    taus = ablation.kendall_taus(_tables(), paper)
+    assert taus["prose", "Wiki"][0] == pytest.approx(1.0)  # a < b < c on both seeds
+    assert taus["prose", "Flan"][0] == pytest.approx(-1.0)
+    # code: b < a < c on both seeds: one discordant pair of three against Wiki
+    tau, _, per_seed = taus["code", "Wiki"]
+    assert tau == pytest.approx(1 / 3) and per_seed.values == pytest.approx((1 / 3, 1 / 3))
+    rows = ablation.tau_rows(taus, paper)
+    assert rows[0]["ranking"] == "paper Wiki vs paper Flan" and rows[0]["τ"] == pytest.approx(-1)
+    assert [r["ranking"] for r in rows[1:3]] == [
+        "ours prose vs paper Wiki",
+        "ours prose vs paper Flan",
+    ]
+    assert ablation.rank_verdict([(0.9, 0.01, None), (0.8, 0.02, None)]) == "held"
+    assert ablation.rank_verdict([(0.9, 0.01, None), (0.8, 0.2, None)]) == "partly"
+    assert ablation.rank_verdict([(-0.1, 0.5, None), (0.0, 1.0, None)]) == "not held"
+
+
+def _comparisons():
+    values = {
+        ("a", "prose"): [1.0, 1.1, 1.2], ("b", "prose"): [2.0, 2.1, 2.2],
+        ("a", "code"): [3.0, 3.1, 3.2], ("b", "code"): [2.0, 2.1, 2.2],
+    }  # fmt: skip
+    return {
+        ("a", "b", d): ablation.compare("A", values["a", d], "B", values["b", d])
+        for d in ("prose", "code")
+    }
+
+
+def test_pair_rows_verdicts_and_texts():
+    comparisons = _comparisons()
+    rows = ablation.pair_rows(comparisons, {"a": 1.0, "b": 1.25}, "code")
+    assert rows == [
+        {
+            "paper's order": "A < B", "paper Δ": "-0.2500", "our Δ (paired)": "1.000 ± 0.000",
+            "paired test": "> (separated)", "intervals": "> (separated)", "verdict": "not held",
+        }
+    ]  # fmt: skip
+    assert ablation.pair_verdicts(comparisons, [("a", "b", "ab")]) == {"ab": "partly"}
+    summary = ablation.ordering_summary(comparisons, "cpu")
+    assert (
+        "**Confirmed** (paired difference separated from 0, in the paper's direction): "
+        "A < B on prose. **Reversed** (separated, opposite direction): A < B on code. "
+        "**Within noise**: none. Of these orderings, 2 of 2 also pass" in summary
+    )
+    single = {("a", "b", "prose"): ablation.compare("A", [1.0], "B", [2.0])}
+    assert ablation.ordering_summary(single, "smoke").startswith(
+        "With a single seed in the `smoke`"
+    )
+    by_domain = {d: c for (_, _, d), c in comparisons.items()}
+    assert ablation.pair_text(by_domain, 1).startswith(
+        "prose: A 1.1 ± 0.2 vs B 2.1 ± 0.2 (paired: A < B); code: A 3.1"
+    )
+    assert ablation.pair_text(by_domain, 1, names=False).startswith("prose: 1.1 ± 0.2 vs 2.1")
+    assert ablation.difference_text(by_domain, 2) == (
+        "prose paired Δ -1.00 ± 0.00; code paired Δ 1.00 ± 0.00"
+    )
+
+
+def test_relative_rows_are_paired_ratios():
+    tables = _tables()
+    rows = ablation.relative_rows(
+        tables, {"W": {"a": 2.0, "b": 1.0, "c": 4.0}, "F": {"a": 1.0, "b": 1.0, "c": 1.0}},
+        {"prose": "W", "code": "F"}, {"a": "A", "b": "B", "c": "C"}, reference="b",
+    )  # fmt: skip
+    prose_a = rows[0]
+    assert prose_a["domain"] == "prose (paper: W)" and prose_a["paper (%)"] == pytest.approx(100)
+    # a/b per seed: 1/2 and 1.2/2.3
+    assert prose_a["ours (%)"] == pytest.approx(100 * ((0.5 + 1.2 / 2.3) / 2 - 1))
+    assert rows[1]["ours (%)"] == 0 and rows[1]["low"] == rows[1]["high"] == 0  # b against itself
+    spec = ablation.relative_chart(rows, ["A", "B", "C"]).to_dict()
+    assert spec["title"].startswith("Perplexity relative to RoPE: ours (dots, 95% interval)")
+
+
+def test_seed_noise_rows_and_verdict():
+    assert ablation.paper_gap({"a": 1.0, "b": 2.0, "c": 4.0}) == pytest.approx(0.5)
+    noise = ablation.seed_noise(_tables(), {"W": {"a": 1.0, "b": 2.0, "c": 4.0}})
+    # prose: paired differences (a-b, a-c, b-c) = (-1,-1.1), (-2,-1.9), (-1,-0.8)
+    assert noise.paired["prose"]["gap"] == pytest.approx(1.05)
+    assert noise.paired["prose"]["seed_sd"] == pytest.approx(np.std([-2, -1.9], ddof=1))
+    assert noise.seed_cv["code"] == pytest.approx(np.std([4.0, 4.2], ddof=1) / 4.1)
+    rows = ablation.noise_rows(noise, {"prose": "W", "code": "W"})
+    by_measure = {r["measure"]: r for r in rows}
+    assert by_measure["paper column"] == {"measure": "paper column", "prose": "W", "code": "W"}
+    assert by_measure["paper's median gap (% of ppl)"]["code"] == pytest.approx(50)
+    assert ablation.noise_verdict(noise) == "held"  # gaps ≈ 1 against s.d. ≈ 0.1
+    single = ablation.seed_noise({"x": ablation.seed_table({"a": [1.0], "b": [2.0]})}, {})
+    assert single.paired["x"] is None and ablation.noise_verdict(single) == "not testable here"
+    assert math.isnan(single.seed_cv["x"])
+
+
+def test_length_factors():
+    assert ablation.length_factors(8, 4) == [1, 2, 4, 8]
+    assert ablation.length_factors(1, 4) == [1]
+    assert ablation.length_factors(6, 3) == [1, 2, 3, 4, 6]
+    assert ablation.length_factors(16) == [1, 2, 4, 8, 16]
+
+
+def _curve(ppl_first: float, ppl_second: float) -> ablation.ExtrapolationCurve:
+    """Context 2, 4 positions: perplexity ppl_first over the first 2, ppl_second over the rest."""
+    losses = np.log([ppl_first, ppl_first, ppl_second, ppl_second])
+    return ablation.ExtrapolationCurve(losses, context=2, n_windows=1)
+
+
+def test_extrapolation_tables_comparisons_and_sweep():
+    curves = {
+        ("a", "prose"): [_curve(2.0, 8.0), _curve(2.0, 8.0)],
+        ("b", "prose"): [_curve(3.0, 3.0), _curve(3.0, 3.0)],
+    }
+    table = ablation.extrapolation_table(curves, [1, 2])
+    assert table["a", "prose"][1].mean == pytest.approx(2.0)
+    assert table["a", "prose"][2].mean == pytest.approx(4.0)  # exp(mean(ln 2, ln 8))
+    rows = ablation.extrapolation_rows(table, ["a", "b"], "prose", {"a": "A", "b": "B"}, 2)
+    assert rows[0] == {"encoding": "A", "1× (2)": "2.00 ± 0.00", "2× (4)": "4.00 ± 0.00"}
+    summary = ablation.extrapolation_summary(table, ["a", "b"], "prose", 2)
+    assert summary == {
+        "best": "b",
+        "growth_min": pytest.approx(1.0),
+        "growth_max": pytest.approx(2.0),
+    }
+    c = ablation.compare_curves("A", curves["a", "prose"], "B", curves["b", "prose"], 2)
+    assert c.difference.mean == pytest.approx(1.0) and c.verdict("B") == "held"
+    assert (
+        ablation.compare_curves("A", curves["a", "prose"], "B", curves["b", "prose"], 1).lower
+        == "A"
+    )
+    sweep = ablation.sweep_rows(
+        table, {0.0: "a", 1.0: "b"}, [1, 2], {"a": "A", "b": "B"}, 2, "prose"
+    )
+    assert [(r["p"], r["length"]) for r in sweep] == [
+        (0.0, "1× context (2 tokens)"), (0.0, "2× context (4 tokens)"),
+        (1.0, "1× context (2 tokens)"), (1.0, "2× context (4 tokens)"),
+    ]  # fmt: skip
+    assert [r["ppl"] for r in sweep] == pytest.approx([2.0, 4.0, 3.0, 3.0])
+    spec = ablation.sweep_chart(sweep, title="sweep").to_dict()
+    assert spec["title"] == "sweep" and spec["facet"]["column"]["field"] == "length"
+    chart = ablation.extrapolation_chart(curves, {"a": "A", "b": "B"}, max_factor=2).to_dict()
+    assert chart["title"] == "Perplexity vs position, trained on 2 tokens, evaluated on 4"
+    binned = _chart_values(chart)
+    # bins of half the context (1 position): 4 per curve set; A's perplexity is 8 after 2 tokens
+    assert len(binned) == 8 and [r["ppl"] for r in binned[:4]] == pytest.approx([2, 2, 8, 8])
+    assert {r["encoding"] for r in binned} == {"A", "B"} and binned[0]["edge"] == 1.0
+
+
+def test_budget_rows_tokens_and_parameters():
+    from types import SimpleNamespace as Run
+
+    models = {
+        ("a", "prose"): [Run(tokens_seen=100, seconds=2.0), Run(tokens_seen=100, seconds=4.0)],
+        ("b", "code"): [Run(tokens_seen=1000, seconds=1.0)],
+    }
+    rows = ablation.budget_rows(models, {"a": "A", "b": "B"})
+    assert rows[0] == {"model": "A", "corpus": "prose", "seeds": 2, "tokens/model": "100",
+                       "train s (mean)": 3.0}  # fmt: skip
+    assert rows[1]["tokens/model"] == "1,000"
+    assert ablation.tokens_seen(models) == [100, 1000]
+    assert ablation.n_parameters({"w": np.zeros((3, 4)), "b": [np.zeros(5)]}) == 17
+
+
+def test_profile_rows_describe_the_zoo():
+    rows = {r["profile"]: r for r in ablation.profile_rows("smoke")}
+    assert set(rows) == {"smoke (this run)", "cpu", "gpu"}
+    assert rows["smoke (this run)"]["L × H × d_h"] == "2 × 4 × 16"
+    assert rows["cpu"]["seeds"] == 3 and rows["smoke (this run)"]["tokens/model"] == "30,720"

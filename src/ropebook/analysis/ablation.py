@@ -418,3 +418,734 @@ def combine_verdicts(verdicts: Sequence[str]) -> str:
     if "not testable here" in verdicts:
         return "not testable here"
     return verdicts[0] if len(set(verdicts)) == 1 else "partly"
+
+
+# ---------------------------------------------------------------- the p-RoPE chapter
+# One function per table or figure of chapters/p_rope.py. The chapter keeps the paper's quoted
+# numbers and its claims; these turn measured values into rows, charts and verdicts.
+
+TABLE1_VARIANTS: dict[str, tuple[str, float]] = {
+    "NoPE": ("p-rope", 0.0),  # p = 0 rotates nothing: exactly NoPE
+    "RoPE": ("rope", 1.0),
+    "0.75-RoPE": ("p-rope", 0.75),
+}
+ALL_PLANES, FAST_PLANES, FREE_PLANES = "all planes", "fast planes", "free planes"
+
+
+def plane_rows(frequencies: np.ndarray, rotating: np.ndarray, label: str = "0.75-RoPE") -> list:
+    """One row per plane (fastest first): RoPE's frequency ``g_k``, its wavelength ``2π/g_k`` and
+    whether the variant ``label`` (which rotates the planes in ``rotating``) turns it."""
+    return [
+        {
+            "plane k": k,
+            "g_k (rad/token)": float(g),
+            "wavelength (tokens)": float(2 * math.pi / g),
+            f"{label} rotates it": "yes" if r else "no (free)",
+        }
+        for k, (g, r) in enumerate(zip(frequencies, rotating, strict=True))
+    ]
+
+
+def construction_row(
+    label: str,
+    planes: np.ndarray,
+    n: int,
+    *,
+    where: str,
+    head_dim: int,
+    base: float,
+    epsilon: float,
+    variants: Mapping[str, tuple[str, float]] = TABLE1_VARIANTS,
+) -> dict:
+    """The Thm 5.3 construction with ψ spread over ``planes``, for sequences of ``n`` tokens.
+
+    The scale is the smallest that the margin ``δ`` guarantees to reach ``1 − epsilon``
+    (:func:`positional_margin`); with no margin (nothing rotates) any scale gives the same uniform
+    attention, and ``1000`` is shown. ``min α``: the worst query's attention on its target, for
+    the diagonal and the previous-token head."""
+    variant, proportion = variants[label]
+    grid = rope.frequencies(head_dim, base, variant=variant, proportion=proportion)
+    psi = plane_vector(head_dim, planes)
+    weights = np.asarray(planes, float) / np.sum(planes)
+    margin = positional_margin(weights, grid, n)
+    sharp = margin > 1e-9
+    scale = math.log(n * (1 - epsilon) / epsilon) / margin if sharp else 1e3
+    worst = [
+        min_target_attention(
+            positional_attention(
+                psi,
+                n,
+                scale=scale,
+                offset=offset,
+                base=base,
+                variant=variant,
+                proportion=proportion,
+            ),
+            offset,
+        )  # fmt: skip
+        for offset in (0, 1)
+    ]
+    return {
+        "encoding": label,
+        "ψ on": where,
+        "N": n,
+        "δ": margin,
+        "scale s": scale if sharp else f"any ({scale:g} shown)",
+        "min α diag.": worst[0],
+        "min α prev.": worst[1],
+    }
+
+
+@dataclass(frozen=True)
+class PositionalCheck:
+    """What the constructions of :func:`construction_row` show.
+
+    ``ok``: RoPE and p-RoPE's fast planes reach ``1 − ε`` in every row; for NoPE, *no* row does.
+    ``fast_worst``: the worst target attention on p-RoPE's fast planes; ``uniform_best``: the best
+    one with NoPE or on p-RoPE's free planes."""
+
+    ok: dict[str, bool]
+    fast_worst: float
+    uniform_best: float
+
+
+def positional_check(rows: Sequence[dict], epsilon: float, p_label: str = "0.75-RoPE"):
+    """:class:`PositionalCheck` of the rows of :func:`construction_row` (``ψ on`` one of
+    :data:`ALL_PLANES`, :data:`FAST_PLANES`, :data:`FREE_PLANES`)."""
+
+    def pick(encoding: str, where: str | None = None) -> list[dict]:
+        return [r for r in rows if r["encoding"] == encoding and where in (None, r["ψ on"])]
+
+    def worst(row: dict) -> float:
+        return min(row["min α diag."], row["min α prev."])
+
+    def reaches(row: dict) -> bool:
+        return worst(row) > 1 - epsilon
+
+    fast, free = pick(p_label, FAST_PLANES), pick(p_label, FREE_PLANES)
+    ok = {
+        "RoPE": all(map(reaches, pick("RoPE"))),
+        p_label: all(map(reaches, fast)),
+        "NoPE": not any(map(reaches, pick("NoPE"))),
+    }
+    best = max(max(r["min α diag."], r["min α prev."]) for r in pick("NoPE") + free)
+    return PositionalCheck(ok, min(map(worst, fast)), best)
+
+
+def first_negative(distances: np.ndarray, scores: np.ndarray) -> int | None:
+    """The first distance whose score is below zero (``None`` if none is)."""
+    negative = np.flatnonzero(np.asarray(scores) < 0)
+    return int(np.asarray(distances)[negative[0]]) if len(negative) else None
+
+
+def match_scale(n_keys: int, epsilon: float) -> float:
+    """The scale ``s`` at which one key scoring ``s`` (a perfect match, cos = 1) among ``n_keys``
+    keys whose other ``n_keys − 1`` score 0 takes exactly ``1 − epsilon`` of the attention:
+    ``s = ln((n − 1)(1 − ε)/ε)``."""
+    return math.log((n_keys - 1) * (1 - epsilon) / epsilon)
+
+
+def match_attention(score: float, n_keys: int, scale: float) -> float:
+    """Attention on a key scoring ``scale · score`` among ``n_keys − 1`` keys scoring 0:
+    ``e^{s·c} / (e^{s·c} + n − 1)``."""
+    from scipy.special import expit
+
+    return float(expit(scale * score - math.log(n_keys - 1)))
+
+
+def score_distance_chart(head_dim: int, base: float, *, proportion: float = 0.75, turns=4):
+    """Figure: the score ``⟨R^r ψ, ψ⟩`` of a matching key ``r`` tokens back, on RoPE's slowest
+    plane and on p-RoPE's free planes, over ``turns`` turns of the slowest plane."""
+    import altair as alt
+
+    slowest = rope.base_frequencies(head_dim, base)[-1]
+    shown = np.unique(np.round(np.geomspace(1, turns * 2 * math.pi / slowest, 600)))
+    free = ~rotating_planes(head_dim, base, variant="p-rope", proportion=proportion)
+    scores = {
+        "RoPE, slowest plane": plane_scores(
+            plane_vector(head_dim, [head_dim // 2 - 1]), shown, base=base
+        ),
+        f"{proportion:g}-RoPE, free planes (= NoPE)": plane_scores(
+            plane_vector(head_dim, free), shown, base=base, variant="p-rope", proportion=proportion
+        ),
+    }
+    values = [
+        {"distance r (tokens)": int(r), "score": float(s), "channel": name}
+        for name, row in scores.items()
+        for r, s in zip(shown, row, strict=True)
+    ]
+    return (
+        alt.Chart(
+            alt.InlineData(values=values),
+            title=f"Score of a matching key r tokens back (d = {head_dim}, θ = {base:,.0f})",
+        )
+        .mark_line()
+        .encode(
+            x=alt.X("distance r (tokens):Q", scale=alt.Scale(type="log"), title="distance r (tokens)"),
+            y=alt.Y("score:Q", title="⟨R^r ψ, ψ⟩ / ‖ψ‖²"),
+            color=alt.Color("channel:N", legend=alt.Legend(orient="bottom")),
+            tooltip=["channel:N", "distance r (tokens):Q", alt.Tooltip("score:Q", format=".4f")],
+        )
+        .properties(width=560, height=260)
+    )  # fmt: skip
+
+
+def table1_measured(
+    positional_ok: Mapping[str, bool], semantic_ok: Mapping[str, bool], p_label: str = "0.75-RoPE"
+) -> dict[str, dict[str, bool]]:
+    """Table 1's marks as the constructions found them. ``positional_ok`` is
+    :attr:`PositionalCheck.ok` (for NoPE: the construction *fails*); ``semantic_ok``: RoPE's
+    slowest plane turns a match negative, and NoPE's and p-RoPE's free planes never move."""
+    return {
+        "positional": {
+            "NoPE": not positional_ok["NoPE"],
+            "RoPE": positional_ok["RoPE"],
+            p_label: positional_ok[p_label],
+        },
+        "semantic": {
+            "NoPE": semantic_ok["NoPE"],
+            "RoPE": not semantic_ok["RoPE"],
+            p_label: semantic_ok[p_label],
+        },
+    }
+
+
+def table1_rows(measured: Mapping[str, Mapping[str, bool]], paper: Mapping) -> list[dict]:
+    """Table 1, one row per property: each encoding's measured mark and the paper's."""
+
+    def mark(ok: bool) -> str:
+        return "✓" if ok else "✗"
+
+    return [
+        {"property": prop}
+        | {enc: f"{mark(measured[prop][enc])} (paper {mark(ok)})" for enc, ok in marks.items()}
+        for prop, marks in paper.items()
+    ]
+
+
+def table1_text(rows: Sequence[dict]) -> str:
+    """Table 1's rows on one line: ``positional: NoPE ✗ (paper ✗), ...; semantic: ...``."""
+    return "; ".join(
+        f"{r['property']}: " + ", ".join(f"{k} {v}" for k, v in r.items() if k != "property")
+        for r in rows
+    )
+
+
+# -------- Table 2: the trained models
+
+
+def load_runs(
+    names: Sequence[str], domains: Sequence[str], *, profile: str, extra: Sequence = ()
+) -> dict[tuple[str, str], list]:
+    """``{(name, domain): [zoo model of each default seed]}`` for every name on every domain,
+    then the ``extra`` ``(name, domain)`` pairs not already there (trained if not cached)."""
+    from ropebook import zoo
+
+    jobs = [(n, d) for d in domains for n in names]
+    jobs += [job for job in extra if job not in jobs]
+    return {
+        (name, domain): [
+            zoo.load(name, seed=s, profile=profile, domain=domain, progress=False)
+            for s in zoo.seeds_for(name, profile=profile, domain=domain)
+        ]
+        for name, domain in jobs
+    }
+
+
+def budget_rows(models: Mapping[tuple[str, str], Sequence], labels: Mapping[str, str]) -> list:
+    """Per model: its corpus, seeds, training tokens and mean training time."""
+    return [
+        {
+            "model": labels[name],
+            "corpus": domain,
+            "seeds": len(runs),
+            "tokens/model": ", ".join(f"{t:,}" for t in sorted({m.tokens_seen for m in runs})),
+            "train s (mean)": float(np.mean([m.seconds for m in runs])),
+        }
+        for (name, domain), runs in models.items()
+    ]
+
+
+def tokens_seen(models: Mapping[tuple[str, str], Sequence]) -> list[int]:
+    """The distinct numbers of training tokens the models saw (one, if trained identically)."""
+    return sorted({m.tokens_seen for runs in models.values() for m in runs})
+
+
+def n_parameters(params) -> int:
+    """Number of scalars in a parameter tree."""
+    return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(params))
+
+
+def profile_rows(current: str) -> list[dict]:
+    """What each zoo profile trains (the RoPE model; every Table 2 model has the same shape)."""
+    from ropebook import zoo
+
+    rows = []
+    for name in zoo.PROFILES:
+        mc, tc = zoo.configs("rope", profile=name)
+        rows.append(
+            {
+                "profile": name + (" (this run)" if name == current else ""),
+                "L × H × d_h": f"{mc.n_layers} × {mc.n_heads} × {mc.head_dim}",
+                "width": mc.d_model,
+                "context": mc.context,
+                "tokens/model": f"{tc.steps * tc.batch_size * tc.seq_len:,}",
+                "seeds": len(zoo.seeds_for("rope", profile=name, domain="python")),
+            }
+        )
+    return rows
+
+
+def ranks(values: Mapping[str, float]) -> dict[str, int]:
+    """``{name: rank}``, 1 for the lowest value (ties keep the mapping's order)."""
+    return {n: i + 1 for i, n in enumerate(rank_order(values))}
+
+
+def means(table: Mapping[str, Estimate]) -> dict[str, float]:
+    return {n: e.mean for n, e in table.items()}
+
+
+def table2_rows(
+    table: Mapping[str, Estimate], paper: Mapping[str, float], labels: Mapping[str, str]
+) -> list[dict]:
+    """One domain of Table 2: our perplexity (mean ± half-width over seeds) and rank, next to the
+    paper's single-run perplexity and rank in the column we compare with."""
+    ours, theirs = ranks(means(table)), ranks(paper)
+    return [
+        {
+            "encoding": labels[name],
+            "ours": est.format(3),
+            "rank": ours[name],
+            "paper": f"{paper[name]:.4f}",
+            "paper rank": theirs[name],
+        }
+        for name, est in table.items()
+    ]
+
+
+def dropped_turn(head_dim: int, length: int, base: float, proportion: float = 0.75) -> float:
+    """Largest angle (rad) that a plane p-RoPE frees turns, under RoPE, over ``length`` tokens."""
+    freed = rope.frequencies(head_dim, base, variant="p-rope", proportion=proportion) == 0
+    return float(rope.base_frequencies(head_dim, base)[freed].max() * length)
+
+
+def kendall_taus(
+    tables: Mapping[str, Mapping[str, Estimate]],
+    paper: Mapping[str, Mapping[str, float]],
+    confidence: float = 0.95,
+) -> dict[tuple[str, str], tuple[float, float, Estimate]]:
+    """``{(domain, paper column): (τ, p-value, Estimate of the per-seed τ)}``: our ranking of
+    the mean perplexities against each column of the paper, and each seed's own ranking."""
+    taus = {}
+    for domain, table in tables.items():
+        for column, reference in paper.items():
+            tau, pvalue = kendall_tau(means(table), reference)
+            per_seed = per_seed_tau({n: e.values for n, e in table.items()}, reference)
+            taus[domain, column] = (tau, pvalue, estimate(per_seed, confidence))
+    return taus
+
+
+def tau_rows(
+    taus: Mapping[tuple[str, str], tuple[float, float, Estimate]],
+    paper: Mapping[str, Mapping[str, float]],
+) -> list[dict]:
+    """The τ table: the paper's first two columns against each other, then every (domain,
+    column) of :func:`kendall_taus`."""
+    first, second = list(paper)[:2]
+    tau, pvalue = kendall_tau(paper[first], paper[second])
+    rows = [{"ranking": f"paper {first} vs paper {second}", "τ": tau, "p-value": pvalue,
+             "τ per seed": "—"}]  # fmt: skip
+    rows += [
+        {"ranking": f"ours {d} vs paper {c}", "τ": t, "p-value": p, "τ per seed": e.format(2)}
+        for (d, c), (t, p, e) in taus.items()
+    ]
+    return rows
+
+
+def rank_verdict(matched: Sequence[tuple[float, float, object]], alpha: float = 0.05) -> str:
+    """``held`` if every ``(τ, p, ...)`` is positive with ``p < alpha``, ``not held`` if none is
+    positive, else ``partly``."""
+    if all(t > 0 and p < alpha for t, p, _ in matched):
+        return "held"
+    if all(t <= 0 for t, _, _ in matched):
+        return "not held"
+    return "partly"
+
+
+def worst_rival(table: Mapping[str, Estimate], name: str) -> str:
+    """The variant other than ``name`` with the highest mean."""
+    return rank_order({n: e.mean for n, e in table.items() if n != name})[-1]
+
+
+def _relation(status: str, c: Comparison) -> str:
+    """A comparison status as ``<`` / ``>`` (``a`` against ``b``, separated) or as it is."""
+    return {f"{c.a} < {c.b}": "< (separated)", f"{c.a} > {c.b}": "> (separated)"}.get(
+        status, status
+    )
+
+
+def pair_rows(
+    comparisons: Mapping[tuple[str, str, str], Comparison],
+    paper: Mapping[str, float],
+    domain: str,
+) -> list[dict]:
+    """The orderings the paper argues about, on one domain: the paper's difference, our paired
+    difference, both tests (as ``a`` against ``b``) and the verdict on "``a`` is lower".
+    ``comparisons``: ``{(a name, b name, domain): compare(a label, ..., b label, ...)}``."""
+    return [
+        {
+            "paper's order": f"{c.a} < {c.b}",
+            "paper Δ": f"{paper[better] - paper[worse]:+.4f}",
+            "our Δ (paired)": c.difference.format(3),
+            "paired test": _relation(c.paired_status, c),
+            "intervals": _relation(c.status, c),
+            "verdict": c.verdict(c.a),
+        }
+        for (better, worse, d), c in comparisons.items()
+        if d == domain
+    ]
+
+
+def pair_verdicts(
+    comparisons: Mapping[tuple[str, str, str], Comparison], pairs: Sequence[tuple[str, str, str]]
+) -> dict[str, str]:
+    """``{claim id: verdict}`` for ``pairs`` of ``(better, worse, claim id)``: "better is lower"
+    on every domain of ``comparisons``, combined with :func:`combine_verdicts`."""
+    return {
+        cid: combine_verdicts(
+            [c.verdict(c.a) for (b, w, _), c in comparisons.items() if (b, w) == (better, worse)]
+        )
+        for better, worse, cid in pairs
+    }
+
+
+def ordering_summary(comparisons: Mapping[tuple[str, str, str], Comparison], profile: str) -> str:
+    """One paragraph: which of the paper's orderings our runs confirm, reverse or cannot
+    resolve."""
+    if not all(c.testable for c in comparisons.values()):
+        return (
+            f"With a single seed in the `{profile}` profile there is no interval, so no ordering "
+            "can be confirmed or ruled out; run the `cpu` or `gpu` profile for the verdicts."
+        )
+
+    def listing(verdict: str) -> str:
+        found = [f"{c.a} < {c.b} on {d}" for (_, _, d), c in comparisons.items()
+                 if c.verdict(c.a) == verdict]  # fmt: skip
+        return "; ".join(found) or "none"
+
+    return (
+        f"**Confirmed** (paired difference separated from 0, in the paper's direction): "
+        f"{listing('held')}. **Reversed** (separated, opposite direction): "
+        f"{listing('not held')}. **Within noise**: {listing('partly')}. Of these orderings, "
+        f"{sum(c.separated for c in comparisons.values())} of {len(comparisons)} also pass the "
+        "unpaired test (non-overlapping intervals)."
+    )
+
+
+def pair_text(by_domain: Mapping[str, Comparison], digits: int = 3, *, names: bool = True) -> str:
+    """A comparison per domain on one line: ``domain: a mean ± hw vs b ... (paired: status)``."""
+
+    def side(name: str, est: Estimate) -> str:
+        return f"{name} {est.format(digits)}" if names else est.format(digits)
+
+    return "; ".join(
+        f"{d}: {side(c.a, c.a_est)} vs {side(c.b, c.b_est)} (paired: {c.paired_status})"
+        for d, c in by_domain.items()
+    )
+
+
+def difference_text(by_domain: Mapping[str, Comparison], digits: int = 3) -> str:
+    """The paired differences per domain on one line: ``domain paired Δ mean ± hw; ...``."""
+    return "; ".join(f"{d} paired Δ {c.difference.format(digits)}" for d, c in by_domain.items())
+
+
+def relative_rows(
+    tables: Mapping[str, Mapping[str, Estimate]],
+    paper: Mapping[str, Mapping[str, float]],
+    domains: Mapping[str, str],
+    labels: Mapping[str, str],
+    confidence: float = 0.95,
+    reference: str = "rope",
+) -> list[dict]:
+    """Each encoding's perplexity relative to ``reference`` in %, ours paired seed by seed (mean
+    and interval) and the paper's (one run), for every ``domain -> paper column``."""
+    rows = []
+    for domain, column in domains.items():
+        table, quoted = tables[domain], paper[column]
+        for name, est in table.items():
+            ratios = np.asarray(est.values) / np.asarray(table[reference].values)
+            ours = estimate(100 * (ratios - 1), confidence)
+            rows.append(
+                {
+                    "encoding": labels[name],
+                    "domain": f"{domain} (paper: {column})",
+                    "ours (%)": ours.mean,
+                    "low": ours.low,
+                    "high": ours.high,
+                    "paper (%)": 100 * (quoted[name] / quoted[reference] - 1),
+                }
+            )
+    return rows
+
+
+def relative_chart(rows: Sequence[dict], order: Sequence[str], confidence: float = 0.95):
+    """Figure: :func:`relative_rows` as dots with interval bars (ours) and diamonds (the paper),
+    one panel per domain."""
+    import altair as alt
+
+    base = alt.Chart()
+    y = alt.Y("encoding:N", sort=list(order), title=None)
+    ours = base.mark_point(filled=True, size=50).encode(
+        y=y, x="ours (%):Q",
+        tooltip=["encoding:N", *(alt.Tooltip(f, format="+.2f") for f in ("ours (%):Q", "low:Q",
+                                                                        "high:Q"))],
+    )  # fmt: skip
+    return (
+        alt.layer(
+            base.mark_rule().encode(
+                y=y, x=alt.X("low:Q", title="perplexity relative to RoPE θ=10k (%)"), x2="high:Q"
+            ),
+            ours,
+            base.mark_point(shape="diamond", color="black", size=60).encode(
+                y=y,
+                x="paper (%):Q",
+                tooltip=["encoding:N", alt.Tooltip("paper (%):Q", format="+.2f")],
+            ),  # fmt: skip
+            data=alt.InlineData(values=list(rows)),
+        )
+        .properties(width=230, height=200)
+        .facet(
+            column=alt.Column("domain:N", title=None),
+            title=f"Perplexity relative to RoPE: ours (dots, {confidence:.0%} interval) vs the "
+            "paper (diamonds)",
+        )
+        .resolve_scale(x="independent")
+    )
+
+
+# -------- seed noise
+
+
+@dataclass(frozen=True)
+class SeedNoise:
+    """Seed noise against the differences between encodings, per domain.
+
+    ``unpaired``: :func:`noise_vs_differences`; ``paired``: :func:`paired_noise` (``None`` unless
+    every variant has the same ≥ 2 seeds); ``seed_cv``: median over variants of the seed s.d. as
+    a fraction of the mean (nan with one seed); ``paper_gap``: per paper column, the median
+    relative gap ``|a/b − 1|`` between two of its encodings."""
+
+    unpaired: dict[str, dict[str, float]]
+    paired: dict[str, dict[str, float] | None]
+    seed_cv: dict[str, float]
+    paper_gap: dict[str, float]
+
+
+def paper_gap(values: Mapping[str, float]) -> float:
+    """Median over pairs of the relative gap ``|a/b − 1|`` (``a`` listed before ``b``)."""
+    v = list(values.values())
+    return float(np.median([abs(a / b - 1) for i, a in enumerate(v) for b in v[i + 1 :]]))
+
+
+def seed_noise(
+    tables: Mapping[str, Mapping[str, Estimate]], paper: Mapping[str, Mapping[str, float]]
+) -> SeedNoise:
+    """:class:`SeedNoise` of per-domain seed tables and the paper's columns."""
+
+    def paired(table: Mapping[str, Estimate]) -> dict[str, float] | None:
+        sizes = {e.n for e in table.values()}
+        if len(sizes) != 1 or min(sizes) < 2:
+            return None
+        return paired_noise({n: e.values for n, e in table.items()})
+
+    def cv(table: Mapping[str, Estimate]) -> float:
+        values = [np.std(e.values, ddof=1) / e.mean for e in table.values() if e.n > 1]
+        return float(np.median(values)) if values else float("nan")
+
+    return SeedNoise(
+        unpaired={d: noise_vs_differences(t) for d, t in tables.items()},
+        paired={d: paired(t) for d, t in tables.items()},
+        seed_cv={d: cv(t) for d, t in tables.items()},
+        paper_gap={c: paper_gap(v) for c, v in paper.items()},
+    )
+
+
+def noise_rows(noise: SeedNoise, domains: Mapping[str, str]) -> list[dict]:
+    """The seed-noise table, one row per measure and one column per domain."""
+    nan = float("nan")
+    measures = {
+        "median seed s.d.": lambda d: noise.unpaired[d]["seed_sd"],
+        "median gap between variants": lambda d: noise.unpaired[d]["gap"],
+        "gap / seed s.d.": lambda d: noise.unpaired[d]["ratio"],
+        "paired: |Δ| / s.d. of Δ": lambda d: noise.paired[d]["ratio"] if noise.paired[d] else nan,
+        "our seed s.d. (% of ppl)": lambda d: 100 * noise.seed_cv[d],
+        "paper column": lambda d: domains[d],
+        "paper's median gap (% of ppl)": lambda d: 100 * noise.paper_gap[domains[d]],
+    }
+    return [{"measure": m} | {d: f(d) for d in domains} for m, f in measures.items()]
+
+
+def noise_verdict(noise: SeedNoise) -> str:
+    """ "Seed noise is smaller than the differences": on every domain the median paired gap
+    exceeds the median s.d. of paired differences (``held``), on some (``partly``), on none
+    (``not held``); ``not testable here`` without paired seeds."""
+    if any(p is None for p in noise.paired.values()):
+        return "not testable here"
+    above = [p["ratio"] > 1 for p in noise.paired.values()]
+    return "held" if all(above) else "partly" if any(above) else "not held"
+
+
+# -------- length extrapolation and the p sweep
+
+
+def length_factors(max_factor: int, *also: int) -> list[int]:
+    """Context multiples to report: the powers of two up to ``max_factor``, ``max_factor``
+    itself and any of ``also`` that fit (sorted)."""
+    powers = {2**k for k in range(max(max_factor, 1).bit_length()) if 2**k <= max_factor}
+    return sorted(powers | {max_factor} | {f for f in also if 1 <= f <= max_factor})
+
+
+def extrapolation_table(
+    curves: Mapping[tuple[str, str], Sequence[ExtrapolationCurve]],
+    factors: Sequence[int],
+    confidence: float = 0.95,
+) -> dict[tuple[str, str], dict[int, Estimate]]:
+    """``{key: {factor: Estimate over seeds of the perplexity of factor × context windows}}``."""
+    return {
+        key: {f: estimate([c.ppl_at(f) for c in cs], confidence) for f in factors}
+        for key, cs in curves.items()
+    }
+
+
+def extrapolation_rows(
+    table: Mapping[tuple[str, str], Mapping[int, Estimate]],
+    names: Sequence[str],
+    domain: str,
+    labels: Mapping[str, str],
+    context: int,
+) -> list[dict]:
+    """One domain of :func:`extrapolation_table`: a row per encoding, a column per length."""
+    return [
+        {"encoding": labels[name]}
+        | {f"{f}× ({f * context})": e.format(2) for f, e in table[name, domain].items()}
+        for name in names
+    ]
+
+
+def compare_curves(
+    a: str,
+    a_curves: Sequence[ExtrapolationCurve],
+    b: str,
+    b_curves: Sequence[ExtrapolationCurve],
+    factor: float,
+    confidence: float = 0.95,
+) -> Comparison:
+    """:func:`compare` of the perplexities at ``factor × context`` (one curve per seed)."""
+    return compare(
+        a, [c.ppl_at(factor) for c in a_curves], b, [c.ppl_at(factor) for c in b_curves],
+        confidence,
+    )  # fmt: skip
+
+
+def extrapolation_summary(
+    table: Mapping[tuple[str, str], Mapping[int, Estimate]],
+    names: Sequence[str],
+    domain: str,
+    factor: int,
+) -> dict:
+    """On ``domain`` at ``factor × context``: the name with the lowest perplexity, and the
+    smallest and largest growth of perplexity from ``1×`` over ``names``."""
+    growth = [table[n, domain][factor].mean / table[n, domain][1].mean for n in names]
+    best = min(names, key=lambda n: table[n, domain][factor].mean)
+    return {"best": best, "growth_min": min(growth), "growth_max": max(growth)}
+
+
+def extrapolation_chart(
+    curves: Mapping[tuple[str, str], Sequence[ExtrapolationCurve]],
+    labels: Mapping[str, str],
+    *,
+    max_factor: int,
+    confidence: float = 0.95,
+):
+    """Figure: perplexity at each position (bins of half the training context; mean and interval
+    over seeds) for every ``(name, domain)`` of ``curves``, one panel per domain, with the end of
+    the training context dashed."""
+    import altair as alt
+
+    context = next(iter(curves.values()))[0].context
+    rows = [
+        row | {"encoding": labels[name], "domain": domain, "edge": 1.0}
+        for (name, domain), cs in curves.items()
+        for row in binned_ppl(cs, max(context // 2, 1), confidence)
+    ]
+    color = alt.Color("encoding:N", sort=list(labels.values()), legend=alt.Legend(orient="bottom"))
+    band = alt.Chart().mark_area(opacity=0.2).encode(
+        x=alt.X("x context:Q", title="position (multiples of the training context)"),
+        y=alt.Y("low:Q", scale=alt.Scale(type="log"), title="perplexity at the position (log)"),
+        y2="high:Q", color=color,
+    )  # fmt: skip
+    tips = [alt.Tooltip(f"{f}:Q", format=".2f") for f in ("ppl", "low", "high")]
+    line = alt.Chart().mark_line().encode(
+        x="x context:Q", y="ppl:Q", color=color,
+        tooltip=["encoding:N", "start:Q", "stop:Q", *tips],
+    )  # fmt: skip
+    edge = alt.Chart().mark_rule(strokeDash=[4, 4], color="gray").encode(x="edge:Q")
+    return (
+        alt.layer(band, line, edge, data=alt.InlineData(values=rows))
+        .properties(width=270, height=260)
+        .facet(
+            column=alt.Column("domain:N", title=None),
+            title=f"Perplexity vs position, trained on {context} tokens, evaluated on "
+            f"{max_factor * context}",
+        )
+        .resolve_scale(y="independent")
+    )
+
+
+def sweep_rows(
+    table: Mapping[tuple[str, str], Mapping[int, Estimate]],
+    sweep: Mapping[float, str],
+    factors: Sequence[int],
+    labels: Mapping[str, str],
+    context: int,
+    domain: str = "shakespeare",
+) -> list[dict]:
+    """The p sweep: perplexity (mean, interval) of each ``p -> model`` at each length."""
+    return [
+        {
+            "p": p,
+            "length": f"{f}× context ({f * context} tokens)",
+            "ppl": e.mean,
+            "low": e.low,
+            "high": e.high,
+            "model": labels[name],
+        }
+        for p, name in sweep.items()
+        for f in factors
+        for e in [table[name, domain][f]]
+    ]
+
+
+def sweep_chart(rows: Sequence[dict], title: str):
+    """Figure: :func:`sweep_rows` as perplexity against ``p`` with interval bars, one panel per
+    length (each with its own perplexity axis)."""
+    import altair as alt
+
+    base = alt.Chart()
+    color = alt.Color("length:N", title="evaluated on", legend=alt.Legend(orient="bottom"))
+    tips = [alt.Tooltip(f"{f}:Q", format=".3f") for f in ("ppl", "low", "high")]
+    line = base.mark_line(point=True).encode(
+        x=alt.X("p:Q", title="p (fraction of frequencies kept, fastest first)",
+                scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("ppl:Q", scale=alt.Scale(zero=False), title="perplexity"),
+        color=color, tooltip=["model:N", "length:N", *tips],
+    )  # fmt: skip
+    bars = base.mark_errorbar().encode(
+        x="p:Q", y=alt.Y("low:Q", title="perplexity"), y2="high:Q", color=color
+    )
+    return (
+        alt.layer(line, bars, data=alt.InlineData(values=list(rows)))
+        .properties(width=270, height=260)
+        .facet(column=alt.Column("length:N", title=None), title=title)
+        .resolve_scale(y="independent")
+    )
