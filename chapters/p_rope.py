@@ -437,15 +437,13 @@ for domain, column in DOMAINS.items():
 
 # %%
 paper_head_dim, paper_context = 256, 8192  # Gemma 2B (Gemma Team 2024); paper App. D
-turns = {
+longest = max_factor * context
+settings = {
     "the paper's setting (d = 256, 8,192 tokens)": (paper_head_dim, paper_context),
     f"our setting (d = {head_dim}, {context} tokens)": (head_dim, context),
-    f"our setting at {max_factor}× ({max_factor * context} tokens)": (
-        head_dim,
-        max_factor * context,
-    ),
+    f"our setting at {max_factor}× ({longest} tokens)": (head_dim, longest),
 }
-turns = {where: ablation.dropped_turn(d, n, base) for where, (d, n) in turns.items()}
+turns = {where: ablation.dropped_turn(d, n, base) for where, (d, n) in settings.items()}
 
 # %% tags=["remove-input"]
 display(
