@@ -31,13 +31,11 @@ profile = "cpu"  # smoke | cpu | gpu (recorded only: this page reads the other c
 executed_dir = ""  # folder of executed chapters (empty: the default executed/)
 
 # %% tags=["remove-input"]
-from collections import Counter
 from pathlib import Path
 
-from IPython.display import Markdown
 from myst_nb import glue
 
-from ropebook import claims, pipeline
+from ropebook import claims, pipeline, plots
 
 folder = Path(executed_dir) if executed_dir else pipeline.EXECUTED_DIR
 names = [n for n in pipeline.chapter_names() if n != "index"]
@@ -46,17 +44,7 @@ records = [
     for n in names
     if (folder / f"{n}.ipynb").exists()
 ]
-
-
-def summary(record: claims.ChapterRecord) -> str:
-    tally = Counter(c.verdict for c in record.claims)
-    verdicts = ", ".join(f"{tally[v]} {v}" for v in claims.VERDICTS if tally[v])
-    findings = "; ".join(f"{c.statement} — *{c.verdict}* ({c.measured})" for c in record.claims[:3])
-    more = f"; and {len(record.claims) - 3} more" if len(record.claims) > 3 else ""
-    return f"**[{record.title}]({record.name}.ipynb)** ({verdicts}). {findings}{more}."
-
-
-Markdown("## What each chapter found\n\n" + "\n\n".join(summary(r) for r in records))
+plots.chapter_findings(records)
 
 # %% [markdown]
 # ## Re-running a chapter
@@ -78,17 +66,8 @@ Markdown("## What each chapter found\n\n" + "\n\n".join(summary(r) for r in reco
 # ## This build
 
 # %% tags=["remove-input"]
-provenance = [r.provenance for r in records if r.provenance]
-devices = sorted({d for p in provenance for d in p.get("jax_devices", [])})
-commits = sorted({p.get("git_commit", "unknown") for p in provenance})
-profiles = sorted({str(p.get("profile")) for p in provenance})
-seconds = sum(p.get("seconds", 0) for p in provenance)
+build = plots.build_provenance(records)
 # For prose that cites this build: {glue:text}`book.minutes`, {glue:text}`book.commits`.
-glue("book.minutes", f"{seconds / 60:.1f}", display=False)
-glue("book.commits", ", ".join(commits), display=False)
-Markdown(
-    f"Built from commit {', '.join(f'`{c}`' for c in commits)} with profile "
-    f"{', '.join(f'`{p}`' for p in profiles)} on {', '.join(devices) or 'unknown devices'}; "
-    f"{len(records)} chapters took {seconds / 60:.1f} minutes of execution "
-    "(models come from the zoo's cache; training time is reported in each chapter)."
-)
+glue("book.minutes", f"{build['seconds'] / 60:.1f}", display=False)
+glue("book.commits", ", ".join(build["commits"]), display=False)
+plots.build_line(build)

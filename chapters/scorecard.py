@@ -25,10 +25,8 @@
 profile = "cpu"  # smoke | cpu | gpu (recorded only: this page reads the other chapters)
 executed_dir = ""  # folder of executed chapters (empty: the default executed/)
 
-# %%
+# %% tags=["hide-input"]
 from pathlib import Path
-
-import altair as alt
 
 from ropebook import claims, pipeline, plots
 
@@ -44,76 +42,52 @@ print(
     f"{sum(len(r.claims) for r in records)} claims from {len(records)} chapters in {folder.name}/"
 )
 
+CLAIMS = claims.ClaimSet(
+    claims.ClaimSpec(
+        "scorecard.coverage",
+        "Barbero et al. 2025 (all numbered items); CABLE appendix figures",
+        "Every numbered result and figure is tested by some chapter",
+        rule=claims.graded,  # every item backed: held; some: partly
+    )
+)
+
 # %% [markdown]
 # ## Every claim
 #
-# Each row links to the chapter that holds its evidence.
+# Chapter by chapter, in the book's order: the chapter's name links to the page that holds the
+# evidence, followed by its tally of verdicts. Each row gives the claim with its source in the
+# literature, what we measured (with the interval over seeds where it is a measurement), how many
+# seeds went into it, and the verdict.
 
 # %%
-rows = [
-    {
-        "claim": c.statement,
-        "source": c.source,
-        "measured": c.measured + (f" ({c.interval})" if c.interval else ""),
-        "seeds": c.seeds or "—",
-        "verdict": f"**{c.verdict}**",
-        "evidence": f"[{r.title}]({r.name}.ipynb)",
-    }
-    for r in records
-    for c in r.claims
-]
-plots.table(rows)
+plots.claims_by_chapter(records)
 
 # %% [markdown]
 # ## Verdicts by chapter
+#
+# The same verdicts counted per chapter: green *held*, yellow *partly*, red *not held*, grey *not
+# testable here*.
 
 # %%
-counts = [
-    {"chapter": r.title, "verdict": v, "claims": sum(c.verdict == v for c in r.claims)}
-    for r in records
-    for v in claims.VERDICTS
-]
-alt.Chart(alt.InlineData(values=counts), title="Verdicts by chapter").mark_bar().encode(
-    y=alt.Y("chapter:N", title=None, sort=[r.title for r in records]),
-    x=alt.X("claims:Q", title="number of claims"),
-    color=alt.Color(
-        "verdict:N",
-        scale=alt.Scale(
-            domain=list(claims.VERDICTS), range=["#2a9d8f", "#e9c46a", "#e76f51", "#adb5bd"]
-        ),
-    ),
-    tooltip=["chapter:N", "verdict:N", "claims:Q"],
-).properties(width=520)
+plots.verdict_chart(records)
 
 # %% [markdown]
 # ## Coverage of the papers
 #
-# Each numbered item of Barbero et al. (2025) and each CABLE figure, with the claims that test it.
+# Each numbered item of Barbero et al. (2025) and each CABLE figure, with the claims that test it:
+# a claim tests an item when its source names it (`claims.source_items` reads "Props 3.1-3.2" or
+# "Figs 2, 8-9"). The page fails to build if any item is left without a claim.
 
 # %%
 covered = claims.coverage(records)
-coverage_rows = [
-    {
-        "item": item,
-        "claims": len(found),
-        "verdicts": ", ".join(sorted({c.verdict for _, c in found})) or "—",
-        "where": ", ".join(sorted({f"[{name}]({name}.ipynb)" for name, _ in found})) or "—",
-    }
-    for item, found in covered.items()
-]
-plots.table(coverage_rows)
+plots.coverage_table(covered)
 
-# %%
+# %% tags=["remove-input"]
 uncovered = [item for item, found in covered.items() if not found]
-claims.glue_claims(
-    [
-        claims.Claim(
-            id="scorecard.coverage",
-            source="Barbero et al. 2025 (all numbered items); CABLE appendix figures",
-            statement="Every numbered result and figure is tested by some chapter",
-            measured=f"{len(covered) - len(uncovered)} of {len(covered)} items backed by a claim",
-            verdict="held" if not uncovered else "partly",
-        )
-    ]
+CLAIMS.record(
+    "scorecard.coverage",
+    [bool(found) for found in covered.values()],
+    f"{len(covered) - len(uncovered)} of {len(covered)} items backed by a claim",
 )
+CLAIMS.glue()
 assert not uncovered, f"items no chapter tests: {uncovered}"

@@ -67,6 +67,15 @@ def test_every_page_renders_in_chromium(smoke_book):
     assert len(shots) >= len(pipeline.chapter_names()) + 1
 
 
+def test_article_column_is_wide_at_1200px(smoke_book):
+    """assets/custom.css folds the in-page contents into a menu from 1200 to 1439 px, so the
+    article takes the whole main column: 896 px of content, not the theme's 624 px."""
+    from ropebook.sitecheck import column_width
+
+    site = smoke_book / "_build" / "html"
+    assert column_width(site, "executed/rope_basics.html") >= 880
+
+
 def test_math_and_chart_actually_drawn(smoke_book):
     """The first chapter has display math and one Altair chart: both must reach the page."""
     html = (smoke_book / "_build" / "html" / "executed" / "rope_basics.html").read_text()

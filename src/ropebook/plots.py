@@ -67,3 +67,154 @@ def table(rows: list[dict], *, digits: int = 3):
     lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(row[c]) for c in columns) + " |" for row in rows]
     return Markdown("\n".join(lines))
+
+
+# ------------------------------------------------------------------ summary pages (scorecard)
+VERDICT_COLOURS = ("#2a9d8f", "#e9c46a", "#e76f51", "#adb5bd")  # held, partly, not held, n/a
+
+
+def _claim_rows(claims: list) -> list[dict]:
+    return [
+        {
+            "claim (source)": f"{c.statement} (*{c.source}*)",
+            "measured": c.measured + (f" ({c.interval})" if c.interval else ""),
+            "seeds": c.seeds or "—",
+            "verdict": f"**{c.verdict}**",
+        }
+        for c in claims
+    ]
+
+
+def claims_by_chapter(records: list):
+    """Every claim of every chapter (:class:`ropebook.claims.ChapterRecord`): per chapter a line
+    linking to it with its verdict tally, then a four-column table of its claims."""
+    from collections import Counter
+
+    from IPython.display import Markdown
+
+    from ropebook.claims import VERDICTS
+
+    parts = []
+    for record in records:
+        tally = Counter(c.verdict for c in record.claims)
+        verdicts = ", ".join(f"{tally[v]} {v}" for v in VERDICTS if tally[v])
+        parts.append(f"**[{record.title}]({record.name}.ipynb)**: {verdicts}")
+        parts.append(table(_claim_rows(record.claims)).data)
+    return Markdown("\n\n".join(parts))
+
+
+def wrap_label(text: str, width: int = 28) -> list[str]:
+    """``text`` cut at spaces into lines of at most ``width`` characters (a longer word keeps its
+    own line), for chart labels that Vega draws one line per list element."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def wrapped_labels(labels: list[str], width: int = 28) -> str:
+    """A Vega ``labelExpr`` drawing each of ``labels`` on lines of at most ``width`` characters
+    (:func:`wrap_label`); other labels are drawn as they are."""
+    table_ = {label: wrap_label(label, width) for label in labels}
+    return f"{json.dumps(table_, ensure_ascii=False)}[datum.label] || datum.label"
+
+
+def verdict_chart(records: list, *, width: int = 360, label_width: int = 28):
+    """Stacked bars: how many claims of each chapter got each verdict (chapter titles wrapped)."""
+    from ropebook.claims import VERDICTS
+
+    counts = [
+        {"chapter": r.title, "verdict": v, "claims": sum(c.verdict == v for c in r.claims)}
+        for r in records
+        for v in VERDICTS
+    ]
+    titles = [r.title for r in records]
+    lines = max(len(wrap_label(t, label_width)) for t in titles)
+    return (
+        alt.Chart(alt.InlineData(values=counts), title="Verdicts by chapter")
+        .mark_bar()
+        .encode(
+            y=alt.Y(
+                "chapter:N",
+                title=None,
+                sort=titles,
+                axis=alt.Axis(labelExpr=wrapped_labels(titles, label_width), labelLimit=0),
+            ),
+            x=alt.X("claims:Q", title="number of claims"),
+            color=alt.Color(
+                "verdict:N",
+                scale=alt.Scale(domain=list(VERDICTS), range=list(VERDICT_COLOURS)),
+            ),
+            tooltip=["chapter:N", "verdict:N", "claims:Q"],
+        )
+        .properties(width=width, height=alt.Step(max(20, 13 * lines + 8)))
+    )
+
+
+def coverage_table(covered: dict):
+    """One row per paper item of :func:`ropebook.claims.coverage`: how many claims test it, their
+    verdicts and the chapters that hold them (linked)."""
+    rows = [
+        {
+            "item": item,
+            "claims": len(found),
+            "verdicts": ", ".join(sorted({c.verdict for _, c in found})) or "—",
+            "where": ", ".join(sorted({f"[{name}]({name}.ipynb)" for name, _ in found})) or "—",
+        }
+        for item, found in covered.items()
+    ]
+    return table(rows)
+
+
+# ------------------------------------------------------------------ summary pages (landing page)
+def chapter_findings(records: list, *, shown: int = 3):
+    """The landing page's "What each chapter found": per chapter a paragraph linking to it with its
+    verdict tally and its first ``shown`` claims (statement, verdict, measured)."""
+    from collections import Counter
+
+    from IPython.display import Markdown
+
+    from ropebook.claims import VERDICTS
+
+    def summary(record) -> str:
+        tally = Counter(c.verdict for c in record.claims)
+        verdicts = ", ".join(f"{tally[v]} {v}" for v in VERDICTS if tally[v])
+        findings = "; ".join(
+            f"{c.statement} — *{c.verdict}* ({c.measured})" for c in record.claims[:shown]
+        )
+        extra = len(record.claims) - shown
+        more = f"; and {extra} more" if extra > 0 else ""
+        return f"**[{record.title}]({record.name}.ipynb)** ({verdicts}). {findings}{more}."
+
+    return Markdown("## What each chapter found\n\n" + "\n\n".join(summary(r) for r in records))
+
+
+def build_provenance(records: list) -> dict:
+    """What the chapters' provenance says about this build: sorted ``commits``, ``profiles`` and
+    ``devices``, the total execution ``seconds`` and the number of ``chapters``."""
+    provenance = [r.provenance for r in records if r.provenance]
+    return {
+        "commits": sorted({p.get("git_commit", "unknown") for p in provenance}),
+        "profiles": sorted({str(p.get("profile")) for p in provenance}),
+        "devices": sorted({d for p in provenance for d in p.get("jax_devices", [])}),
+        "seconds": sum(p.get("seconds", 0) for p in provenance),
+        "chapters": len(records),
+    }
+
+
+def build_line(build: dict):
+    """One sentence on the build (:func:`build_provenance`): commit, profile, devices, time."""
+    from IPython.display import Markdown
+
+    def code(values: list[str]) -> str:
+        return ", ".join(f"`{v}`" for v in values)
+
+    return Markdown(
+        f"Built from commit {code(build['commits'])} with profile {code(build['profiles'])} on "
+        f"{', '.join(build['devices']) or 'unknown devices'}; {build['chapters']} chapters took "
+        f"{build['seconds'] / 60:.1f} minutes of execution "
+        "(models come from the zoo's cache; training time is reported in each chapter)."
+    )

@@ -1,5 +1,6 @@
 """Check a built site: no external scripts or styles, no error outputs, no broken links,
-vendored assets present; with ``--browser`` every page is also opened in headless Chromium.
+vendored assets present; with ``--browser`` every page is also opened in headless Chromium at
+1200 px and fails on anything drawn wider than the column that holds it.
 
 ``python -m ropebook check-site [_build/html]`` exits non-zero listing every problem.
 """
@@ -126,6 +127,111 @@ PAGE_PROBE = """() => {
 }"""
 
 
+VIEWPORT = {"width": 1200, "height": 900}
+# Everything inside the article that does not fit the column holding it, one line each: an
+# element whose right edge passes its parent's; one that clips or scrolls its content sideways
+# (``overflow-x`` not visible, content past its inner right edge); or a block whose own text runs
+# past its right edge. Reported once, at the outermost offender (what it holds is not listed
+# again); a Vega chart is named by its title. Absolutely positioned elements are left out: they
+# are decorations (copy buttons, MathJax's visually hidden speech MathML) outside the column's
+# flow; so is the layout inside an equation (MathJax) or a drawing (SVG): the equation or the
+# drawing itself is checked.
+OVERFLOW_PROBE = r"""() => {
+  const root = document.querySelector('article.bd-article') || document.querySelector('main')
+    || document.body;
+  const words = (el) => (el.textContent || '').trim().replace(/\s+/g, ' ').split(' ')
+    .slice(0, 6).join(' ').slice(0, 60);
+  const size = (t) => parseFloat(t.getAttribute('font-size') || getComputedStyle(t).fontSize);
+  const describe = (el) => {
+    const classes = (el.getAttribute('class') || '').trim().split(/\s+/).filter(Boolean)
+      .slice(0, 3).map((c) => '.' + c).join('');
+    // A Vega chart: its title is the largest title text in it (facet headers are smaller).
+    const title = Array.from(el.querySelectorAll('.role-title-text'))
+      .reduce((best, t) => (!best || size(t) > size(best) ? t : best), null);
+    const what = title ? `chart "${words(title)}"` : `"${words(el)}"`;
+    return `<${el.tagName.toLowerCase()}${classes}> ${what}`;
+  };
+  const floating = (el, upTo) => {
+    for (let e = el; e && e !== upTo; e = e.parentElement) {
+      const position = getComputedStyle(e).position;
+      if (position === 'absolute' || position === 'fixed') return true;
+    }
+    return false;
+  };
+  // Drawn at all: not display:none, not hidden, not inside a closed <details> (hide-input).
+  const shown = (el) => (el.checkVisibility
+    ? el.checkVisibility({ visibilityProperty: true, contentVisibilityAuto: false })
+    : el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden');
+  const inline = (style) => style.display === 'inline' || style.display === 'contents';
+  const textRight = (node) => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    return Math.max(-Infinity, ...Array.from(range.getClientRects())
+      .filter((r) => r.width > 0).map((r) => r.right));
+  };
+  // How far the content of `el` reaches past its inner right edge: its own text, and with
+  // `deep` everything inside it.
+  const overhang = (el, deep) => {
+    const inner = el.getBoundingClientRect().left + el.clientLeft + el.clientWidth;
+    let right = -Infinity;
+    const texts = [];
+    if (deep) {
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      while (walker.nextNode()) texts.push(walker.currentNode);
+      for (const child of el.querySelectorAll('*')) {
+        if (shown(child) && !floating(child, el)) {
+          right = Math.max(right, child.getBoundingClientRect().right);
+        }
+      }
+    } else {
+      texts.push(...Array.from(el.childNodes).filter((n) => n.nodeType === Node.TEXT_NODE));
+    }
+    for (const text of texts) {
+      const parent = text.parentElement;
+      if (!text.textContent.trim() || !shown(parent) || floating(parent, el)) continue;
+      right = Math.max(right, textRight(text));
+    }
+    return Math.round(right - inner);
+  };
+  const found = [];
+  const reported = [];
+  for (const el of root.querySelectorAll('*')) {
+    if (reported.some((r) => r.contains(el))) continue;
+    const math = el.parentElement.closest('mjx-container');
+    if ((math && root.contains(math)) || el.ownerSVGElement) continue;  // their own layout
+    if (!shown(el) || floating(el, root)) continue;
+    const rect = el.getBoundingClientRect();
+    const past = Math.round(rect.right - el.parentElement.getBoundingClientRect().right);
+    if (past > 1 && rect.width > 0) {
+      found.push(`${describe(el)} ends ${past} px past its container ${describe(el.parentElement)}`);
+      reported.push(el);
+      continue;
+    }
+    const style = getComputedStyle(el);
+    if (inline(style) || el.scrollWidth <= el.clientWidth + 1) continue;
+    if (style.overflowX !== 'visible') {
+      const hidden = overhang(el, true);
+      if (hidden > 1) {
+        found.push(`${describe(el)} clips or scrolls ${hidden} px of its content sideways`
+          + ` (${el.scrollWidth} px wide in ${el.clientWidth} px)`);
+        reported.push(el);
+      }
+    } else {
+      const over = overhang(el, false);
+      if (over > 1) {
+        found.push(`${describe(el)} has text running ${over} px past its right edge`);
+        reported.push(el);
+      }
+    }
+  }
+  const page = document.documentElement;
+  if (page.scrollWidth > page.clientWidth + 1) {
+    found.push(`the page scrolls sideways (${page.scrollWidth} px wide in ${page.clientWidth} px)`);
+  }
+  return found;
+}"""
+
+
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
@@ -147,7 +253,8 @@ def browser_problems(site: Path, screenshots: Path | None = None) -> list[str]:
     """Open every page in headless Chromium with the network cut off but for the site itself.
 
     A page fails on any console error, failed or external request, broken image, math that
-    MathJax did not typeset, or an Altair chart that did not draw. Screenshots go to
+    MathJax did not typeset, an Altair chart that did not draw, or an element wider than its
+    container (:data:`OVERFLOW_PROBE`, at :data:`VIEWPORT`'s 1200 px). Screenshots go to
     ``screenshots`` (default: ``<site>/../screenshots``).
     """
     from playwright.sync_api import sync_playwright
@@ -160,7 +267,7 @@ def browser_problems(site: Path, screenshots: Path | None = None) -> list[str]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for path in pages:
             name = path.relative_to(site).as_posix()
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page = browser.new_page(viewport=VIEWPORT)
             errors: list[str] = []
 
             def route(request_route, name=name, errors=errors):
@@ -194,12 +301,38 @@ def browser_problems(site: Path, screenshots: Path | None = None) -> list[str]:
             if probe["drawn"] < probe["charts"]:
                 errors.append(f"{name}: {probe['charts'] - probe['drawn']} Altair charts not drawn")
             errors += [f"{name}: broken image {src}" for src in probe["brokenImages"]]
+            errors += [f"{name}: {wide}" for wide in page.evaluate(OVERFLOW_PROBE)]
             shot = screenshots / (name.replace("/", "__").removesuffix(".html") + ".png")
             page.screenshot(path=str(shot), full_page=True)
             found += errors
             page.close()
         browser.close()
     return found
+
+
+COLUMN_PROBE = """() => {
+  const article = document.querySelector('article.bd-article') || document.body;
+  const style = getComputedStyle(article);
+  return article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+}"""
+
+
+def column_width(site: Path, page: str) -> float:
+    """The width in px of the article's content on ``page`` of ``site`` at :data:`VIEWPORT`: the
+    room a table, a code cell or a chart has before the overflow check reports it."""
+    from playwright.sync_api import sync_playwright
+
+    with _serve(site) as root, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            tab = browser.new_page(viewport=VIEWPORT)
+            tab.route(
+                "**/*", lambda r: r.continue_() if r.request.url.startswith(root) else r.abort()
+            )
+            tab.goto(f"{root}/{page}", wait_until="load")
+            return float(tab.evaluate(COLUMN_PROBE))
+        finally:
+            browser.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -152,7 +152,7 @@ def rotating_planes(spectrum: list[dict]) -> dict[str, int]:
     return counts
 
 
-def spectrum_chart(spectrum: list[dict], *, head_dim: int, base: float, width: int = 560):
+def spectrum_chart(spectrum: list[dict], *, head_dim: int, base: float, width: int = 480):
     """Frequency of each plane per variant, log scale, with a tooltip per point."""
     import altair as alt
 

@@ -1,0 +1,114 @@
+"""Tables and charts of the summary pages (scorecard, landing page), on hand-made claim records."""
+
+import json
+
+from ropebook import plots
+from ropebook.claims import ChapterRecord, Claim
+
+
+def claim(n: int, verdict: str = "held", **extra) -> Claim:
+    fields = {"measured": f"measured {n}", **extra}
+    return Claim(
+        id=f"c.{n}", source=f"Barbero et al. 2025, Fig. {n}", statement=f"claim {n}",
+        verdict=verdict, **fields,
+    )  # fmt: skip
+
+
+RECORDS = [
+    ChapterRecord(
+        "alpha",
+        "Alpha: a chapter with a title long enough to wrap",
+        [claim(1), claim(2, "partly", interval="0.1–0.3", seeds=3), claim(3, "not held")],
+        {"git_commit": "abc", "profile": "smoke", "jax_devices": ["cpu:0"], "seconds": 90},
+    ),
+    ChapterRecord(
+        "beta",
+        "Beta",
+        [claim(4), claim(5, "not testable here"), claim(6), claim(7, measured="a | b")],
+        {"git_commit": "abc", "profile": "smoke", "jax_devices": ["cpu:0"], "seconds": 30},
+    ),
+]
+
+
+def test_claims_by_chapter_one_four_column_table_per_chapter():
+    text = plots.claims_by_chapter(RECORDS).data
+    alpha, alpha_table, beta, beta_table = text.split("\n\n")
+    assert alpha == "**[Alpha: a chapter with a title long enough to wrap](alpha.ipynb)**: " + (
+        "1 held, 1 partly, 1 not held"
+    )
+    assert beta == "**[Beta](beta.ipynb)**: 3 held, 1 not testable here"
+    lines = alpha_table.splitlines()
+    assert lines[0] == "| claim (source) | measured | seeds | verdict |"
+    assert lines[2] == "| claim 1 (*Barbero et al. 2025, Fig. 1*) | measured 1 | — | **held** |"
+    assert lines[3] == (
+        "| claim 2 (*Barbero et al. 2025, Fig. 2*) | measured 2 (0.1–0.3) | 3 | **partly** |"
+    )
+    assert beta_table.splitlines()[-1] == (
+        "| claim 7 (*Barbero et al. 2025, Fig. 7*) | a \\| b | — | **held** |"
+    )
+
+
+def test_wrap_label_cuts_at_spaces_within_width():
+    assert plots.wrap_label("A zoo of positional encodings: RoPE, ALiBi, Kerple, FIRE") == [
+        "A zoo of positional",
+        "encodings: RoPE, ALiBi,",
+        "Kerple, FIRE",
+    ]
+    assert plots.wrap_label("short") == ["short"]
+    assert plots.wrap_label("tiny overlongwordthatcannotbreak x", width=6) == [
+        "tiny",
+        "overlongwordthatcannotbreak",
+        "x",
+    ]
+    assert plots.wrap_label("") == [""]
+
+
+def test_wrapped_labels_is_a_lookup_with_fallback():
+    expr = plots.wrapped_labels(["a b c", "d"], width=3)
+    table, fallback = expr.split("[datum.label] || ")
+    assert json.loads(table) == {"a b c": ["a b", "c"], "d": ["d"]}
+    assert fallback == "datum.label"
+
+
+def test_verdict_chart_counts_every_verdict_of_every_chapter():
+    spec = plots.verdict_chart(RECORDS).to_dict()
+    assert spec["title"] == "Verdicts by chapter" and spec["width"] == 360
+    (values,) = spec["datasets"].values()
+    counts = {(v["chapter"], v["verdict"]): v["claims"] for v in values}
+    assert len(counts) == 8 and sum(counts.values()) == 7
+    assert counts["Beta", "held"] == 3 and counts["Beta", "partly"] == 0
+    assert counts["Alpha: a chapter with a title long enough to wrap", "not held"] == 1
+    # the longest title wraps onto two lines: bands are tall enough for both
+    assert spec["height"] == {"step": 34}
+    assert spec["encoding"]["y"]["sort"] == [r.title for r in RECORDS]
+
+
+def test_coverage_table_rows():
+    covered = {"Fig. 1": [("alpha", claim(1)), ("beta", claim(1, "partly"))], "Fig. 9": []}
+    lines = plots.coverage_table(covered).data.splitlines()
+    assert lines[0] == "| item | claims | verdicts | where |"
+    assert lines[2] == "| Fig. 1 | 2 | held, partly | [alpha](alpha.ipynb), [beta](beta.ipynb) |"
+    assert lines[3] == "| Fig. 9 | 0 | — | — |"
+
+
+def test_chapter_findings_shows_three_claims_and_counts_the_rest():
+    text = plots.chapter_findings(RECORDS).data
+    assert text.startswith("## What each chapter found\n\n")
+    beta = text.split("\n\n")[2]
+    assert beta == (
+        "**[Beta](beta.ipynb)** (3 held, 1 not testable here). claim 4 — *held* (measured 4); "
+        "claim 5 — *not testable here* (measured 5); claim 6 — *held* (measured 6); and 1 more."
+    )
+    assert "more" not in text.split("\n\n")[1]
+
+
+def test_build_provenance_and_line():
+    build = plots.build_provenance(RECORDS)
+    assert build == {
+        "commits": ["abc"], "profiles": ["smoke"], "devices": ["cpu:0"],
+        "seconds": 120, "chapters": 2,
+    }  # fmt: skip
+    assert plots.build_line(build).data == (
+        "Built from commit `abc` with profile `smoke` on cpu:0; 2 chapters took 2.0 minutes of "
+        "execution (models come from the zoo's cache; training time is reported in each chapter)."
+    )

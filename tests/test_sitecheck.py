@@ -1,0 +1,85 @@
+"""The browser check finds what does not fit its column, on tiny hand-written pages served locally."""
+
+import os
+import shutil
+
+import pytest
+
+from ropebook import sitecheck
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+  body {{ margin: 0; font: 16px/1.5 sans-serif; }}
+  article.bd-article {{ width: 400px; padding: 0 20px; }}
+  .scroller {{ overflow-x: auto; }}
+  pre {{ font: 14px monospace; margin: 0; }}
+</style></head>
+<body><main><article class="bd-article">{body}</article></main></body></html>"""
+
+LONG = "an_unbreakable_identifier_that_is_much_wider_than_four_hundred_pixels_of_column"
+
+FITS = f"""
+<p>Prose wraps at the column's edge however long it goes on, because browsers break lines
+between words; this sentence is long enough to need three lines in four hundred pixels.</p>
+<pre style="white-space: pre-wrap; overflow-wrap: anywhere">x = {LONG}</pre>
+<table><tr><th>claim</th><th>verdict</th></tr>
+<tr><td>a claim long enough to wrap inside its cell, several times over</td><td>held</td></tr>
+</table>
+<p>Inline math: <span style="display: inline-flex; overflow: hidden">x<span
+  style="position: absolute; width: 900px; clip: rect(1px, 1px, 1px, 1px)">speech</span></span>.</p>
+<div style="position: relative"><button style="position: absolute; left: 390px">copy</button></div>
+<details><summary>Show code</summary><pre>{LONG} {LONG}</pre></details>
+<svg width="100" height="20"><text x="0" y="15">an axis label longer than its drawing</text></svg>
+"""
+
+OVERFLOWS = f"""
+<p>Three things that do not fit:</p>
+<div class="chart"><svg width="600" height="20"><rect width="600" height="20"/></svg></div>
+<div class="scroller"><table><tr><td>{LONG}</td></tr></table></div>
+<div class="output" style="overflow-x: auto"><svg width="700" height="40">
+  <text class="role-title-text" font-size="13" x="0" y="15">Perplexity vs position</text>
+  <text class="role-title-text" font-size="11" x="0" y="35">facet one</text></svg></div>
+<pre class="plain">y = {LONG}</pre>
+"""
+
+
+@pytest.fixture(scope="module")
+def problems(tmp_path_factory):
+    if not os.path.exists(sitecheck.CHROMIUM) and not shutil.which("chromium"):
+        pytest.fail("chromium is not installed: `make browser` installs Debian's package")
+    site = tmp_path_factory.mktemp("site")
+    (site / "fits.html").write_text(PAGE.format(title="fits", body=FITS))
+    (site / "overflows.html").write_text(PAGE.format(title="overflows", body=OVERFLOWS))
+    return sitecheck.browser_problems(site, screenshots=site.parent / "shots")
+
+
+def test_a_page_that_fits_has_no_problems(problems):
+    assert [p for p in problems if p.startswith("fits.html")] == []
+
+
+def test_every_overflow_is_named_with_page_element_and_amount(problems):
+    found = [p for p in problems if p.startswith("overflows.html: ")]
+    assert len(found) == 4, problems
+    svg, table, chart, pre = found
+    # the drawing is 600 px in a 400 px column: it ends 200 px past its container
+    assert svg == ('overflows.html: <svg> "" ends 200 px past its container <div.chart> ""'), svg
+    assert table.startswith('overflows.html: <div.scroller> "an_unbreakable_identifier')
+    assert "clips or scrolls" in table and "in 400 px" in table
+    # a chart is named by its title, the largest title text in it, not by a facet header
+    assert chart.startswith(
+        'overflows.html: <div.output> chart "Perplexity vs position" clips or scrolls 300 px'
+    ), chart
+    assert pre.startswith('overflows.html: <pre.plain> "y = an_unbreakable_identifier')
+    assert "has text running" in pre and "past its right edge" in pre
+
+
+def test_screenshots_are_taken(problems, tmp_path_factory):
+    shots = sorted(p.name for p in tmp_path_factory.getbasetemp().rglob("shots/*.png"))
+    assert shots == ["fits.png", "overflows.png"]
+
+
+def test_column_width_is_the_article_content_box(tmp_path):
+    (tmp_path / "fits.html").write_text(PAGE.format(title="fits", body=FITS))
+    # article.bd-article: width 400 px (content box) plus 20 px padding each side
+    assert sitecheck.column_width(tmp_path, "fits.html") == 400.0
