@@ -38,8 +38,9 @@ OVERFLOWS = f"""
 <div class="chart"><svg width="600" height="20"><rect width="600" height="20"/></svg></div>
 <div class="scroller"><table><tr><td>{LONG}</td></tr></table></div>
 <div class="output" style="overflow-x: auto"><svg width="700" height="40">
-  <text class="role-title-text" font-size="13" x="0" y="15">Perplexity vs position</text>
-  <text class="role-title-text" font-size="11" x="0" y="35">facet one</text></svg></div>
+  <g class="mark-text role-title-text"><text font-size="11px" x="0" y="15">facet one</text></g>
+  <g class="mark-text role-title-text"><text font-size="13px" x="0" y="35">Perplexity vs
+  position</text></g></svg></div>
 <pre class="plain">y = {LONG}</pre>
 """
 

@@ -141,7 +141,10 @@ OVERFLOW_PROBE = r"""() => {
     || document.body;
   const words = (el) => (el.textContent || '').trim().replace(/\s+/g, ' ').split(' ')
     .slice(0, 6).join(' ').slice(0, 60);
-  const size = (t) => parseFloat(t.getAttribute('font-size') || getComputedStyle(t).fontSize);
+  const size = (title) => {  // Vega: <g class="role-title-text"><text font-size="13px">
+    const text = title.tagName.toLowerCase() === 'text' ? title : title.querySelector('text');
+    return text ? parseFloat(text.getAttribute('font-size') || getComputedStyle(text).fontSize) : 0;
+  };
   const describe = (el) => {
     const classes = (el.getAttribute('class') || '').trim().split(/\s+/).filter(Boolean)
       .slice(0, 3).map((c) => '.' + c).join('');
