@@ -10,6 +10,7 @@ float32 matmul throughput measured on this machine (so MFU is relative to what t
 actually do, not a datasheet number).
 
     .venv/bin/python benchmarks/train_throughput.py [--profile cpu] [--rounds 3] [--steps 20]
+    ROPEBOOK_TUNE_MALLOC=0 .venv/bin/python benchmarks/train_throughput.py   # glibc defaults
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def jax_runner(cfg, tc, tokens):
     return run
 
 
-def torch_runner(cfg, tc, tokens):
+def torch_runner(cfg, tc, tokens, compile: bool = False):
     import torch
     import torch.nn.functional as F
 
@@ -103,12 +104,13 @@ def torch_runner(cfg, tc, tokens):
             return self.norm(x) @ self.embed.weight.T
 
     net = Model()
+    forward = torch.compile(net) if compile else net
     optimizer = torch.optim.AdamW(net.parameters(), lr=tc.lr, betas=(tc.b1, tc.b2), weight_decay=tc.weight_decay)  # fmt: skip
     batch = torch.as_tensor(tokens, dtype=torch.long)
 
     def run(n: int) -> None:
         for _ in range(n):
-            logits = net(batch[:, :-1])
+            logits = forward(batch[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, cfg.vocab_size), batch[:, 1:].reshape(-1))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -128,12 +130,19 @@ def main() -> None:
     args = parser.parse_args()
     cfg, tc = zoo.configs("rope", seed=0, profile=args.profile)
     tokens = np.random.default_rng(0).integers(0, cfg.vocab_size, (tc.batch_size, cfg.context + 1))
+    from ropebook import runtime
+
     runners = {
         "ours (JAX)": jax_runner(cfg, tc, tokens),
         "PyTorch eager": torch_runner(cfg, tc, tokens),
+        "torch.compile": torch_runner(cfg, tc, tokens, compile=True),
     }
-    for run in runners.values():
-        run(3)  # compile / warm up
+    for name, run in list(runners.items()):
+        try:
+            run(3)  # compile / warm up
+        except Exception as error:  # inductor needs a working C++ toolchain
+            print(f"{name}: skipped, it failed to run here ({type(error).__name__}: {error})")
+            del runners[name]
     seconds = {name: [] for name in runners}
     for _ in range(args.rounds):
         for name, run in runners.items():
@@ -146,11 +155,15 @@ def main() -> None:
     print(f"model: {args.profile} profile, {cfg.n_layers} layers, d={cfg.d_model}, "
           f"{cfg.n_heads}x{cfg.head_dim} heads, batch {tc.batch_size}x{cfg.context}")  # fmt: skip
     print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s")
+    print(f"allocator tuned (ropebook.runtime, applies to every framework in this process): "
+          f"{runtime.tune_allocator()}")  # fmt: skip
     rate = {}
     for name, times in seconds.items():
         rate[name] = tokens_per_step / float(np.median(times))
         print(f"{name:14s} {rate[name]:9,.0f} tokens/s   MFU {rate[name] * flops / peak:6.1%}")
-    print(f"ratio ours / PyTorch: {rate['ours (JAX)'] / rate['PyTorch eager']:.2f}")
+    for name in runners:
+        if name != "ours (JAX)":
+            print(f"ratio ours / {name}: {rate['ours (JAX)'] / rate[name]:.2f}")
 
 
 if __name__ == "__main__":

@@ -13,3 +13,8 @@ __version__ = "0.1.0"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(os.environ.get("ROPEBOOK_DATA", REPO_ROOT / "data"))
 CACHE_DIR = Path(os.environ.get("ROPEBOOK_CACHE", DATA_DIR / "cache"))
+
+# Before any thread allocates: see ropebook.runtime for why and what it measured.
+from ropebook import runtime  # noqa: E402
+
+runtime.tune_allocator()

@@ -29,7 +29,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ropebook import encodings
+from ropebook import encodings, runtime
+
+runtime.enable_compilation_cache()
 
 DTYPES = ("float32", "bfloat16")
 Params = dict[str, Any]

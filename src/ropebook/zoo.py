@@ -115,6 +115,7 @@ class TrainedModel:
     profile: str
     seed: int
     domain: str
+    trained_now: bool = False  # this call trained (or finished training) it; else loaded
 
     @property
     def val_ppl(self) -> float:
@@ -221,7 +222,8 @@ def load(
     with open(directory / ".lock", "w") as lock:  # one trainer per model across processes
         fcntl.flock(lock, fcntl.LOCK_EX)
         done = (directory / train.CHECKPOINT_JSON).exists() and train.read_metadata(directory)
-        if not (done and done.get("complete")):
+        trained_now = not (done and done.get("complete"))
+        if trained_now:
             train.train(
                 job.model_config, job.train_config, *job.splits, checkpoint_dir=directory,
                 progress=progress, extra={"spec": job.spec}, desc=f"{name} s{seed} {domain}",
@@ -231,6 +233,7 @@ def load(
         name=name, params=params, config=job.model_config, history=meta["history"],
         tokens_seen=meta["tokens_seen"], seconds=meta["seconds"], path=directory,
         spec_hash=job.spec_hash, profile=profile, seed=seed, domain=domain,
+        trained_now=trained_now,
     )  # fmt: skip
 
 
@@ -261,18 +264,45 @@ def default_jobs(profile: str, seeds: tuple[int, ...] | None = None) -> list[tup
     return [(n, s[i], d) for i in range(depth) for (n, d), s in chosen.items() if i < len(s)]
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` → ``(I, N)`` with ``0 <= I < N``; ``ValueError`` naming the rule otherwise."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise ValueError(f"shard must look like I/N (e.g. 0/4), got {text!r}") from None
+    if not 0 <= index < count:
+        raise ValueError(f"shard I/N needs 0 <= I < N, got {text!r}")
+    return index, count
+
+
+def shard_jobs(jobs: list, index: int, count: int) -> list:
+    """The ``index``-th of ``count`` disjoint shares of ``jobs``, which together cover them all.
+
+    Round-robin over the job order, so every share gets first seeds first and a similar mix of
+    encodings; the same list always splits the same way, in every process and on every machine.
+    """
+    return jobs[index::count]
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m ropebook zoo``: train (or load) every model a profile needs, then a table.
 
     With ``--names``, trains those names on ``--domains`` (default Shakespeare); without, the
-    default jobs of :func:`default_jobs`, optionally restricted to ``--domains``.
+    default jobs of :func:`default_jobs`, optionally restricted to ``--domains``. With
+    ``--shard I/N``, only the I-th of N disjoint shares of those jobs: N processes (or machines
+    sharing one ``ROPEBOOK_CACHE``) train the zoo together, each model exactly once.
     """
     parser = argparse.ArgumentParser(prog="python -m ropebook zoo", description=main.__doc__)
     parser.add_argument("--profile", choices=tuple(PROFILES), default="cpu")
     parser.add_argument("--names", nargs="+", metavar="NAME", help=f"from: {', '.join(SPECS)}")
     parser.add_argument("--seeds", nargs="+", type=int, help="default: the profile's seeds")
     parser.add_argument("--domains", nargs="+", choices=DOMAINS)
+    parser.add_argument("--shard", default="0/1", metavar="I/N", help="train the I-th of N shares")
     args = parser.parse_args(argv)
+    try:
+        shard = parse_shard(args.shard)
+    except ValueError as error:
+        parser.error(str(error))
     seeds = tuple(args.seeds) if args.seeds else None
     if args.names:
         seeds = seeds or PROFILES[args.profile].seeds
@@ -283,17 +313,29 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(n, s, d) for d in domains for n in args.names for s in seeds]
     else:
         jobs = [j for j in default_jobs(args.profile, seeds) if j[2] in (args.domains or DOMAINS)]
+    jobs = shard_jobs(jobs, *shard)
     start = time.perf_counter()
     rows = []
     for i, (name, seed, domain) in enumerate(jobs, 1):
         print(f"[{i}/{len(jobs)}] {name} seed={seed} domain={domain}", flush=True)
         m = load(name, seed=seed, profile=args.profile, domain=domain)
+        status = "trained" if m.trained_now else "cached"
         rows.append(
-            (name, seed, domain, f"{m.val_ppl:.2f}", f"{m.tokens_seen:,}", f"{m.seconds:.1f}")
+            (
+                name,
+                seed,
+                domain,
+                status,
+                f"{m.val_ppl:.2f}",
+                f"{m.tokens_seen:,}",
+                f"{m.seconds:.1f}",
+            )
         )
-    header = ("name", "seed", "domain", "val ppl", "tokens", "seconds")
+    header = ("name", "seed", "domain", "status", "val ppl", "tokens", "seconds")
     widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
-    print(f"{len(rows)} models, {time.perf_counter() - start:.0f} s wall in this call")
+    print(
+        f"{len(rows)} models (shard {args.shard}), {time.perf_counter() - start:.0f} s wall in this call"
+    )
     return 0
