@@ -187,3 +187,12 @@ def test_a_default_outside_its_domain_is_a_chapter_error(sandbox):
     (sandbox / "chapters" / "toy.py").write_text(RANGED.replace("0.95  #", "1.95  #"))
     with pytest.raises(pipeline.ChapterError, match="declared default does not fit"):
         pipeline.chapter_parameters(pipeline.read_chapter("toy"))
+
+
+def test_a_domain_survives_ruff_wrapping_the_line(sandbox):
+    wrapped = 'profile = "cpu"  # smoke | cpu | gpu\nthreshold = (\n    0.25  # in (0, 1): a long description\n)\n'
+    (sandbox / "chapters" / "toy.py").write_text('# %% tags=["parameters"]\n' + wrapped)
+    declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))
+    assert declared["threshold"].domain == "in (0, 1)"
+    with pytest.raises(pipeline.ChapterError, match=r"threshold must be in \(0, 1\)"):
+        pipeline.validate_parameters("toy", declared, {"threshold": "2"})

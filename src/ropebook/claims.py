@@ -119,7 +119,8 @@ class ClaimSet:
         *,
         interval: str | None = None,
         seeds: int | None = None,
-    ) -> Claim:
+    ) -> None:
+        """Decide the claim from ``evidence`` with its declared rule and keep the record."""
         if claim_id not in self.specs:
             raise KeyError(f"claim {claim_id!r} was not declared; declared: {list(self.specs)}")
         if claim_id in self.records:
@@ -130,7 +131,6 @@ class ClaimSet:
             verdict=spec.rule(evidence), interval=interval, seeds=seeds,
         )  # fmt: skip
         self.records[claim_id] = claim
-        return claim
 
     def claims(self) -> list[Claim]:
         missing = [i for i in self.specs if i not in self.records]
@@ -143,11 +143,11 @@ class ClaimSet:
 
 
 def markdown_table(claims: list[Claim]) -> str:
-    rows = ["| claim | source | measured | seeds | verdict |", "|---|---|---|---|---|"]
+    rows = ["| claim (source) | measured | seeds | verdict |", "|---|---|---|---|"]
     for c in claims:
         measured = c.measured + (f" ({c.interval})" if c.interval else "")
         rows.append(
-            f"| {c.statement} | {c.source} | {measured} | {c.seeds or '—'} | **{c.verdict}** |"
+            f"| {c.statement} *({c.source})* | {measured} | {c.seeds or '—'} | **{c.verdict}** |"
         )
     return "\n".join(rows)
 

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import json
 import os
 import platform
 import re
 import subprocess
 import time
+import tokenize
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -188,12 +190,13 @@ def chapter_parameters(notebook) -> dict[str, Parameter]:
             f"a chapter needs exactly one cell tagged 'parameters', found {len(cells)}"
         )
     params = {}
-    lines = cells[0].source.splitlines()
+    comments = _comments_by_line(cells[0].source)
     for node in ast.parse(cells[0].source).body:
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
         if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
-            line = lines[node.end_lineno - 1][node.end_col_offset :]
-            comment = line.split("#", 1)[1] if "#" in line else ""
+            # ruff format may wrap a long line as `x = (\n value  # comment\n)`: any line counts
+            lines = range(node.lineno, node.end_lineno + 1)
+            comment = next((comments[n] for n in lines if n in comments), "")
             default = ast.literal_eval(node.value)
             domain = _parse_domain(comment)
             params[target.id] = Parameter(target.id, default, domain)
@@ -202,6 +205,12 @@ def chapter_parameters(notebook) -> dict[str, Parameter]:
             except ValueError as error:
                 raise ChapterError(f"the declared default does not fit: {error}") from None
     return params
+
+
+def _comments_by_line(source: str) -> dict[int, str]:
+    """``{line number: comment text}`` of a cell, from Python's own tokenizer."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return {t.start[0]: t.string[1:] for t in tokens if t.type == tokenize.COMMENT}
 
 
 def validate_parameters(name: str, declared: dict[str, Parameter], given: dict[str, Any]) -> dict:

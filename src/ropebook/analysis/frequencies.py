@@ -437,7 +437,8 @@ def domain_prompts(
 def _snippet(ids: np.ndarray, chars: int) -> str:
     from ropebook import data
 
-    return repr(data.decode(np.asarray(ids)[1:])[:chars])
+    # newlines as " ⏎ " so a long line of digits or code can still wrap in the table
+    return repr(data.decode(np.asarray(ids)[1:])[:chars]).replace("\\n", " ⏎ ")
 
 
 def prompt_table(quotes: list[tuple[str, np.ndarray]], chars: int = 60) -> list[dict]:
