@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -37,3 +39,29 @@ def mean_interval(samples, confidence: float = 0.95) -> tuple[float, float, floa
         return mean, mean, mean
     half = float(stats.t.ppf(0.5 + confidence / 2, values.size - 1) * stats.sem(values))
     return mean, mean - half, mean + half
+
+
+class Estimate(NamedTuple):
+    """A mean, its 95% interval and how to print it (``text``)."""
+
+    mean: float
+    low: float
+    high: float
+    text: str
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return self.low, self.high
+
+
+def interval_text(values, digits: int = 2, unit: str = "seeds") -> Estimate:
+    """Mean and 95% t-interval of the finite ``values`` (a single sample has no interval)."""
+    values = np.asarray(values, np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return Estimate(float("nan"), float("nan"), float("nan"), "no samples")
+    mean, low, high = mean_interval(values)
+    if values.size < 2:
+        return Estimate(mean, low, high, f"1 sample: {mean:.{digits}f}, no interval")
+    text = f"95% CI [{low:.{digits}f}, {high:.{digits}f}] over {values.size} {unit}"
+    return Estimate(mean, low, high, text)

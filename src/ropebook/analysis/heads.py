@@ -27,14 +27,13 @@ Conventions: attention matrices are ``[..., T, T]`` with rows = queries ``i`` an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ropebook import rope
-from ropebook.analysis import chunk_norms, mean_interval
+from ropebook.analysis import Estimate, chunk_norms, interval_text
 from ropebook.claims import verdict_from_interval
 
 KINDS: tuple[str, ...] = ("diagonal", "previous")
@@ -513,30 +512,6 @@ PAPER_TABLE_5 = {
     6: (56.62, 2.47, 17.46),
     7: (57.2, 3.08, 13.67),
 }
-
-
-class Estimate(NamedTuple):
-    """A mean with its 95% t-interval over independent samples, and how the book prints it."""
-
-    mean: float
-    low: float
-    high: float
-    text: str
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        return self.low, self.high
-
-
-def interval_text(values, digits: int = 2, unit: str = "seeds") -> Estimate:
-    """Mean, 95% t-interval and how to print it (a single sample has no interval)."""
-    mean, low, high = mean_interval(values)
-    n = np.size(values)
-    if n < 2:
-        return Estimate(mean, low, high, f"1 sample: {mean:.{digits}f}, no interval")
-    return Estimate(
-        mean, low, high, f"95% CI [{low:.{digits}f}, {high:.{digits}f}] over {n} {unit}"
-    )
 
 
 def verdict_above(values, threshold: float, digits: int) -> tuple[str, Estimate | None]:

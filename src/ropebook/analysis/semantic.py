@@ -43,12 +43,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
 from ropebook import rope
-from ropebook.analysis import mean_interval
+from ropebook.analysis import Estimate, interval_text
 
 TWO_PI = 2.0 * np.pi
 
@@ -740,28 +739,6 @@ def rotated_chunk_terms(q, k, frequencies, positions, pairing: str = "half") -> 
 # charts at most ~680 px wide, legends included.
 
 # ---------------------------------------------------------------- intervals and verdicts
-
-
-class Estimate(NamedTuple):
-    """A mean, its 95% interval and how to print it (``text``)."""
-
-    mean: float
-    low: float
-    high: float
-    text: str
-
-
-def interval_text(values, digits: int = 2, unit: str = "seeds") -> Estimate:
-    """Mean and 95% t-interval of the finite ``values`` (a single sample has no interval)."""
-    values = np.asarray(values, np.float64)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return Estimate(float("nan"), float("nan"), float("nan"), "no samples")
-    mean, low, high = mean_interval(values)
-    if values.size < 2:
-        return Estimate(mean, low, high, f"1 sample: {mean:.{digits}f}, no interval")
-    text = f"95% CI [{low:.{digits}f}, {high:.{digits}f}] over {values.size} {unit}"
-    return Estimate(mean, low, high, text)
 
 
 def seed_or_window_interval(per_seed, per_window, n_seeds: int, digits: int = 2) -> Estimate:
