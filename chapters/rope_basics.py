@@ -38,6 +38,7 @@ n_random_checks = 2_000  # in [1, inf): random (q, k, m, n) draws for the numeri
 
 # %% tags=["remove-input"]
 from ropebook import claims, plots
+from ropebook.analysis import regime
 from ropebook.proofs import rope_basics as basics
 
 plots.setup()
@@ -134,6 +135,33 @@ variants = {  # label: (variant of rope.frequencies, proportion p)
 }
 spectrum = basics.variant_spectrum(variants, head_dim=head_dim, base=base)
 basics.spectrum_chart(spectrum, head_dim=head_dim, base=base)
+
+# %% [markdown]
+# ## Turns per context: which planes are "slow" depends on the model
+#
+# The same base $\theta$ gives very different spectra in different models, because what a plane
+# can express depends on how far it turns over the *training context* $L$: $g_k L / 2\pi$ full
+# turns. A plane that turns less than once never brings two positions back to the same angle, so
+# it cannot separate near from far by phase and acts almost like a plane that does not rotate
+# at all (Liu et al. 2023, "Scaling laws of RoPE-based extrapolation", call the last plane that
+# completes a turn the *critical dimension*). The figure places the paper's models beside every
+# profile of this book; the table gives the share of planes that turn at least once and how far
+# the slowest plane gets.
+
+# %%
+settings = {**regime.REFERENCE_MODELS, **regime.profile_settings()}
+regime.turns_chart(settings)
+
+# %% tags=["remove-input"]
+plots.table(regime.regime_rows(settings))
+
+# %% [markdown]
+# In Gemma 7B most planes turn at least once over its 8k context, and even its slowest plane
+# makes a sizeable fraction of a turn. In the book's `cpu` profile (head dimension 16, context
+# 128) only the fastest few planes complete a turn and the slowest turn by a tiny fraction of one
+# (the table's last column): they already behave almost like no rotation, so an experiment that
+# frees exactly those planes (0.75-RoPE) compares two nearly identical models. The later
+# chapters' p-RoPE results must be read with this in mind.
 
 # %% [markdown]
 # ## What we claim and what we measured

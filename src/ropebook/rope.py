@@ -89,6 +89,25 @@ def frequencies(
     return grid
 
 
+def turns_per_context(
+    head_dim: int,
+    base: float,
+    context: int,
+    *,
+    variant: str = "rope",
+    proportion: float = 1.0,
+) -> np.ndarray:
+    """Full turns (``2π`` each) every plane makes over ``context`` tokens: ``g_k · context / 2π``.
+
+    What a plane can do depends on this, not on ``base`` alone: a plane that turns less than
+    once over the training context never sees two positions at the same angle, so it cannot
+    tell "near" from "far" by phase and acts almost like an unrotated one.
+    """
+    return (
+        frequencies(head_dim, base, variant=variant, proportion=proportion) * context / (2 * np.pi)
+    )
+
+
 def rotate(x: jnp.ndarray, angles: jnp.ndarray, pairing: str) -> jnp.ndarray:
     """Rotate chunks of ``x [..., seq, heads, d]`` by ``angles [..., seq, d/2]`` (any angles:
     scaled grids such as Llama 3's build their own angles and rotate with this)."""
