@@ -140,3 +140,61 @@ def test_scores_are_invariant_to_shifting_all_positions(encoding):
         scores = np.asarray(a["scores"])[..., causal]
         assert scores.std() > 0.5  # the check below is not vacuous
         np.testing.assert_allclose(scores, np.asarray(b["scores"])[..., causal], atol=1e-3)
+
+
+def test_intervention_identity_fields_change_nothing():
+    config, toks = small_config("rope"), tokens(2, 12)
+    params = model.init_params(jax.random.key(3), config)
+    plain = model.forward(params, toks, config)
+    own_grid = np.asarray(encodings.EncodingConfig("rope").base) ** (
+        -2.0 * np.arange(config.head_dim // 2) / config.head_dim
+    )
+    same = model.Intervention(frequencies=own_grid, keep_chunks=np.ones(config.head_dim // 2))
+    np.testing.assert_allclose(
+        model.forward(params, toks, config, intervention=same), plain, atol=2e-6
+    )
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+def test_removing_every_chunk_makes_attention_uniform(pairing):
+    config = small_config("rope", pairing=pairing)
+    _, internals = with_internals(
+        config, tokens(1, 8),
+        intervention=model.Intervention(keep_chunks=np.zeros(config.head_dim // 2)),
+    )  # fmt: skip
+    probs = np.asarray(internals[0]["probs"][0, 0])
+    expected = np.tril(np.ones((8, 8))) / np.arange(1, 9)[:, None]
+    np.testing.assert_allclose(probs, expected, atol=1e-6)
+
+
+def test_removing_one_chunk_removes_exactly_its_dims():
+    config = small_config("rope", pairing="interleaved")
+    keep = np.ones(config.head_dim // 2)
+    keep[1] = 0.0  # interleaved chunk 1 = dims (2, 3)
+    _, internals = with_internals(
+        config, tokens(1, 6), intervention=model.Intervention(keep_chunks=keep)
+    )
+    _, plain = with_internals(config, tokens(1, 6))
+    q, q0 = np.asarray(internals[0]["q_rot"]), np.asarray(plain[0]["q_rot"])
+    assert np.all(q[..., 2:4] == 0) and np.array_equal(
+        q[..., [0, 1, 4, 5, 6, 7]], q0[..., [0, 1, 4, 5, 6, 7]]
+    )
+
+
+def test_logit_scale_and_frequencies_act_as_stated():
+    config, toks = small_config("rope"), tokens(1, 10)
+    _, plain = with_internals(config, toks)
+    _, hot = with_internals(config, toks, intervention=model.Intervention(logit_scale=2.0))
+    finite = np.isfinite(np.asarray(plain[0]["scores"]))
+    np.testing.assert_allclose(
+        np.asarray(hot[0]["scores"])[finite], 2 * np.asarray(plain[0]["scores"])[finite], rtol=1e-5
+    )
+    # a zero grid is NoPE: scores equal those of the unrotated queries and keys
+    _, still = with_internals(
+        config, toks, intervention=model.Intervention(frequencies=np.zeros(config.head_dim // 2))
+    )
+    np.testing.assert_allclose(still[0]["q_rot"], plain[0]["q"], atol=1e-6)
+    with pytest.raises(ValueError, match="full-head rotary encoding, not 'alibi'"):
+        with_internals(
+            small_config("alibi"), toks, intervention=model.Intervention(frequencies=np.ones(4))
+        )

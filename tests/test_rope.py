@@ -109,3 +109,11 @@ def test_relative_property_and_norms(m, n, seed, pairing, variant, proportion):
     scale = np.linalg.norm(q) * np.linalg.norm(k)
     assert abs(float(np.sum(rq * rk)) - float(np.sum(q * relative))) < 1e-4 * scale
     np.testing.assert_allclose(np.linalg.norm(rq), np.linalg.norm(q), rtol=1e-5)
+
+
+@pytest.mark.parametrize("head_dim, context", [(32, 128), (64, 512), (256, 8192)])
+def test_matched_base_puts_the_slowest_plane_where_asked(head_dim, context):
+    base = rope.matched_base(head_dim, context, 0.14)
+    assert rope.turns_per_context(head_dim, base, context)[-1] == pytest.approx(0.14, rel=1e-12)
+    # closed form at head_dim 4: base^(-1/2) · context / 2π = turns
+    assert rope.matched_base(4, 100, 1.0) == pytest.approx((100 / (2 * np.pi)) ** 2)

@@ -212,3 +212,30 @@ def test_data_parallel_on_two_host_devices_matches_one_device():
     sharded = json.loads(done.stdout.strip().splitlines()[-1])
     single = train.train(tiny(), schedule(6), TRAIN, progress=False)
     np.testing.assert_allclose(sharded, [row["loss"] for row in single.history["train"]], rtol=1e-5)
+
+
+def test_snapshots_keep_params_at_their_steps_and_survive_resume(tmp_path):
+    tc = schedule(12, checkpoint_every=5, snapshots=(0, 3, 8, 12))
+    assert train.TrainConfig(**json.loads(json.dumps(tc.to_dict()))) == tc
+    assert "snapshots" not in schedule(12).to_dict()  # old spec hashes are unchanged
+    train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path, stop_after=7, progress=False)
+    assert train.snapshot_steps(tmp_path) == [0, 3]
+    whole = train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path, progress=False)
+    assert train.snapshot_steps(tmp_path) == [0, 3, 8, 12]
+    final, entry = train.load_snapshot(tmp_path, 12)
+    assert_trees_equal(final, whole.params)
+    assert entry["tokens_seen"] == 12 * 4 * 32
+    initial, _ = train.load_snapshot(tmp_path, 0)
+    assert_trees_equal(initial, train.model.init_params(jax.random.key(0), tiny()))
+    assert {row["step"] for row in whole.history["val"]} >= {3, 8, 12}
+    with pytest.raises(
+        train.CheckpointError, match=r"no snapshot at step 5; kept: \[0, 3, 8, 12\]"
+    ):
+        train.load_snapshot(tmp_path, 5)
+    with pytest.raises(ValueError, match="snapshots must lie in"):
+        schedule(12, snapshots=(13,))
+
+
+def test_log_spaced_steps():
+    assert train.log_spaced_steps(1000, 4) == (1, 10, 100, 1000)
+    assert train.log_spaced_steps(1800, 8, first=18)[-1] == 1800

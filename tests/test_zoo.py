@@ -99,3 +99,39 @@ def test_default_jobs_cover_specs_and_table2_per_seed():
     jobs = zoo.default_jobs("smoke", seeds=(0, 1))
     assert len(jobs) == 2 * (len(zoo.SPECS) + len(zoo.TABLE2))
     assert {d for _, _, d in jobs} == {"shakespeare", "python"}
+
+
+def test_regimes_match_gemma_7b_slowest_plane_and_keep_lesson_hashes():
+    from ropebook import rope
+
+    assert zoo.reference_slowest_turns() == pytest.approx(0.1401, abs=1e-4)
+    assert zoo.regime_settings("cpu", "lesson") == {}
+    for profile in zoo.PROFILES:
+        for regime in ("matched", "flagship"):
+            config, tc = zoo.configs("rope", profile=profile, regime=regime)
+            turns = rope.turns_per_context(config.head_dim, config.rope_base, config.context)
+            assert turns[-1] == pytest.approx(0.14, rel=0.05) and config.head_dim >= 32
+            assert zoo.configs("rope-500k", profile=profile, regime=regime)[0].rope_base == (
+                50 * config.rope_base
+            )
+        flagship = zoo.configs("nope", profile=profile, regime="flagship")[1]
+        assert flagship.snapshots[0] == 0 and flagship.snapshots[-1] == flagship.steps
+        assert len(flagship.snapshots) == zoo.SNAPSHOTS + 1
+    with pytest.raises(ValueError, match="valid regimes: lesson, matched, flagship"):
+        zoo.configs("rope", regime="tuned")
+
+
+def test_flagship_model_keeps_snapshots(tiny_zoo):
+    m = zoo.load(
+        "rope",
+        profile="smoke",
+        regime="flagship",
+        steps=6,
+        warmup=1,
+        snapshots=(0, 2, 6),
+        progress=False,
+    )
+    assert m.snapshot_steps == [0, 2, 6] and m.config.head_dim == 32
+    params, tokens_seen = m.snapshot(6)
+    assert tokens_seen == m.tokens_seen
+    np.testing.assert_array_equal(np.asarray(params["embed"]), np.asarray(m.params["embed"]))

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from ropebook import encodings, runtime
+from ropebook import encodings, rope, runtime
 
 runtime.enable_compilation_cache()
 
@@ -91,6 +92,55 @@ class ModelConfig:
                 f"unknown ModelConfig fields {sorted(unknown)}; valid: {sorted(known)}"
             )
         return cls(**data)
+
+
+class Intervention(NamedTuple):
+    """Inference-time changes to attention; each ``None``/``1.0`` field leaves the model as trained.
+
+    - ``frequencies [D/2]``: angular frequency of every chunk, replacing the encoding's grid
+      (context-extension rules such as Position Interpolation or YaRN; 0 leaves a chunk
+      unrotated). Full-head rotary encodings only (``rope``, ``p-rope``, ``rope-reversed``).
+    - ``logit_scale``: multiplies every attention score before the softmax (YaRN's temperature).
+    - ``keep_chunks [D/2]`` or ``[H, D/2]``: 1 keeps chunk ``k`` of the rotated queries and keys,
+      0 removes it (causal probes: what the model loses without its fastest or slowest pairs).
+      Chunks are numbered as in :func:`ropebook.rope.chunk_indices` under the model's pairing.
+
+    A pytree (``None`` fields are empty), so it can be passed through ``jax.jit``.
+    """
+
+    frequencies: Any = None
+    logit_scale: Any = 1.0
+    keep_chunks: Any = None
+
+
+def _intervene(
+    q_rot: jnp.ndarray,
+    k_rot: jnp.ndarray,
+    q: jnp.ndarray,
+    k: jnp.ndarray,
+    positions: jnp.ndarray,
+    config: ModelConfig,
+    intervention: Intervention,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    enc = config.encoding_config
+    if intervention.frequencies is not None:
+        if enc.rope_variant not in ("rope", "p-rope", "reversed"):
+            raise ValueError(
+                f"Intervention.frequencies needs a full-head rotary encoding, not {enc.name!r}"
+            )
+        grid = jnp.asarray(intervention.frequencies, jnp.float32)
+        angles = positions[..., None].astype(jnp.float32) * grid
+        q_rot, k_rot = rope.rotate(q, angles, enc.pairing), rope.rotate(k, angles, enc.pairing)
+    if intervention.keep_chunks is not None:
+        pairs = rope.chunk_indices(config.head_dim, enc.pairing)
+        dim_to_chunk = np.empty(config.head_dim, dtype=np.int32)
+        dim_to_chunk[pairs[:, 0]], dim_to_chunk[pairs[:, 1]] = (
+            np.arange(len(pairs)),
+            np.arange(len(pairs)),
+        )
+        keep = jnp.asarray(intervention.keep_chunks, q_rot.dtype)[..., dim_to_chunk]
+        q_rot, k_rot = q_rot * keep, k_rot * keep
+    return q_rot * jnp.asarray(intervention.logit_scale, q_rot.dtype), k_rot
 
 
 def init_params(key: jax.Array, config: ModelConfig) -> Params:
@@ -181,14 +231,18 @@ def attention(
     config: ModelConfig,
     *,
     return_internals: bool = False,
+    intervention: Intervention | None = None,
 ) -> tuple[jnp.ndarray, dict[str, jnp.ndarray | None] | None]:
     """Causal self-attention of ``x [B, T, d]``; returns ``(output, internals or None)``.
 
     The encoding acts here and only here: it rotates ``q, k`` and/or supplies a score bias.
+    An ``intervention`` changes the rotated queries and keys (``q_rot``, ``k_rot`` in internals).
     """
     enc = config.encoding_config
     q, k, v = _project_qkv(layer, x, config)
     q_rot, k_rot = encodings.rotate(q, positions, enc), encodings.rotate(k, positions, enc)
+    if intervention is not None:
+        q_rot, k_rot = _intervene(q_rot, k_rot, q, k, positions, config, intervention)
     bias = encodings.bias(
         layer["encoding"], enc, config.n_heads, positions, positions, config.context
     )
@@ -212,6 +266,7 @@ def forward(
     *,
     positions: jnp.ndarray | None = None,
     return_internals: bool = False,
+    intervention: Intervention | None = None,
 ) -> jnp.ndarray | tuple[jnp.ndarray, list[dict[str, jnp.ndarray | None]]]:
     """Logits ``[B, T, V]`` float32 for ``tokens [B, T]`` at integer ``positions [T]``.
 
@@ -220,6 +275,7 @@ def forward(
     ``q_rot, k_rot`` (after; the same arrays for non-rotary encodings), ``v`` — all
     ``[B, T, H, D]`` — ``bias`` (``[H, T, T]`` or ``None``), ``scores`` (``[B, H, T, T]``,
     scaled by ``1/sqrt(D)``, bias added, masked entries ``-inf``) and ``probs`` (softmax of scores).
+    ``intervention`` (see :class:`Intervention`) changes attention at inference.
     """
     t = tokens.shape[1]
     positions = jnp.arange(t) if positions is None else jnp.asarray(positions)
@@ -229,7 +285,7 @@ def forward(
     for layer in params["layers"]:
         h, info = attention(
             layer, rms_norm(x, layer["attn_norm"]), positions, config,
-            return_internals=return_internals,
+            return_internals=return_internals, intervention=intervention,
         )  # fmt: skip
         x = x + h
         x = x + mlp(layer, rms_norm(x, layer["mlp_norm"]))
@@ -239,9 +295,14 @@ def forward(
     return (logits, internals) if return_internals else logits
 
 
-def token_losses(params: Params, tokens: jnp.ndarray, config: ModelConfig) -> jnp.ndarray:
+def token_losses(
+    params: Params,
+    tokens: jnp.ndarray,
+    config: ModelConfig,
+    intervention: Intervention | None = None,
+) -> jnp.ndarray:
     """Next-token cross entropy ``[B, T-1]`` (nats): position ``t`` predicts ``tokens[:, t+1]``."""
-    logits = forward(params, tokens[:, :-1], config)
+    logits = forward(params, tokens[:, :-1], config, intervention=intervention)
     targets = tokens[:, 1:]
     log_z = jax.nn.logsumexp(logits, axis=-1)
     target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]

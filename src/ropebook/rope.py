@@ -108,6 +108,20 @@ def turns_per_context(
     )
 
 
+def matched_base(head_dim: int, context: int, slowest_turns: float) -> float:
+    """The base whose slowest plane turns ``slowest_turns`` times over ``context`` tokens.
+
+    Solves ``base^(-(d-2)/d) · context / 2π = slowest_turns`` for ``base``: how a small model
+    with a short context puts its spectrum where a large model's sits (e.g. Gemma 7B's slowest
+    plane turns ~0.14 times over its 8k context).
+    """
+    if head_dim < 4 or head_dim % 2:
+        raise ValueError(f"head_dim must be an even integer >= 4, got {head_dim}")
+    if not (context > 0 and slowest_turns > 0):
+        raise ValueError(f"context and slowest_turns must be > 0, got {context}, {slowest_turns}")
+    return float((context / (2 * np.pi * slowest_turns)) ** (head_dim / (head_dim - 2)))
+
+
 def rotate(x: jnp.ndarray, angles: jnp.ndarray, pairing: str) -> jnp.ndarray:
     """Rotate chunks of ``x [..., seq, heads, d]`` by ``angles [..., seq, d/2]`` (any angles:
     scaled grids such as Llama 3's build their own angles and rotate with this)."""

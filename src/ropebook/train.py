@@ -61,8 +61,12 @@ class TrainConfig:
     eval_batches: int = 8
     checkpoint_every: int = 0
     log_every: int = 10
+    snapshots: tuple[int, ...] = ()  # steps whose params are kept (training dynamics)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "snapshots", tuple(sorted({int(s) for s in self.snapshots})))
+        if self.snapshots and not 0 <= self.snapshots[0] <= self.snapshots[-1] <= self.steps:
+            raise ValueError(f"snapshots must lie in [0, steps={self.steps}], got {self.snapshots}")
         for name in ("steps", "batch_size", "seq_len", "eval_batches", "log_every"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"TrainConfig.{name} must be positive, got {getattr(self, name)}")
@@ -72,7 +76,16 @@ class TrainConfig:
             raise ValueError(f"lr must be > 0, got {self.lr}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """JSON-ready; ``snapshots`` only when set, so runs without them keep their spec hash."""
+        data = dataclasses.asdict(self)
+        data["snapshots"] = list(self.snapshots)
+        return data if self.snapshots else {k: v for k, v in data.items() if k != "snapshots"}
+
+
+def log_spaced_steps(steps: int, count: int, first: int = 1) -> tuple[int, ...]:
+    """About ``count`` distinct integer steps from ``first`` to ``steps``, evenly spaced in log."""
+    grid = np.geomspace(first, steps, count)
+    return tuple(sorted({int(round(s)) for s in grid}))
 
 
 @dataclass
@@ -157,9 +170,15 @@ def _train_step(config: ModelConfig, tc: TrainConfig):
 _token_losses = jax.jit(model.token_losses, static_argnames="config")
 
 
-def _window_losses(params: Params, config: ModelConfig, windows: np.ndarray) -> np.ndarray:
+def _window_losses(
+    params: Params,
+    config: ModelConfig,
+    windows: np.ndarray,
+    intervention: model.Intervention | None = None,
+) -> np.ndarray:
     batch_sharding, _ = _shardings(len(windows))
-    return np.asarray(_token_losses(params, jax.device_put(windows, batch_sharding), config))
+    windows = jax.device_put(windows, batch_sharding)
+    return np.asarray(_token_losses(params, windows, config, intervention))
 
 
 def evaluate(
@@ -171,6 +190,7 @@ def evaluate(
     batch_size: int,
     n_batches: int,
     seed: int = 0,
+    intervention: model.Intervention | None = None,
 ) -> dict[str, float]:
     """Mean next-token loss (nats) and perplexity over ``n_batches`` random windows.
 
@@ -179,7 +199,9 @@ def evaluate(
     """
     rng = np.random.default_rng([seed, 2**31])
     losses = [
-        _window_losses(params, config, sample_windows(tokens, seq_len + 1, batch_size, rng)).mean()
+        _window_losses(
+            params, config, sample_windows(tokens, seq_len + 1, batch_size, rng), intervention
+        ).mean()
         for _ in range(n_batches)
     ]
     loss = float(np.mean(losses))
@@ -195,6 +217,7 @@ def loss_by_position(
     n_windows: int,
     seed: int = 0,
     batch_size: int = 8,
+    intervention: model.Intervention | None = None,
 ) -> np.ndarray:
     """Mean loss at each position ``[seq_len]`` over ``n_windows`` windows; ``seq_len`` may exceed
     the training context, which is how the chapters draw length-extrapolation curves."""
@@ -203,7 +226,7 @@ def loss_by_position(
     for start in range(0, n_windows, batch_size):
         count = min(batch_size, n_windows - start)
         total += _window_losses(
-            params, config, sample_windows(tokens, seq_len + 1, count, rng)
+            params, config, sample_windows(tokens, seq_len + 1, count, rng), intervention
         ).sum(0)
     return total / n_windows
 
@@ -271,6 +294,42 @@ def save_checkpoint(
         if old.name != name:
             old.unlink()
     return directory / CHECKPOINT_JSON
+
+
+def _save_snapshot(directory: Path, run: TrainResult) -> None:
+    """Keep this step's params (only) beside the checkpoint; the JSON lists it in the history."""
+    name = f"snapshot_{run.step:07d}.safetensors"
+    with io.atomic_path(directory / name) as tmp:
+        save_file({k: np.asarray(v) for k, v in _named_leaves(run.params, "params")}, str(tmp))
+    entry = {"step": run.step, "tokens_seen": run.tokens_seen, "file": name}
+    entry["sha256"] = io.sha256_file(directory / name)
+    snapshots = run.history.setdefault("snapshots", [])
+    snapshots[:] = [e for e in snapshots if e["step"] != run.step] + [entry]
+
+
+def snapshot_steps(directory: Path | str) -> list[int]:
+    """Steps of the snapshots a finished or interrupted run kept (see ``TrainConfig.snapshots``)."""
+    meta = read_metadata(directory)
+    return sorted(e["step"] for e in meta.get("history", {}).get("snapshots", []))
+
+
+def load_snapshot(directory: Path | str, step: int) -> tuple[Params, dict[str, Any]]:
+    """``(params, entry)`` of the snapshot at ``step``, after verifying its sha256 and shapes."""
+    meta = read_metadata(directory)
+    entries = {e["step"]: e for e in meta.get("history", {}).get("snapshots", [])}
+    if step not in entries:
+        raise CheckpointError(
+            f"{Path(directory) / CHECKPOINT_JSON}: no snapshot at step {step}; "
+            f"kept: {sorted(entries)}"
+        )
+    entry = entries[step]
+    path = Path(directory) / entry["file"]
+    if not path.exists():
+        raise CheckpointError(f"{path}: snapshot file named by {CHECKPOINT_JSON} is missing")
+    io.verify_sha256(path, entry["sha256"])
+    config = ModelConfig.from_dict(meta["model"])
+    params_shape = jax.eval_shape(lambda key: model.init_params(key, config), jax.random.key(0))
+    return _unflatten(params_shape, "params", load_file(str(path)), path), entry
 
 
 def read_metadata(directory: Path | str) -> dict[str, Any]:
@@ -361,6 +420,8 @@ def train(
         if directory is not None:
             save_checkpoint(directory, run, model_config, tc, extra)
 
+    if directory is not None and run.step == 0 and 0 in tc.snapshots:
+        _save_snapshot(directory, run)
     pending: list[tuple[jax.Array, jax.Array]] = []  # (loss, grad norm) not yet fetched
     last_log = clock
     bar = tqdm(total=tc.steps, initial=start, desc=desc, disable=not progress, leave=False)
@@ -383,8 +444,9 @@ def train(
                 bar.update(len(pending))
                 bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{row['tokens_per_s']:,.0f}")
                 pending, last_log = [], now
+            snapshot = run.step in tc.snapshots
             if val_tokens is not None and (
-                tc.eval_every and run.step % tc.eval_every == 0 or run.step == tc.steps
+                tc.eval_every and run.step % tc.eval_every == 0 or run.step == tc.steps or snapshot
             ):
                 metrics = evaluate(
                     run.params, model_config, val_tokens, seq_len=tc.seq_len,
@@ -392,6 +454,8 @@ def train(
                 )  # fmt: skip
                 run.history["val"].append({"step": run.step, **metrics})
                 bar.set_postfix(val_ppl=f"{metrics['ppl']:.1f}")
+            if snapshot and directory is not None:
+                _save_snapshot(directory, run)
             if tc.checkpoint_every and run.step % tc.checkpoint_every == 0 and run.step < end:
                 checkpoint()
     finally:

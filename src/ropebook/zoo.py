@@ -81,7 +81,7 @@ PROFILES: dict[str, Profile] = {
 SPECS: dict[str, dict[str, Any]] = {
     "nope": {"encoding": "nope"},
     "rope": {"encoding": "rope"},
-    "rope-500k": {"encoding": "rope", "rope_base": 500_000.0},
+    "rope-500k": {"encoding": "rope", "base_factor": 50.0},  # the paper's 500k = 50 × its base
     "p-rope-0.25": {"encoding": "p-rope", "proportion": 0.25},
     "p-rope-0.5": {"encoding": "p-rope", "proportion": 0.5},
     "p-rope-0.75": {"encoding": "p-rope", "proportion": 0.75},
@@ -99,7 +99,64 @@ PE_ZOO: tuple[str, ...] = ("rope", "alibi", "kerple", "fire")
 
 _PROFILE_FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "seeds")
 _ENCODING_FIELDS = ("encoding", "rope_base", "pairing", "proportion", "dtype")
-OVERRIDES: tuple[str, ...] = _PROFILE_FIELDS + _ENCODING_FIELDS
+OVERRIDES: tuple[str, ...] = (*_PROFILE_FIELDS, *_ENCODING_FIELDS, "snapshots")
+
+# ---------------------------------------------------------------- regimes
+# Where a model's spectrum sits matters more than its base: what a RoPE plane can do depends on
+# how far it turns over the training context (rope.turns_per_context). The profiles above keep
+# CABLE's 12 heads of head_dim 16 at base 10^4 and context 128, where the slowest planes barely
+# turn: the "lesson" regime, kept to show why it cannot test claims about slow frequencies.
+# The "matched" regime gives each head 16 planes (head_dim 32) and the base at which its slowest
+# plane turns as often over the training context as Gemma 7B's does over 8k tokens (the paper's
+# model; 0.14 turns), rounded to two significant digits. "flagship" is the matched regime
+# trained ~10x longer with snapshots at log-spaced steps (training dynamics).
+REFERENCE_MODEL = {"name": "Gemma 7B", "head_dim": 256, "rope_base": 10_000.0, "context": 8192}
+REGIMES: tuple[str, ...] = ("lesson", "matched", "flagship")
+FLAGSHIP: tuple[str, ...] = ("rope", "nope", "p-rope-0.75")
+SNAPSHOTS = 8  # log-spaced snapshot steps of a flagship run (plus step 0, the untrained model)
+
+# (profile, regime) -> profile fields replaced; rope_base is derived, see regime_settings.
+_REGIME_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
+    ("smoke", "matched"): {"n_heads": 2, "head_dim": 32},
+    ("smoke", "flagship"): {"n_heads": 2, "head_dim": 32, "steps": 120},
+    ("cpu", "matched"): {"n_heads": 4, "head_dim": 32, "steps": 540, "warmup": 40},
+    ("cpu", "flagship"): {"n_heads": 4, "head_dim": 32, "steps": 1800, "warmup": 100},
+    ("gpu", "matched"): {"n_heads": 12, "head_dim": 64},
+    ("gpu", "flagship"): {"n_heads": 12, "head_dim": 64, "steps": 4000, "warmup": 200},
+}
+
+
+def _round_significant(x: float, digits: int = 2) -> float:
+    return float(f"{x:.{digits - 1}e}")
+
+
+def reference_slowest_turns() -> float:
+    """Turns of the reference model's slowest plane over its context (Gemma 7B: ~0.14)."""
+    from ropebook import rope
+
+    ref = REFERENCE_MODEL
+    return float(rope.turns_per_context(ref["head_dim"], ref["rope_base"], ref["context"])[-1])
+
+
+def regime_settings(profile: str, regime: str = "lesson") -> dict[str, Any]:
+    """The profile fields (and ``rope_base``, ``snapshots``) a regime replaces; ``{}`` for lesson."""
+    from ropebook import rope
+
+    _choose("profile", profile, PROFILES)
+    _choose("regime", regime, REGIMES)
+    if regime == "lesson":
+        return {}
+    fields = dict(_REGIME_FIELDS[(profile, regime)])
+    context = fields.get("context", PROFILES[profile].context)
+    base = rope.matched_base(fields["head_dim"], context, reference_slowest_turns())
+    fields["rope_base"] = _round_significant(base)
+    if regime == "flagship":
+        steps = fields["steps"]
+        fields["snapshots"] = (
+            0,
+            *train.log_spaced_steps(steps, SNAPSHOTS, first=max(steps // 100, 1)),
+        )
+    return fields
 
 
 @dataclass
@@ -115,12 +172,23 @@ class TrainedModel:
     profile: str
     seed: int
     domain: str
+    regime: str = "lesson"
     trained_now: bool = False  # this call trained (or finished training) it; else loaded
 
     @property
     def val_ppl(self) -> float:
         """Validation perplexity at the end of training."""
         return self.history["val"][-1]["ppl"]
+
+    @property
+    def snapshot_steps(self) -> list[int]:
+        """Steps whose params were kept (flagship regime), 0 being the untrained model."""
+        return sorted(e["step"] for e in self.history.get("snapshots", []))
+
+    def snapshot(self, step: int) -> tuple[Params, int]:
+        """``(params, tokens_seen)`` at a kept step (sha256-checked)."""
+        params, entry = train.load_snapshot(self.path, step)
+        return params, entry["tokens_seen"]
 
 
 def _choose(kind: str, value: Any, valid: Any) -> None:
@@ -129,14 +197,22 @@ def _choose(kind: str, value: Any, valid: Any) -> None:
 
 
 def configs(
-    name: str, *, seed: int = 0, profile: str = "cpu", **overrides: Any
+    name: str, *, seed: int = 0, profile: str = "cpu", regime: str = "lesson", **overrides: Any
 ) -> tuple[ModelConfig, train.TrainConfig]:
-    """The model and training configs of a zoo model (validates every argument)."""
+    """The model and training configs of a zoo model (validates every argument).
+
+    ``regime`` (see :data:`REGIMES`) replaces some profile fields; ``overrides`` replace any field
+    last. A spec's ``base_factor`` multiplies the regime's base (RoPE θ = 500k is 50× 10^4).
+    """
     _choose("model name", name, SPECS)
     _choose("profile", profile, PROFILES)
     for key in overrides:
         _choose("override", key, OVERRIDES)
-    settings = dataclasses.asdict(PROFILES[profile]) | SPECS[name] | overrides
+    spec = dict(SPECS[name])
+    factor = spec.pop("base_factor", 1.0)
+    settings = dataclasses.asdict(PROFILES[profile]) | regime_settings(profile, regime) | spec
+    settings["rope_base"] = settings.get("rope_base", 10_000.0) * factor
+    settings |= overrides
     model_config = ModelConfig(
         **{k: settings[k] for k in _ENCODING_FIELDS if k in settings},
         **{k: settings[k] for k in ("vocab_size", "n_layers", "n_heads", "d_model", "d_ff")},
@@ -148,7 +224,7 @@ def configs(
         steps=steps, batch_size=settings["batch_size"], seq_len=settings["context"],
         lr=settings["lr"], warmup=settings["warmup"], seed=seed,
         eval_every=max(steps // 2, 1), checkpoint_every=max(steps // 4, 1),
-        eval_batches=settings["eval_batches"],
+        eval_batches=settings["eval_batches"], snapshots=settings.get("snapshots", ()),
     )  # fmt: skip
     return model_config, train_config
 
@@ -188,18 +264,28 @@ class _Job:
         return hashlib.sha256(json.dumps(self.spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _job(name: str, seed: int, profile: str, domain: str, overrides: dict[str, Any]) -> _Job:
-    model_config, train_config = configs(name, seed=seed, profile=profile, **overrides)
+def _job(
+    name: str, seed: int, profile: str, domain: str, regime: str, overrides: dict[str, Any]
+) -> _Job:
+    model_config, train_config = configs(
+        name, seed=seed, profile=profile, regime=regime, **overrides
+    )
     _choose("domain", domain, DOMAINS)
     splits = tuple(_tokens(domain, split, model_config.vocab_size) for split in ("train", "val"))
     return _Job(name, seed, profile, domain, model_config, train_config, splits)
 
 
 def spec_hash(
-    name: str, *, seed: int = 0, profile: str = "cpu", domain: str = "shakespeare", **overrides: Any
+    name: str,
+    *,
+    seed: int = 0,
+    profile: str = "cpu",
+    domain: str = "shakespeare",
+    regime: str = "lesson",
+    **overrides: Any,
 ) -> str:
     """The cache key of a zoo model (its folder is ``CACHE_DIR/zoo/<spec_hash>``); no training."""
-    return _job(name, seed, profile, domain, overrides).spec_hash
+    return _job(name, seed, profile, domain, regime, overrides).spec_hash
 
 
 def load(
@@ -208,15 +294,17 @@ def load(
     seed: int = 0,
     profile: str = "cpu",
     domain: str = "shakespeare",
+    regime: str = "lesson",
     progress: bool = True,
     **overrides: Any,
 ) -> TrainedModel:
     """The trained zoo model ``name``: from the cache if present, else trained now and cached.
 
-    ``overrides`` replace profile fields (e.g. ``steps=...``) or encoding fields (``rope_base``).
-    An interrupted training run resumes from its last checkpoint.
+    ``regime`` picks the spectrum regime (:data:`REGIMES`); ``overrides`` replace profile fields
+    (e.g. ``steps=...``) or encoding fields (``rope_base``). An interrupted training run resumes
+    from its last checkpoint. Flagship models keep snapshots: :meth:`TrainedModel.snapshot`.
     """
-    job = _job(name, seed, profile, domain, overrides)
+    job = _job(name, seed, profile, domain, regime, overrides)
     directory = Path(CACHE_DIR) / "zoo" / job.spec_hash
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:  # one trainer per model across processes
@@ -232,7 +320,7 @@ def load(
     return TrainedModel(
         name=name, params=params, config=job.model_config, history=meta["history"],
         tokens_seen=meta["tokens_seen"], seconds=meta["seconds"], path=directory,
-        spec_hash=job.spec_hash, profile=profile, seed=seed, domain=domain,
+        spec_hash=job.spec_hash, profile=profile, seed=seed, domain=domain, regime=regime,
         trained_now=trained_now,
     )  # fmt: skip
 
