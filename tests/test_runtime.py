@@ -62,8 +62,8 @@ def _rows(output: str) -> dict[tuple[str, str], str]:
     rows = {}
     for line in output.splitlines():
         parts = line.split()
-        if len(parts) >= 4 and parts[3] in ("trained", "cached"):
-            rows[(parts[0], parts[1])] = parts[3]
+        if len(parts) >= 5 and parts[4] in ("trained", "cached"):
+            rows[(parts[0], parts[1])] = parts[4]
     return rows
 
 

@@ -97,8 +97,16 @@ def test_main_trains_the_requested_models_and_prints_a_table(tiny_zoo, capsys):
 
 def test_default_jobs_cover_specs_and_table2_per_seed():
     jobs = zoo.default_jobs("smoke", seeds=(0, 1))
-    assert len(jobs) == 2 * (len(zoo.SPECS) + len(zoo.TABLE2))
-    assert {d for _, _, d in jobs} == {"shakespeare", "python"}
+    groups = len(zoo.SPECS) + len(zoo.TABLE2) + len(zoo.MATCHED) + len(zoo.FLAGSHIP)
+    assert len(jobs) == len(set(jobs)) == 2 * groups
+    assert {j[2] for j in jobs} == {"shakespeare", "python"} and {j[3] for j in jobs} == set(
+        zoo.REGIMES
+    )
+    cpu = zoo.default_jobs("cpu")
+    flagship = {(n, s) for n, s, _, r in cpu if r == "flagship"}
+    assert flagship == {(n, s) for n in zoo.FLAGSHIP for s in (0, 1)}
+    matched = [(n, s) for n, s, _, r in cpu if r == "matched"]
+    assert len(matched) == 3 * len(zoo.TABLE2) + 1 and ("alibi", 0) in matched
 
 
 def test_regimes_match_gemma_7b_slowest_plane_and_keep_lesson_hashes():

@@ -334,22 +334,44 @@ SEED_BUDGET: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-def seeds_for(name: str, *, profile: str, domain: str = "shakespeare") -> tuple[int, ...]:
+# The matched regime trains Table 2 (and ALiBi, a non-rotary baseline for context extension) on
+# Shakespeare; the flagship models train ~10x longer, so they get fewer seeds.
+MATCHED: tuple[str, ...] = (*TABLE2, "alibi")
+FLAGSHIP_SEEDS = 2
+
+
+def seeds_for(
+    name: str, *, profile: str, domain: str = "shakespeare", regime: str = "lesson"
+) -> tuple[int, ...]:
     """The seeds the zoo trains by default for ``name`` on ``domain``: what chapters average over."""
     _choose("model name", name, SPECS)
     _choose("profile", profile, PROFILES)
+    _choose("regime", regime, REGIMES)
     seeds = PROFILES[profile].seeds
+    if regime == "flagship":
+        return seeds[:FLAGSHIP_SEEDS] if name in FLAGSHIP else ()
+    if regime == "matched":
+        return seeds if name in TABLE2 else seeds[:1] if name in MATCHED else ()
     budget = SEED_BUDGET.get((profile, domain))
     return seeds if budget is None or name in budget else seeds[:1]
 
 
-def default_jobs(profile: str, seeds: tuple[int, ...] | None = None) -> list[tuple[str, int, str]]:
-    """Every (name, seed, domain) the book needs: all specs on Shakespeare, Table 2 on Python,
-    first seed first (so a partial run already serves every chapter)."""
-    jobs = [(n, "shakespeare") for n in SPECS] + [(n, "python") for n in TABLE2]
-    chosen = {j: seeds or seeds_for(j[0], profile=profile, domain=j[1]) for j in jobs}
+Job = tuple[str, int, str, str]  # name, seed, domain, regime
+
+
+def default_jobs(profile: str, seeds: tuple[int, ...] | None = None) -> list[Job]:
+    """Every (name, seed, domain, regime) the book needs: in the lesson regime all specs on
+    Shakespeare and Table 2 on Python; in the matched regime :data:`MATCHED` on Shakespeare; the
+    :data:`FLAGSHIP` models. First seeds first, so a partial run already serves every chapter."""
+    groups = [(n, "shakespeare", "lesson") for n in SPECS]
+    groups += [(n, "python", "lesson") for n in TABLE2]
+    groups += [(n, "shakespeare", "matched") for n in MATCHED]
+    groups += [(n, "shakespeare", "flagship") for n in FLAGSHIP]
+    chosen = {
+        g: seeds or seeds_for(g[0], profile=profile, domain=g[1], regime=g[2]) for g in groups
+    }
     depth = max(len(s) for s in chosen.values())
-    return [(n, s[i], d) for i in range(depth) for (n, d), s in chosen.items() if i < len(s)]
+    return [(n, s[i], d, r) for i in range(depth) for (n, d, r), s in chosen.items() if i < len(s)]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -385,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--names", nargs="+", metavar="NAME", help=f"from: {', '.join(SPECS)}")
     parser.add_argument("--seeds", nargs="+", type=int, help="default: the profile's seeds")
     parser.add_argument("--domains", nargs="+", choices=DOMAINS)
+    parser.add_argument("--regimes", nargs="+", choices=REGIMES, help="default: all (or lesson)")
     parser.add_argument("--shard", default="0/1", metavar="I/N", help="train the I-th of N shares")
     args = parser.parse_args(argv)
     try:
@@ -397,29 +420,34 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [name for name in args.names if name not in SPECS]
         if unknown:
             parser.error(f"unknown model names {unknown}; valid: {', '.join(SPECS)}")
-        domains = args.domains or ["shakespeare"]
-        jobs = [(n, s, d) for d in domains for n in args.names for s in seeds]
+        domains, regimes = args.domains or ["shakespeare"], args.regimes or ["lesson"]
+        jobs = [(n, s, d, r) for r in regimes for d in domains for n in args.names for s in seeds]
     else:
-        jobs = [j for j in default_jobs(args.profile, seeds) if j[2] in (args.domains or DOMAINS)]
+        jobs = [
+            j
+            for j in default_jobs(args.profile, seeds)
+            if j[2] in (args.domains or DOMAINS) and j[3] in (args.regimes or REGIMES)
+        ]
     jobs = shard_jobs(jobs, *shard)
     start = time.perf_counter()
     rows = []
-    for i, (name, seed, domain) in enumerate(jobs, 1):
-        print(f"[{i}/{len(jobs)}] {name} seed={seed} domain={domain}", flush=True)
-        m = load(name, seed=seed, profile=args.profile, domain=domain)
+    for i, (name, seed, domain, regime) in enumerate(jobs, 1):
+        print(f"[{i}/{len(jobs)}] {name} seed={seed} domain={domain} regime={regime}", flush=True)
+        m = load(name, seed=seed, profile=args.profile, domain=domain, regime=regime)
         status = "trained" if m.trained_now else "cached"
         rows.append(
             (
                 name,
                 seed,
                 domain,
+                regime,
                 status,
                 f"{m.val_ppl:.2f}",
                 f"{m.tokens_seen:,}",
                 f"{m.seconds:.1f}",
             )
         )
-    header = ("name", "seed", "domain", "status", "val ppl", "tokens", "seconds")
+    header = ("name", "seed", "domain", "regime", "status", "val ppl", "tokens", "seconds")
     widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
