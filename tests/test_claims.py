@@ -14,13 +14,13 @@ def test_rules():
     above = claims.interval_above(0.5)
     assert [above((0.6, 0.9)), above((0.4, 0.6)), above((0.1, 0.4))] == [
         "held",
-        "partly",
+        "cannot decide",
         "not held",
     ]
     below = claims.interval_below(0.5)
     assert [below((0.1, 0.4)), below((0.4, 0.6)), below((0.6, 0.9))] == [
         "held",
-        "partly",
+        "cannot decide",
         "not held",
     ]
     assert claims.given("partly") == "partly" and claims.untestable() == "not testable here"

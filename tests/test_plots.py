@@ -2,7 +2,7 @@
 
 import json
 
-from ropebook import plots
+from ropebook import claims, plots
 from ropebook.claims import ChapterRecord, Claim
 
 
@@ -38,10 +38,10 @@ def test_claims_by_chapter_one_four_column_table_per_chapter():
     )
     assert beta == "**[Beta](beta.ipynb)**: 3 held, 1 not testable here"
     lines = alpha_table.splitlines()
-    assert lines[0] == "| claim (source) | measured | seeds | verdict |"
+    assert lines[0] == "| claim (source) | measured | evidence | verdict |"
     assert lines[2] == "| claim 1 (*Barbero et al. 2025, Fig. 1*) | measured 1 | — | **held** |"
     assert lines[3] == (
-        "| claim 2 (*Barbero et al. 2025, Fig. 2*) | measured 2 (0.1–0.3) | 3 | **partly** |"
+        "| claim 2 (*Barbero et al. 2025, Fig. 2*) | measured 2 (0.1–0.3) | 3 seeds | **partly** |"
     )
     assert beta_table.splitlines()[-1] == (
         "| claim 7 (*Barbero et al. 2025, Fig. 7*) | a \\| b | — | **held** |"
@@ -75,7 +75,7 @@ def test_verdict_chart_counts_every_verdict_of_every_chapter():
     assert spec["title"] == "Verdicts by chapter" and spec["width"] == 360
     (values,) = spec["datasets"].values()
     counts = {(v["chapter"], v["verdict"]): v["claims"] for v in values}
-    assert len(counts) == 8 and sum(counts.values()) == 7
+    assert len(counts) == 2 * len(claims.VERDICTS) and sum(counts.values()) == 7
     assert counts["Beta", "held"] == 3 and counts["Beta", "partly"] == 0
     assert counts["Alpha: a chapter with a title long enough to wrap", "not held"] == 1
     # the longest title wraps onto two lines: bands are tall enough for both

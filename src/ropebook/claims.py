@@ -15,7 +15,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-VERDICTS = ("held", "partly", "not held", "not testable here")
+# held / not held: the evidence decides, one way or the other. partly: a claim of several parts
+# of which some hold. cannot decide: the run's interval contains the claimed threshold, so it can
+# only bound the effect (say the bound in ``measured``, the run's minimum detectable effect in
+# ``evidence``). not testable here: this book cannot measure it (say why).
+VERDICTS = ("held", "partly", "not held", "cannot decide", "not testable here")
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class Claim:
     verdict: str
     interval: str | None = None
     seeds: int | None = None
+    evidence: str | None = None  # what decided it: models, seeds, tokens, minimum detectable effect
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -37,10 +42,11 @@ class Claim:
 
 def verdict_from_interval(low: float, high: float, *, threshold: float, above: bool = True) -> str:
     """``held`` if the whole interval is on the claimed side of ``threshold``, ``not held`` if it
-    is wholly on the other side, ``partly`` if it straddles it."""
+    is wholly on the other side, ``cannot decide`` if it contains it (the run only bounds the
+    effect; a wider run may still decide)."""
     if above:
-        return "held" if low > threshold else "not held" if high < threshold else "partly"
-    return "held" if high < threshold else "not held" if low > threshold else "partly"
+        return "held" if low > threshold else "not held" if high < threshold else "cannot decide"
+    return "held" if high < threshold else "not held" if low > threshold else "cannot decide"
 
 
 # ---------------------------------------------------------------- verdict rules
@@ -119,8 +125,10 @@ class ClaimSet:
         *,
         interval: str | None = None,
         seeds: int | None = None,
+        basis: str | None = None,
     ) -> None:
-        """Decide the claim from ``evidence`` with its declared rule and keep the record."""
+        """Decide the claim from ``evidence`` with its declared rule and keep the record;
+        ``basis`` says what the verdict rests on (models, seeds, tokens, detectable effect)."""
         if claim_id not in self.specs:
             raise KeyError(f"claim {claim_id!r} was not declared; declared: {list(self.specs)}")
         if claim_id in self.records:
@@ -128,7 +136,7 @@ class ClaimSet:
         spec = self.specs[claim_id]
         claim = Claim(
             id=spec.id, source=spec.source, statement=spec.statement, measured=measured,
-            verdict=spec.rule(evidence), interval=interval, seeds=seeds,
+            verdict=spec.rule(evidence), interval=interval, seeds=seeds, evidence=basis,
         )  # fmt: skip
         self.records[claim_id] = claim
 
@@ -142,12 +150,19 @@ class ClaimSet:
         glue_claims(self.claims())
 
 
+def evidence_text(claim: Claim) -> str:
+    """What a verdict rests on, for tables: the recorded basis, else the seed count, else —."""
+    if claim.evidence:
+        return claim.evidence
+    return f"{claim.seeds} seed{'s' if claim.seeds != 1 else ''}" if claim.seeds else "—"
+
+
 def markdown_table(claims: list[Claim]) -> str:
-    rows = ["| claim (source) | measured | seeds | verdict |", "|---|---|---|---|"]
+    rows = ["| claim (source) | measured | evidence | verdict |", "|---|---|---|---|"]
     for c in claims:
         measured = c.measured + (f" ({c.interval})" if c.interval else "")
         rows.append(
-            f"| {c.statement} *({c.source})* | {measured} | {c.seeds or '—'} | **{c.verdict}** |"
+            f"| {c.statement} *({c.source})* | {measured} | {evidence_text(c)} | **{c.verdict}** |"
         )
     return "\n".join(rows)
 

@@ -70,15 +70,18 @@ def table(rows: list[dict], *, digits: int = 3):
 
 
 # ------------------------------------------------------------------ summary pages (scorecard)
-VERDICT_COLOURS = ("#2a9d8f", "#e9c46a", "#e76f51", "#adb5bd")  # held, partly, not held, n/a
+# held, partly, not held, cannot decide, not testable here (claims.VERDICTS)
+VERDICT_COLOURS = ("#2a9d8f", "#e9c46a", "#e76f51", "#8ecae6", "#adb5bd")
 
 
 def _claim_rows(claims: list) -> list[dict]:
+    from ropebook.claims import evidence_text
+
     return [
         {
             "claim (source)": f"{c.statement} (*{c.source}*)",
             "measured": c.measured + (f" ({c.interval})" if c.interval else ""),
-            "seeds": c.seeds or "—",
+            "evidence": evidence_text(c),
             "verdict": f"**{c.verdict}**",
         }
         for c in claims
