@@ -30,6 +30,10 @@ def test_gemma_7b_regime_matches_the_hand_calculation():
 def test_profiles_and_chart():
     settings = regime.profile_settings()
     assert settings["ours: cpu"].head_dim == 16 and settings["ours: cpu"].context == 128
+    matched = regime.regime_rows({"m": settings["ours: cpu, matched"]})[0]
+    gemma = regime.regime_rows({"g": regime.REFERENCE_MODELS["Gemma 7B"]})[0]
+    assert matched["d"] == 32 and matched["θ"] == "200"  # base 202.6, two significant digits
+    assert matched["slowest plane, turns"] == pytest.approx(gemma["slowest plane, turns"], rel=0.02)
     chart = regime.turns_chart({**regime.REFERENCE_MODELS, **settings}).to_dict()
     values = chart["layer"][0]["data"]["values"]
     assert len(values) == 128 * 2 + 64 + 32 + sum(s.head_dim // 2 for s in settings.values())

@@ -30,19 +30,27 @@ import numpy as np
 
 from ropebook import rope
 from ropebook.analysis import mean_interval
+from ropebook.analysis.power import bound_text, min_detectable_effect, percent_of_perplexity
 
 # ---------------------------------------------------------------- estimates over seeds
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """Mean and ``confidence`` interval of independent samples (one per seed)."""
+    """Mean and ``confidence`` interval of independent samples (one per seed).
+
+    ``scale`` says how it was formed: ``linear`` (Student t on the values), ``log`` (on the log
+    of positive values such as perplexities, then exponentiated: the mean is geometric and the
+    interval never reaches below 0), ``percent`` (a difference of logs, e.g. of losses, shown as
+    the relative change ``100 (e^Δ - 1)``).
+    """
 
     mean: float
     low: float
     high: float
     values: tuple[float, ...]
     confidence: float = 0.95
+    scale: str = "linear"
 
     @property
     def n(self) -> int:
@@ -56,25 +64,46 @@ class Estimate:
         return self.low <= other.high and other.low <= self.high
 
     def format(self, digits: int = 4) -> str:
+        sign, unit = ("+", " %") if self.scale == "percent" else ("", "")
         if self.n < 2:
-            return f"{self.mean:.{digits}f} (1 seed)"
-        return f"{self.mean:.{digits}f} ± {self.half_width:.{digits}f}"
+            return f"{self.mean:{sign}.{digits}f}{unit} (1 seed)"
+        if self.scale == "linear":
+            return f"{self.mean:.{digits}f} ± {self.half_width:.{digits}f}"
+        return f"{self.mean:{sign}.{digits}f}{unit} [{self.low:{sign}.{digits}f}, {self.high:{sign}.{digits}f}]"
 
 
-def estimate(samples: Sequence[float], confidence: float = 0.95) -> Estimate:
-    """:class:`Estimate` of ``samples`` (Student-t interval; a point when there is one sample)."""
+def estimate(samples: Sequence[float], confidence: float = 0.95, *, log: bool = False) -> Estimate:
+    """:class:`Estimate` of ``samples`` (Student-t interval; a point when there is one sample).
+
+    ``log=True`` for positive quantities such as perplexity: the interval is formed on the logs
+    (for perplexity: on the loss) and exponentiated.
+    """
     values = tuple(float(v) for v in np.asarray(samples, dtype=np.float64).ravel())
     if not values:
         raise ValueError("estimate needs at least one sample")
-    mean, low, high = mean_interval(values, confidence)
-    return Estimate(mean, low, high, values, confidence)
+    if not log:
+        return Estimate(*mean_interval(values, confidence), values, confidence)
+    if min(values) <= 0:
+        raise ValueError(f"log-scale estimate needs positive samples, got {min(values)}")
+    mean, low, high = np.exp(mean_interval(np.log(values), confidence))
+    return Estimate(float(mean), float(low), float(high), values, confidence, "log")
+
+
+def percent_estimate(log_differences: Sequence[float], confidence: float = 0.95) -> Estimate:
+    """Differences of logs (of losses: ``log ppl_a - log ppl_b``), interval formed on them and
+    shown as relative changes in percent."""
+    mean, low, high = mean_interval(log_differences, confidence)
+    values = tuple(percent_of_perplexity(d) for d in np.ravel(log_differences))
+    return Estimate(
+        *(percent_of_perplexity(x) for x in (mean, low, high)), values, confidence, "percent"
+    )
 
 
 def seed_table(
-    values: Mapping[str, Sequence[float]], confidence: float = 0.95
+    values: Mapping[str, Sequence[float]], confidence: float = 0.95, *, log: bool = False
 ) -> dict[str, Estimate]:
     """``{variant: Estimate}`` from ``{variant: [value of seed 0, seed 1, ...]}``."""
-    return {name: estimate(v, confidence) for name, v in values.items()}
+    return {name: estimate(v, confidence, log=log) for name, v in values.items()}
 
 
 # ---------------------------------------------------------------- pairwise orderings
@@ -132,10 +161,33 @@ class Comparison:
             return "within noise"
         return f"{self.a} < {self.b}" if self.difference.mean < 0 else f"{self.a} > {self.b}"
 
+    @property
+    def bound(self) -> str:
+        """The paired difference's interval read as a bound on the effect (``|Δ| < X``)."""
+        unit = "%" if self.difference.scale == "percent" else ""
+        return bound_text(self.difference.low, self.difference.high, unit=unit)
+
+    def min_detectable(self, confidence: float = 0.95, power: float = 0.8) -> float:
+        """Smallest true paired difference this many seeds detect with ``power`` (paired t-test;
+        in percent of perplexity for a ``log`` comparison); ``nan`` without two paired seeds."""
+        if not self.paired:
+            return math.nan
+        d = self.difference
+        if d.scale != "percent":
+            return min_detectable_effect(
+                float(np.std(d.values, ddof=1)), d.n, confidence=confidence, power=power
+            )
+        logs = np.log1p(np.asarray(d.values) / 100)
+        mde = min_detectable_effect(
+            float(np.std(logs, ddof=1)), d.n, confidence=confidence, power=power
+        )
+        return percent_of_perplexity(mde)
+
     def verdict(self, claimed_lower: str, *, test: str = "paired") -> str:
         """Verdict on "``claimed_lower`` has the lower value": ``held`` if the ``test`` separates
-        the two in that direction, ``not held`` if the other way, ``partly`` if it does not
-        separate them, ``not testable here`` with a single seed.
+        the two in that direction, ``not held`` if the other way, ``cannot decide`` if it does
+        not separate them (:attr:`bound` says how large the effect can be), ``not testable here``
+        with a single seed.
 
         ``test="paired"``: the paired difference's interval excludes 0 (falls back to
         ``"intervals"`` when the seeds differ); ``test="intervals"``: the two intervals do not
@@ -148,10 +200,10 @@ class Comparison:
             return "not testable here"
         if test == "paired" and self.paired:
             if not self.paired_separated:
-                return "partly"
+                return "cannot decide"
             lower = self.a if self.difference.mean < 0 else self.b
         elif not self.separated:
-            return "partly"
+            return "cannot decide"
         else:
             lower = self.lower
         return "held" if lower == claimed_lower else "not held"
@@ -168,15 +220,27 @@ class Comparison:
 
 
 def compare(
-    a: str, a_values: Sequence[float], b: str, b_values: Sequence[float], confidence: float = 0.95
+    a: str,
+    a_values: Sequence[float],
+    b: str,
+    b_values: Sequence[float],
+    confidence: float = 0.95,
+    *,
+    log: bool = False,
 ) -> Comparison:
     """Compare two variants' per-seed values (lower is better); see :class:`Comparison`.
 
     The difference is paired seed by seed when both lists have the same length; otherwise it is the
-    difference of means with a Welch-style interval.
+    difference of means with a Welch-style interval. ``log=True`` (perplexities): intervals are
+    formed on the log scale and the paired difference is ``log a - log b`` (a difference of
+    losses), shown in percent of perplexity.
     """
-    a_est, b_est = estimate(a_values, confidence), estimate(b_values, confidence)
-    if len(a_values) == len(b_values):
+    a_est, b_est = estimate(a_values, confidence, log=log), estimate(b_values, confidence, log=log)
+    if log and len(a_values) == len(b_values):
+        difference = percent_estimate(np.log(a_values) - np.log(b_values), confidence)
+    elif log:
+        raise ValueError("a log-scale comparison needs the same seeds on both sides")
+    elif len(a_values) == len(b_values):
         difference = estimate(np.subtract(a_values, b_values), confidence)
     else:
         from scipy import stats
@@ -314,7 +378,7 @@ def binned_ppl(
     rows = []
     for start in range(0, length, bin_width):
         stop = min(start + bin_width, length)
-        est = estimate([c.ppl_between(start, stop) for c in curves], confidence)
+        est = estimate([c.ppl_between(start, stop) for c in curves], confidence, log=True)
         rows.append(
             {
                 "start": start,
@@ -635,7 +699,12 @@ def table1_text(rows: Sequence[dict]) -> str:
 
 
 def load_runs(
-    names: Sequence[str], domains: Sequence[str], *, profile: str, extra: Sequence = ()
+    names: Sequence[str],
+    domains: Sequence[str],
+    *,
+    profile: str,
+    extra: Sequence = (),
+    regime: str = "lesson",
 ) -> dict[tuple[str, str], list]:
     """``{(name, domain): [zoo model of each default seed]}`` for every name on every domain,
     then the ``extra`` ``(name, domain)`` pairs not already there (trained if not cached)."""
@@ -645,8 +714,8 @@ def load_runs(
     jobs += [job for job in extra if job not in jobs]
     return {
         (name, domain): [
-            zoo.load(name, seed=s, profile=profile, domain=domain, progress=False)
-            for s in zoo.seeds_for(name, profile=profile, domain=domain)
+            zoo.load(name, seed=s, profile=profile, domain=domain, regime=regime, progress=False)
+            for s in zoo.seeds_for(name, profile=profile, domain=domain, regime=regime)
         ]
         for name, domain in jobs
     }
@@ -836,7 +905,8 @@ def ordering_summary(comparisons: Mapping[tuple[str, str, str], Comparison], pro
     return (
         f"**Confirmed** (paired difference separated from 0, in the paper's direction): "
         f"{listing('held')}. **Reversed** (separated, opposite direction): "
-        f"{listing('not held')}. **Within noise**: {listing('partly')}. Of these orderings, "
+        f"{listing('not held')}. **Cannot decide** (the paired interval contains 0): "
+        f"{listing('cannot decide')}. Of these orderings, "
         f"{sum(c.separated for c in comparisons.values())} of {len(comparisons)} also pass the "
         "unpaired test (non-overlapping intervals)."
     )
@@ -995,6 +1065,93 @@ def noise_verdict(noise: SeedNoise) -> str:
     return "held" if all(above) else "partly" if any(above) else "not held"
 
 
+# -------- the matched regime: what the runs can resolve
+
+
+def regime_rows(settings: Mapping[str, tuple[int, float, int]], proportion: float = 0.75) -> list:
+    """Per setting ``label -> (head_dim, base, context)``: how far the planes that p-RoPE frees
+    turn under RoPE over the context (fastest and slowest freed plane, in turns), and the share
+    of all planes that complete at least one turn."""
+    rows = []
+    for label, (head_dim, base, context) in settings.items():
+        turns = rope.turns_per_context(head_dim, base, context)
+        freed = rope.frequencies(head_dim, base, variant="p-rope", proportion=proportion) == 0
+        rows.append(
+            {
+                "setting": label,
+                "head_dim, θ, context": f"{head_dim}, {base:,.0f}, {context:,}",
+                "freed planes": int(freed.sum()),
+                "their turns over the context": f"{turns[freed].min():.3g} – {turns[freed].max():.3g}",
+                "planes with ≥ 1 turn": f"{(turns >= 1).mean():.0%}",
+            }
+        )
+    return rows
+
+
+def paired_sd_percent(c: Comparison) -> float:
+    """Standard deviation over seeds of a log-scale comparison's paired difference of losses,
+    in percent of perplexity (nan without two paired seeds)."""
+    if not c.paired or c.difference.scale != "percent":
+        return math.nan
+    return 100 * float(np.std(np.log1p(np.asarray(c.difference.values) / 100), ddof=1))
+
+
+def _percent(value: float) -> str:
+    return f"{value:.2f} %" if np.isfinite(value) else "—"
+
+
+def resolution_rows(
+    comparisons: Mapping[tuple[str, str], Comparison],
+    paper: Mapping[str, float],
+    confidence: float = 0.95,
+    power: float = 0.8,
+) -> list[dict]:
+    """What each ordering's run can resolve: the paper's gap and our paired difference (both in
+    % of perplexity), the s.d. of our paired difference, the smallest effect the seeds detect
+    with ``power`` (paired t-test, two-sided at ``confidence``), the verdict on the paper's order
+    and, where the run cannot decide, the bound it puts on the effect."""
+    rows = []
+    for (better, worse), c in comparisons.items():
+        verdict = c.verdict(c.a)
+        rows.append(
+            {
+                "paper's order": f"{c.a} < {c.b}",
+                "paper Δ": f"{100 * (paper[better] / paper[worse] - 1):+.2f} %",
+                "our paired Δ": c.difference.format(2),
+                "s.d. of Δ": _percent(paired_sd_percent(c)),
+                f"detectable ({c.difference.n} seeds)": _percent(
+                    c.min_detectable(confidence, power)
+                ),
+                "verdict": verdict,
+                "reading": c.bound if verdict == "cannot decide" else verdict,
+            }
+        )
+    return rows
+
+
+def resolution_text(c: Comparison, confidence: float = 0.95, power: float = 0.8) -> str:
+    """A claim's basis: seeds and the smallest effect they can detect."""
+    if not c.paired:
+        return f"{c.difference.n} seed(s): no paired interval"
+    mde = c.min_detectable(confidence, power)
+    return f"{c.difference.n} paired seeds; detectable |Δ| ≥ {mde:.2g} % ({power:.0%} power)"
+
+
+def matched_noise(comparisons: Mapping[tuple[str, str], Comparison]) -> float:
+    """Median over orderings of the paired s.d. in % of perplexity (the book's target: ≤ 1 %)."""
+    values = [paired_sd_percent(c) for c in comparisons.values()]
+    values = [v for v in values if np.isfinite(v)]
+    return float(np.median(values)) if values else math.nan
+
+
+def noise_target_verdict(noise_percent: float, target: float = 1.0) -> str:
+    """``held`` if the paired noise is at most ``target`` % of perplexity, ``not held`` above,
+    ``not testable here`` without two paired seeds (nan)."""
+    if not np.isfinite(noise_percent):
+        return "not testable here"
+    return "held" if noise_percent <= target else "not held"
+
+
 # -------- length extrapolation and the p sweep
 
 
@@ -1012,7 +1169,7 @@ def extrapolation_table(
 ) -> dict[tuple[str, str], dict[int, Estimate]]:
     """``{key: {factor: Estimate over seeds of the perplexity of factor × context windows}}``."""
     return {
-        key: {f: estimate([c.ppl_at(f) for c in cs], confidence) for f in factors}
+        key: {f: estimate([c.ppl_at(f) for c in cs], confidence, log=True) for f in factors}
         for key, cs in curves.items()
     }
 
@@ -1043,7 +1200,7 @@ def compare_curves(
     """:func:`compare` of the perplexities at ``factor × context`` (one curve per seed)."""
     return compare(
         a, [c.ppl_at(factor) for c in a_curves], b, [c.ppl_at(factor) for c in b_curves],
-        confidence,
+        confidence, log=True,
     )  # fmt: skip
 
 

@@ -34,16 +34,19 @@ REFERENCE_MODELS: dict[str, RopeSetting] = {
 }
 
 
-def profile_settings() -> dict[str, RopeSetting]:
-    """Each zoo profile's RoPE model as a :class:`RopeSetting`."""
+def profile_settings(regimes: tuple[str, ...] = ("lesson", "matched")) -> dict[str, RopeSetting]:
+    """Each zoo profile's RoPE model in each of ``regimes`` as a :class:`RopeSetting`
+    (``ours: cpu`` is the lesson regime, ``ours: cpu, matched`` the matched one)."""
     from ropebook import zoo
 
     settings = {}
     for profile in zoo.PROFILES:
-        config, _ = zoo.configs("rope", profile=profile)
-        settings[f"ours: {profile}"] = RopeSetting(
-            config.head_dim, config.rope_base, config.context, "ropebook.zoo.PROFILES"
-        )
+        for regime in regimes:
+            config, _ = zoo.configs("rope", profile=profile, regime=regime)
+            label = f"ours: {profile}" + ("" if regime == "lesson" else f", {regime}")
+            settings[label] = RopeSetting(
+                config.head_dim, config.rope_base, config.context, f"ropebook.zoo ({regime})"
+            )
     return settings
 
 
