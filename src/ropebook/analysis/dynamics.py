@@ -1,0 +1,488 @@
+"""Mechanisms over training: each chapter's statistic along a model's snapshots, and its trend.
+
+A flagship zoo model keeps its params at step 0 (untrained) and at ~8 log-spaced steps
+(:meth:`ropebook.zoo.TrainedModel.snapshot`); a model without snapshots gives two points, the
+untrained model rebuilt from its seed and the trained one (:func:`snapshots`). For one model
+name and every seed, :func:`over_training` runs a *measure* on each snapshot and returns one
+:class:`Trajectory` per statistic: ``values [seeds, snapshots]`` against ``tokens`` seen.
+
+The measures reuse each chapter's own functions, nothing is re-derived here:
+
+- :func:`norm_share_measure` — share of the query and key chunk norm per RoPE pair in the slowest
+  quarter (``analysis.frequencies``) against the isotropic ``1 / pairs`` (Sec. 4, Fig. 3);
+- :func:`decay_measure` — the least-decaying layer's short-minus-long mean activation, relative
+  to its mean absolute activation (``analysis.decay``; Sec. 3);
+- :func:`positional_measure` — the strongest head's mean attention on the previous token and on
+  itself (``analysis.heads`` graded detector; Sec. 5), and the strongest head's induction
+  (prefix-matching) score on repeated random tokens (:func:`induction_score`; Olsson et al. 2022);
+- :func:`apostrophe_measure` — the apostrophe lift of the head picked on selection windows,
+  measured on other windows (``analysis.semantic``; Sec. 6, Figs 7, 12).
+
+:func:`trend_test` reads a trajectory: the paired change from the untrained model to the last
+snapshot, with a t-interval over seeds, decides whether the statistic **moves toward the Gemma
+result**, **away** from it, or whether the run **cannot decide** (the interval contains 0, or
+there is one seed: nothing to pair over). Spearman's rank correlation with tokens seen per seed
+says whether the change is monotone. One Altair chart per statistic (log tokens on x).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ropebook.analysis import Estimate, interval_text
+
+TOWARD, AWAY, UNDECIDED = (
+    "moves toward the Gemma result",
+    "moves away from the Gemma result",
+    "cannot decide",
+)
+TREND_VERDICTS: tuple[str, ...] = (TOWARD, AWAY, UNDECIDED)
+CLAIM_VERDICT = {TOWARD: "held", AWAY: "not held", UNDECIDED: "cannot decide"}
+Measure = Callable[..., dict[str, float]]  # (params, config) -> {statistic: value}
+
+
+# ---------------------------------------------------------------- snapshots and trajectories
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    step: int
+    tokens: int
+    params: object
+
+
+def snapshots(trained) -> list[Snapshot]:
+    """The snapshots of a zoo model in step order, step 0 (untrained) first.
+
+    Without kept snapshots (lesson and matched regimes): the untrained model rebuilt from the
+    training seed (``model.init_params(key(seed))``, as :mod:`ropebook.train` starts) and the
+    trained one."""
+    steps = trained.snapshot_steps
+    if steps:
+        return [Snapshot(s, int(t), p) for s in steps for p, t in [trained.snapshot(s)]]
+    import jax
+
+    from ropebook import model
+
+    init = model.init_params(jax.random.key(trained.seed), trained.config)
+    final_step = int(trained.history["train"][-1]["step"]) if trained.history.get("train") else 1
+    return [Snapshot(0, 0, init), Snapshot(final_step, int(trained.tokens_seen), trained.params)]
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One statistic of one model along training: ``values [seeds, S]`` at ``tokens [S]``.
+
+    ``toward`` is +1 if the paper's Gemma result lies at larger values, -1 at smaller ones;
+    ``reference`` an optional fixed baseline drawn on the chart (e.g. the isotropic share)."""
+
+    statistic: str
+    model: str
+    seeds: tuple[int, ...]
+    steps: np.ndarray
+    tokens: np.ndarray
+    values: np.ndarray
+    toward: int
+    reference: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.toward not in (1, -1):
+            raise ValueError(f"toward must be +1 or -1, got {self.toward}")
+        values = np.asarray(self.values, np.float64)
+        if values.shape != (len(self.seeds), len(self.tokens)):
+            raise ValueError(
+                f"values must be [seeds={len(self.seeds)}, snapshots={len(self.tokens)}], "
+                f"got {values.shape}"
+            )
+
+    @property
+    def untrained(self) -> np.ndarray:
+        """``[seeds]`` values of the untrained model (step 0), the baseline."""
+        return np.asarray(self.values)[:, 0]
+
+    @property
+    def final(self) -> np.ndarray:
+        return np.asarray(self.values)[:, -1]
+
+
+def over_training(
+    models: Sequence,
+    measure: Measure,
+    *,
+    toward: dict[str, int],
+    reference: dict[str, float] | None = None,
+) -> dict[str, Trajectory]:
+    """Run ``measure(params, config) -> {statistic: value}`` on every snapshot of ``models``
+    (one zoo model per seed, same name and config); one :class:`Trajectory` per statistic."""
+    if not models:
+        raise ValueError("over_training needs at least one model")
+    name, config = models[0].name, models[0].config
+    rows, steps, tokens = [], None, None
+    for m in models:
+        if m.name != name or m.config != config:
+            raise ValueError("over_training: every model must be the same zoo spec (one per seed)")
+        snaps = snapshots(m)
+        these = np.array([s.step for s in snaps])
+        if steps is not None and not np.array_equal(these, steps):
+            raise ValueError(f"seeds kept different snapshot steps: {steps} vs {these}")
+        steps, tokens = these, np.array([s.tokens for s in snaps])
+        rows.append([measure(s.params, config) for s in snaps])
+    reference = reference or {}
+    return {
+        stat: Trajectory(
+            statistic=stat, model=name, seeds=tuple(m.seed for m in models), steps=steps,
+            tokens=tokens, values=np.array([[r[stat] for r in seed] for seed in rows]),
+            toward=sign, reference=reference.get(stat),
+        )  # fmt: skip
+        for stat, sign in toward.items()
+    }
+
+
+# ---------------------------------------------------------------- the statistics
+
+
+def pair_share(profile, fraction: float = 0.25) -> float:
+    """Mean share of the summed chunk norm held by one pair of the slowest ``fraction`` of pairs
+    (``profile [..., K]`` fastest first, averaged over leading axes first). Isotropic: ``1/K``."""
+    from ropebook.analysis import frequencies as fq
+
+    profile = np.asarray(profile, np.float64).reshape(-1, np.shape(profile)[-1]).mean(0)
+    return float(fq.band_share(profile, fraction, "low")) / fq.band_size(profile.size, fraction)
+
+
+def norm_share_measure(texts, fraction: float = 0.25) -> Measure:
+    """``{"queries", "keys"}``: :func:`pair_share` of each, from ``frequencies.measure``."""
+    from ropebook.analysis import frequencies as fq
+
+    def measure(params, config) -> dict[str, float]:
+        usage = fq.measure(
+            fq.zoo_runner(params, config), texts, frequencies=fq.zoo_frequencies(config),
+            pairing=config.pairing,
+        )  # fmt: skip
+        return {fq.KIND_NAMES[k]: pair_share(usage.heads(k), fraction) for k in ("q", "k")}
+
+    return measure
+
+
+def decay_contrast(curves, short: int) -> np.ndarray:
+    """Per layer, ``(mean activation at r = 1..short − mean over the last quarter) / mean |a|``
+    of ``curves [layers, windows, T]`` (``decay.trained_activation_curves``): > 0 decays."""
+    c = np.asarray(curves, np.float64).mean(1)
+    t = c.shape[-1]
+    contrast = c[:, 1 : short + 1].mean(-1) - c[:, (3 * t) // 4 :].mean(-1)
+    return contrast / np.maximum(np.abs(c[:, 1:]).mean(-1), 1e-30)
+
+
+def decay_measure(windows, short: int) -> Measure:
+    """``{"least-decaying layer": min over layers of decay_contrast}``."""
+    from ropebook.analysis import decay
+
+    def measure(params, config) -> dict[str, float]:
+        curves = decay.trained_activation_curves(params, config, windows)
+        return {"least-decaying layer": float(decay_contrast(curves, short).min())}
+
+    return measure
+
+
+def repeated_random_tokens(
+    rng: np.random.Generator, batch: int, period: int, vocab: int, *, bos: int | None = 0
+) -> np.ndarray:
+    """``[batch, (1) + 2·period]`` int32: (BOS,) then ``period`` random tokens twice. Tokens are
+    drawn without replacement inside a period (so every token's earlier occurrence is unique)
+    from ``1 .. vocab-1`` (never BOS)."""
+    if period > vocab - 1:
+        raise ValueError(f"period {period} needs more than {vocab - 1} distinct tokens")
+    half = np.stack([rng.choice(np.arange(1, vocab), period, replace=False) for _ in range(batch)])
+    body = np.concatenate([half, half], axis=1)
+    if bos is not None:
+        body = np.concatenate([np.full((batch, 1), bos), body], axis=1)
+    return body.astype(np.int32)
+
+
+def induction_targets(period: int, start: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``(queries, keys)``: every query in the second copy whose token's earlier occurrence has a
+    successor, and that successor (the key an induction head attends to). With the first copy at
+    positions ``start .. start+period-1``: query ``start+period+i`` → key ``start+i+1``."""
+    i = np.arange(period - 1)
+    return start + period + i, start + i + 1
+
+
+def induction_score(attention, period: int, start: int = 1) -> np.ndarray:
+    """Mean attention from the second copy to the token after the earlier occurrence (Olsson et
+    al. 2022's prefix-matching score): ``[..., T, T] -> [...]``. A perfect induction head scores
+    1; uniform causal attention scores the mean of ``1/(q+1)`` over the queries (~1/n)."""
+    a = np.asarray(attention, np.float64)
+    queries, keys = induction_targets(period, start)
+    if queries[-1] >= a.shape[-1]:
+        raise ValueError(f"attention of {a.shape[-1]} tokens is shorter than 2 x {period} (+start)")
+    return a[..., queries, keys].mean(-1)
+
+
+def induction_scores(params, config, sequences, period: int, start: int = 1) -> np.ndarray:
+    """:func:`induction_score` of every head of a book model on ``sequences``: ``[L, H]``."""
+    from ropebook import model
+
+    _, layers = model.forward(params, np.asarray(sequences), config, return_internals=True)
+    return np.stack(
+        [induction_score(np.asarray(x["probs"]), period, start).mean(0) for x in layers]
+    )
+
+
+def positional_measure(windows, sequences, period: int) -> Measure:
+    """``{"previous-token", "diagonal"}``: the strongest head's mean attention on its target
+    (``heads.scan_model``, rows 1..T-1 of ``windows``); ``"induction"``: the strongest head's
+    :func:`induction_score` on ``sequences`` (from :func:`repeated_random_tokens`)."""
+    from ropebook.analysis import heads
+
+    def measure(params, config) -> dict[str, float]:
+        scan = heads.scan_model(params, config, windows)
+        return {
+            "previous-token": float(scan.score["previous"].max()),
+            "diagonal": float(scan.score["diagonal"].max()),
+            "induction": float(induction_scores(params, config, sequences, period).max()),
+        }
+
+    return measure
+
+
+def apostrophe_measure(select_windows, measure_windows, class_ids) -> Measure:
+    """``{"apostrophe lift"}``: the lift on ``measure_windows`` of the head with the largest lift
+    on ``select_windows`` (``semantic.scan_semantic``), so the choice does not inflate it."""
+    from ropebook.analysis import semantic
+
+    def measure(params, config) -> dict[str, float]:
+        chosen = semantic.scan_semantic(params, config, select_windows, class_ids).best()
+        scan = semantic.scan_semantic(params, config, measure_windows, class_ids)
+        return {"apostrophe lift": float(scan.prev_lift[chosen])}
+
+    return measure
+
+
+# ---------------------------------------------------------------- the trend test
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The verdict on one trajectory: does training move the statistic toward Gemma's result?"""
+
+    statistic: str
+    model: str
+    n_seeds: int
+    untrained: float  # mean over seeds at step 0
+    final: float  # mean over seeds at the last snapshot
+    change: Estimate  # final − untrained, paired per seed, interval over seeds
+    spearman: np.ndarray  # [seeds] rank correlation of the statistic with tokens seen
+    toward: int
+    verdict: str  # one of TREND_VERDICTS
+    mde: float | None  # minimum detectable change at this seed count (None with one seed)
+
+    @property
+    def claim_verdict(self) -> str:
+        """The verdict as a claim verdict: held / not held / cannot decide."""
+        return CLAIM_VERDICT[self.verdict]
+
+    def measured(self, digits: int = 3) -> str:
+        rho = ", ".join(f"{r:+.2f}" for r in self.spearman)
+        return (
+            f"{self.model} {self.statistic}: untrained {self.untrained:.{digits}f} → last snapshot "
+            f"{self.final:.{digits}f} (change {self.change.mean:+.{digits}f}); Spearman with tokens "
+            f"seen per seed [{rho}]; the Gemma result lies at "
+            f"{'larger' if self.toward > 0 else 'smaller'} values"
+        )
+
+    def basis(self) -> str:
+        if self.mde is None:
+            return f"{self.n_seeds} seed: no interval over seeds, so no trend verdict"
+        return (
+            f"{self.n_seeds} seeds, paired untrained vs last snapshot; minimum detectable change "
+            f"{self.mde:.3g} (80% power)"
+        )
+
+
+def trend_test(trajectory: Trajectory, confidence: float = 0.95) -> Trend:
+    """Paired change from the untrained model to the last snapshot over seeds.
+
+    With >= 2 seeds, the t-interval of the change (times ``toward``) wholly above 0 → "moves
+    toward the Gemma result", wholly below → "moves away", containing 0 → "cannot decide"; one
+    seed → "cannot decide" (a single run's change says nothing about training in general).
+    """
+    from scipy import stats
+
+    from ropebook.analysis import power
+
+    values = np.asarray(trajectory.values, np.float64)
+    change = values[:, -1] - values[:, 0]
+    estimate = interval_text(change, digits=3, unit="seeds")
+    n = len(change)
+    with np.errstate(invalid="ignore"):
+        rho = np.array(
+            [
+                stats.spearmanr(trajectory.tokens, v).statistic if np.ptp(v) > 0 else 0.0
+                for v in values
+            ]
+        )
+    if n < 2:
+        verdict, mde = UNDECIDED, None
+    else:
+        low, high = sorted((trajectory.toward * estimate.low, trajectory.toward * estimate.high))
+        verdict = TOWARD if low > 0 else AWAY if high < 0 else UNDECIDED
+        sd = float(np.std(change, ddof=1))
+        mde = power.min_detectable_effect(sd, n, confidence=confidence)
+    return Trend(
+        statistic=trajectory.statistic, model=trajectory.model, n_seeds=n,
+        untrained=float(values[:, 0].mean()), final=float(values[:, -1].mean()), change=estimate,
+        spearman=rho, toward=trajectory.toward, verdict=verdict, mde=mde,
+    )  # fmt: skip
+
+
+def combined_verdict(trends: Sequence[Trend]) -> str:
+    """Claim verdict over several trends (e.g. queries and keys): all toward → held, all away →
+    not held, any undecided → cannot decide, a mix of toward and away → partly."""
+    verdicts = {t.verdict for t in trends}
+    if verdicts == {TOWARD}:
+        return "held"
+    if verdicts == {AWAY}:
+        return "not held"
+    return "cannot decide" if UNDECIDED in verdicts else "partly"
+
+
+def trend_table(trends: Sequence[Trend], digits: int = 3) -> list[dict]:
+    """One row per trend: model, statistic, untrained, last snapshot, change (interval), ρ,
+    verdict."""
+    return [
+        {
+            "model": t.model, "statistic": t.statistic, "untrained": round(t.untrained, digits),
+            "last snapshot": round(t.final, digits),
+            "change": f"{t.change.mean:+.{digits}f}" + (
+                f" [{t.change.low:+.{digits}f}, {t.change.high:+.{digits}f}]" if t.n_seeds > 1
+                else " (1 seed)"
+            ),
+            "Spearman ρ (mean over seeds)": round(float(np.mean(t.spearman)), 2),
+            "verdict": t.verdict,
+        }
+        for t in trends
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------- charts
+
+
+def chart_rows(trajectories: Sequence[Trajectory]) -> tuple[list[dict], list[dict], list[dict]]:
+    """``(points, summary, untrained)`` records: every (model, statistic, seed, snapshot after
+    step 0); mean, min and max over seeds per snapshot; the step-0 mean per model and statistic."""
+    points, summary, untrained = [], [], []
+    for tr in trajectories:
+        values = np.asarray(tr.values, np.float64)
+        series = tr.model if len({t.statistic for t in trajectories}) == 1 else (
+            f"{tr.model}, {tr.statistic}"
+        )  # fmt: skip
+        for j in range(1, len(tr.tokens)):
+            column = values[:, j]
+            summary.append(
+                {
+                    "series": series, "tokens seen": int(tr.tokens[j]), "step": int(tr.steps[j]),
+                    "mean": float(column.mean()), "low": float(column.min()),
+                    "high": float(column.max()),
+                }
+            )  # fmt: skip
+            points += [
+                {"series": series, "seed": s, "tokens seen": int(tr.tokens[j]), "value": float(v)}
+                for s, v in zip(tr.seeds, column, strict=True)
+            ]
+        untrained.append({"series": series, "untrained": float(values[:, 0].mean())})
+    return points, summary, untrained
+
+
+def trajectory_chart(
+    trajectories: Sequence[Trajectory],
+    *,
+    title: str,
+    y_title: str,
+    reference_label: str | None = None,
+    width: int = 460,
+    height: int = 220,
+):
+    """Altair: the mean over seeds (line) and the range over seeds (band) against tokens seen on
+    a log axis, every seed as a dot, the untrained model (step 0) as a dashed rule per series and
+    an optional fixed reference (grey rule, e.g. the isotropic share). Width ≤ 680 px with legend.
+    """
+    import altair as alt
+
+    if width > 520:
+        raise ValueError("width must be at most 520 px (the legend takes the rest of 680)")
+    points, summary, untrained = chart_rows(trajectories)
+    x = alt.X("tokens seen:Q", scale=alt.Scale(type="log"), title="tokens seen (log scale)")
+    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=2))
+    base = alt.Chart(alt.InlineData(values=summary))
+    band = base.mark_area(opacity=0.2).encode(x=x, y="low:Q", y2="high:Q", color=color)
+    line = base.mark_line(point=True).encode(
+        x=x, y=alt.Y("mean:Q", title=y_title), color=color,
+        tooltip=["series:N", "step:Q", alt.Tooltip("tokens seen:Q", format=","),
+                 alt.Tooltip("mean:Q", format=".3f")],
+    )  # fmt: skip
+    dots = (
+        alt.Chart(alt.InlineData(values=points))
+        .mark_circle(size=18, opacity=0.5)
+        .encode(x=x, y="value:Q", color=color, tooltip=["series:N", "seed:O", "value:Q"])
+    )
+    rules = (
+        alt.Chart(alt.InlineData(values=untrained))
+        .mark_rule(strokeDash=[5, 3])
+        .encode(y="untrained:Q", color=color, tooltip=["series:N", "untrained:Q"])
+    )
+    layers = [band, line, dots, rules]
+    refs = {tr.reference for tr in trajectories if tr.reference is not None}
+    if refs:
+        ref_rows = [{"reference": r, "label": reference_label or "reference"} for r in refs]
+        layers.append(
+            alt.Chart(alt.InlineData(values=ref_rows))
+            .mark_rule(color="gray", strokeWidth=2)
+            .encode(y="reference:Q", tooltip=["label:N", "reference:Q"])
+        )
+    return alt.layer(*layers).properties(
+        title=alt.Title(title, subtitle="dashed: untrained model (step 0); band: range over seeds"),
+        width=width, height=height,
+    )  # fmt: skip
+
+
+def norm_share_chart(trajectories: Sequence[Trajectory]):
+    """:func:`trajectory_chart` of the slowest pairs' norm share against ``1 / pairs``."""
+    return trajectory_chart(
+        trajectories,
+        title="Norm share of one slowest-quarter RoPE pair over training",
+        y_title="share of q/k chunk norm per pair",
+        reference_label="isotropic: 1 / number of pairs",
+    )
+
+
+def decay_chart(trajectories: Sequence[Trajectory]):
+    """:func:`trajectory_chart` of the least-decaying layer's decay contrast (0: no decay)."""
+    return trajectory_chart(
+        trajectories,
+        title="Decay of the least-decaying layer over training",
+        y_title="(short − long) / mean |activation|",
+        reference_label="no decay",
+    )
+
+
+def positional_chart(trajectories: Sequence[Trajectory]):
+    """:func:`trajectory_chart` of the strongest heads' previous-token, diagonal and induction
+    scores (one series per model and statistic)."""
+    return trajectory_chart(
+        trajectories,
+        title="Strongest positional and induction heads over training",
+        y_title="mean attention on the target key",
+    )
+
+
+def apostrophe_chart(trajectories: Sequence[Trajectory]):
+    """:func:`trajectory_chart` of the held-out apostrophe lift (0: a purely positional head)."""
+    return trajectory_chart(
+        trajectories,
+        title="Apostrophe lift of the selected head over training",
+        y_title="attention lift on a previous apostrophe",
+        reference_label="no lift",
+    )

@@ -1,0 +1,265 @@
+"""Causal probes: remove RoPE planes of the rotated queries and keys at inference and measure.
+
+"High frequencies build positional heads, low frequencies carry semantics" (Barbero et al. 2025,
+Secs 5-6) is read off chunk norms; here it is tested by intervention, without more training.
+:class:`ropebook.model.Intervention` with ``keep_chunks`` zeroes chosen planes of ``q_rot`` and
+``k_rot`` in every head and layer, so their terms vanish from every score. Three conditions remove
+the same number of planes (a ``fraction`` of them, a quarter by default):
+
+- ``fastest``: the fastest planes (highest ``g_k``);
+- ``slowest``: the slowest planes (lowest ``g_k``; under p-RoPE the unrotated ones);
+- ``random``: planes drawn at random (one draw per seed), the control for "any quarter".
+
+For each condition, on the same held-out windows, :func:`run_probes` measures the change in each
+window's mean next-token loss (nats, so intervals are on the log-perplexity scale) and in the mean
+previous-token attention of the model's strongest previous-token heads (chosen on *other*
+windows). Every difference is paired: the same seed, the same window, with and without removal.
+Intervals are over seeds (each seed's mean over windows) when there are several, else over the
+windows of the one seed (:func:`paired_estimate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ropebook.analysis import Estimate, interval_text
+
+CONDITIONS: tuple[str, ...] = ("fastest", "slowest", "random")
+
+
+def removal_masks(
+    frequencies, fraction: float = 0.25, rng: np.random.Generator | None = None
+) -> dict[str, np.ndarray]:
+    """``condition -> keep [K]`` (1 keeps a plane, 0 removes it) for :data:`CONDITIONS`.
+
+    Planes are ranked by ``frequencies [K]`` (ties keep their chunk order, fastest first), and
+    each condition removes ``band_size(K, fraction)`` of them; ``random`` needs ``rng``."""
+    from ropebook.analysis.frequencies import band_size
+
+    g = np.asarray(frequencies, np.float64)
+    k = g.size
+    n = band_size(k, fraction)
+    order = np.argsort(-g, kind="stable")
+    removed = {"fastest": order[:n], "slowest": order[-n:]}
+    if rng is not None:
+        removed["random"] = rng.choice(k, n, replace=False)
+    masks = {}
+    for name, idx in removed.items():
+        keep = np.ones(k, np.float32)
+        keep[idx] = 0.0
+        masks[name] = keep
+    return masks
+
+
+def window_losses(params, config, windows, keep=None) -> np.ndarray:
+    """Mean next-token loss (nats) of each window ``[W, T+1]``: ``[W]``, planes ``keep`` kept."""
+    from ropebook import model, train
+
+    intervention = None if keep is None else model.Intervention(keep_chunks=np.asarray(keep))
+    return train._window_losses(params, config, np.asarray(windows), intervention).mean(-1)
+
+
+def head_attention(params, config, windows, keep=None, kind: str = "previous") -> np.ndarray:
+    """Mean attention on the target key (``heads.target_weights``, rows 1..T-1) of every head on
+    every window, planes ``keep`` kept: ``[W, L, H]``."""
+    from ropebook import model
+    from ropebook.analysis import heads
+
+    intervention = None if keep is None else model.Intervention(keep_chunks=np.asarray(keep))
+    _, layers = model.forward(
+        params, np.asarray(windows), config, return_internals=True, intervention=intervention
+    )
+    return np.stack(
+        [heads.target_weights(np.asarray(x["probs"]), kind).mean(-1) for x in layers], axis=1
+    )
+
+
+def strongest_heads(attention, n: int) -> list[tuple[int, int]]:
+    """``(layer, head)`` of the ``n`` largest mean values of ``attention [W, L, H]``."""
+    mean = np.asarray(attention).mean(0)
+    flat = np.argsort(-mean, axis=None, kind="stable")[:n]
+    return [tuple(int(i) for i in np.unravel_index(f, mean.shape)) for f in flat]
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """Per seed and window: loss and previous-token attention, intact and per condition.
+
+    ``loss[cond]``, ``previous[cond]``: ``[seeds, W]``, with ``"intact"`` for no removal;
+    ``heads``: per seed the previous-token heads whose attention is averaged; ``removed``: per
+    seed and condition the removed plane indices."""
+
+    seeds: tuple[int, ...]
+    loss: dict[str, np.ndarray]
+    previous: dict[str, np.ndarray]
+    heads: list[list[tuple[int, int]]]
+    removed: list[dict[str, list[int]]]
+    n_planes: int
+
+    def delta(self, metric: str, condition: str) -> np.ndarray:
+        """``[seeds, W]`` paired change (removed − intact) of ``metric`` ∈ {loss, previous}."""
+        values = getattr(self, metric)
+        return values[condition] - values["intact"]
+
+
+def run_probes(
+    models: Sequence,
+    windows,
+    select_windows,
+    *,
+    fraction: float = 0.25,
+    n_heads: int = 2,
+    seed: int = 0,
+) -> ProbeResult:
+    """Probe each model (one per seed) on ``windows [W, T+1]``; heads are chosen on
+    ``select_windows [W', T]`` (intact model); the random planes come from
+    ``Generator([seed, model seed])``."""
+    from ropebook.analysis.frequencies import zoo_frequencies
+
+    windows = np.asarray(windows)
+    loss = {c: [] for c in ("intact", *CONDITIONS)}
+    previous = {c: [] for c in ("intact", *CONDITIONS)}
+    chosen, removed = [], []
+    for m in models:
+        masks = removal_masks(
+            zoo_frequencies(m.config), fraction, np.random.default_rng([seed, m.seed])
+        )
+        heads = strongest_heads(head_attention(m.params, m.config, select_windows), n_heads)
+        chosen.append(heads)
+        removed.append({c: [int(i) for i in np.flatnonzero(k == 0)] for c, k in masks.items()})
+        for condition, keep in [("intact", None), *masks.items()]:
+            loss[condition].append(window_losses(m.params, m.config, windows, keep))
+            att = head_attention(m.params, m.config, windows[:, :-1], keep)
+            previous[condition].append(np.stack([att[:, l, h] for l, h in heads], -1).mean(-1))
+    return ProbeResult(
+        seeds=tuple(m.seed for m in models),
+        loss={c: np.stack(v) for c, v in loss.items()},
+        previous={c: np.stack(v) for c, v in previous.items()},
+        heads=chosen,
+        removed=removed,
+        n_planes=models[0].config.head_dim // 2,
+    )
+
+
+def paired_estimate(diffs, digits: int = 3) -> Estimate:
+    """Mean and 95% t-interval of paired differences ``[seeds, W]``: over the seeds' window means
+    with several seeds, over the windows with one (the text says which)."""
+    d = np.asarray(diffs, np.float64)
+    if d.shape[0] > 1:
+        return interval_text(d.mean(1), digits, "seeds")
+    return interval_text(d[0], digits, "windows of 1 seed")
+
+
+def min_detectable(diffs) -> float:
+    """Minimum detectable mean difference (80% power, 95% two-sided) of :func:`paired_estimate`'s
+    samples: seed means with several seeds, windows with one."""
+    from ropebook.analysis import power
+
+    d = np.asarray(diffs, np.float64)
+    samples = d.mean(1) if d.shape[0] > 1 else d[0]
+    return power.min_detectable_effect(float(np.std(samples, ddof=1)), samples.size)
+
+
+def probe_table(result: ProbeResult, digits: int = 3) -> list[dict]:
+    """One row per condition: planes removed, Δ loss (nats) with interval and as a perplexity
+    change, Δ previous-token attention with interval."""
+    from ropebook.analysis import power
+
+    rows = []
+    for c in CONDITIONS:
+        dl, dp = (paired_estimate(result.delta(m, c), digits) for m in ("loss", "previous"))
+        rows.append(
+            {
+                "planes removed": c,
+                "which (seed 1st)": str(result.removed[0][c]),
+                "Δ loss (nats)": f"{dl.mean:+.{digits}f}",
+                "Δ loss interval": dl.text,
+                "perplexity change": f"{power.percent_of_perplexity(dl.mean):+.1f}%",
+                "Δ prev.-token attention": f"{dp.mean:+.{digits}f}",
+                "Δ attention interval": dp.text,
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class ProbeReading:
+    """The two paired contrasts that test the claim, and their verdicts."""
+
+    positional: Estimate  # Δ prev(fastest) − Δ prev(slowest): claim says < 0
+    semantic: Estimate  # Δ loss(slowest) − Δ loss(random): claim says > 0
+    positional_mde: float
+    semantic_mde: float
+    n_seeds: int
+    verdict: str
+
+    def measured(self) -> str:
+        return (
+            f"removing the fastest instead of the slowest quarter changes previous-token attention "
+            f"by {self.positional.mean:+.3f} ({self.positional.text}); removing the slowest "
+            f"instead of a random quarter changes loss by {self.semantic.mean:+.3f} nats "
+            f"({self.semantic.text})"
+        )
+
+    def basis(self) -> str:
+        return (
+            f"{self.n_seeds} seed(s), paired per seed and window; minimum detectable differences "
+            f"{self.positional_mde:.3g} (attention) and {self.semantic_mde:.3g} nats (80% power)"
+        )
+
+
+def probe_reading(result: ProbeResult) -> ProbeReading:
+    """Part 1: removing the fastest planes lowers previous-token attention more than removing the
+    slowest (interval of the paired difference below 0). Part 2: removing the slowest planes costs
+    more loss than removing random ones (interval above 0). Both held → held, both not held →
+    not held, held and not held → partly, otherwise cannot decide; one seed → cannot decide (the
+    window intervals describe one trained model, not training)."""
+    from ropebook.claims import verdict_from_interval
+
+    pos = result.delta("previous", "fastest") - result.delta("previous", "slowest")
+    sem = result.delta("loss", "slowest") - result.delta("loss", "random")
+    p, s = paired_estimate(pos), paired_estimate(sem)
+    parts = {
+        verdict_from_interval(*p.bounds, threshold=0.0, above=False),
+        verdict_from_interval(*s.bounds, threshold=0.0, above=True),
+    }
+    if len(result.seeds) < 2 or "cannot decide" in parts:
+        verdict = "cannot decide"
+    else:
+        verdict = parts.pop() if len(parts) == 1 else "partly"
+    return ProbeReading(
+        p, s, min_detectable(pos), min_detectable(sem), len(result.seeds), verdict
+    )
+
+
+def probe_chart(result: ProbeResult, width: int = 400):
+    """Altair, two panels: mean Δ loss and Δ previous-token attention per condition with 95%
+    intervals (over seeds, or windows of one seed), zero marked."""
+    import altair as alt
+
+    panels = []
+    for metric, label in (
+        ("loss", "Δ loss (nats)"),
+        ("previous", "Δ previous-token attention"),
+    ):
+        rows = []
+        for c in CONDITIONS:
+            e = paired_estimate(result.delta(metric, c))
+            rows.append({"planes removed": c, "mean": e.mean, "low": e.low, "high": e.high})
+        y = alt.Y("planes removed:N", sort=list(CONDITIONS), title="planes removed")
+        base = alt.Chart(alt.InlineData(values=rows))
+        panels.append(
+            alt.layer(
+                base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=label), x2="high:Q", y=y),
+                base.mark_point(filled=True, size=70).encode(
+                    x="mean:Q", y=y, tooltip=["planes removed:N", "mean:Q", "low:Q", "high:Q"]
+                ),
+                alt.Chart(alt.InlineData(values=[{"zero": 0.0}]))
+                .mark_rule(strokeDash=[4, 3], color="gray")
+                .encode(x="zero:Q"),
+            ).properties(width=width, height=90, title=f"{label} when a quarter of planes is removed")
+        )
+    return alt.vconcat(*panels)

@@ -1,0 +1,215 @@
+"""Training dynamics: statistics along snapshots, the induction score and the trend test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax
+import numpy as np
+import pytest
+
+from ropebook import model
+from ropebook.analysis import dynamics as dy
+
+CONFIG = model.ModelConfig(
+    vocab_size=32, n_layers=2, n_heads=2, d_model=32, d_ff=64, context=16, head_dim=16,
+    rope_base=50.0,
+)  # fmt: skip
+
+
+def causal_uniform(t: int) -> np.ndarray:
+    mask = np.tril(np.ones((t, t)))
+    return mask / mask.sum(-1, keepdims=True)
+
+
+# ---------------------------------------------------------------- induction
+
+
+def test_induction_targets_point_to_the_successor_of_the_earlier_occurrence():
+    rng = np.random.default_rng(0)
+    tokens = dy.repeated_random_tokens(rng, 3, 7, 50)
+    queries, keys = dy.induction_targets(7, start=1)
+    assert tokens.shape == (3, 15) and (tokens[:, 0] == 0).all()
+    assert (tokens[:, 1:8] == tokens[:, 8:]).all()
+    assert (tokens[:, 1:] > 0).all()
+    assert all(len(set(row[1:8])) == 7 for row in tokens)  # no repeats inside a period
+    # the key follows the earlier occurrence of the query's token
+    assert (tokens[:, keys - 1] == tokens[:, queries]).all()
+
+
+def test_perfect_induction_head_scores_one_and_uniform_scores_about_one_over_n():
+    period, start = 10, 1
+    t = start + 2 * period
+    queries, keys = dy.induction_targets(period, start)
+    perfect = causal_uniform(t)
+    perfect[queries] = 0.0
+    perfect[queries, keys] = 1.0
+    assert dy.induction_score(perfect, period, start) == pytest.approx(1.0)
+    uniform = dy.induction_score(causal_uniform(t), period, start)
+    assert uniform == pytest.approx(np.mean(1.0 / (queries + 1)))
+    assert 1 / t < uniform < 1 / period
+    # a previous-token head scores 0, and leading axes are kept
+    previous = np.zeros((t, t))
+    previous[np.arange(1, t), np.arange(t - 1)] = 1
+    stacked = np.stack([perfect, previous])
+    np.testing.assert_allclose(dy.induction_score(stacked, period, start), [1.0, 0.0])
+
+
+def test_induction_score_rejects_short_attention():
+    with pytest.raises(ValueError, match="shorter"):
+        dy.induction_score(np.eye(8), period=5)
+
+
+def test_repeated_random_tokens_needs_enough_vocabulary():
+    with pytest.raises(ValueError, match="distinct"):
+        dy.repeated_random_tokens(np.random.default_rng(0), 1, 40, 32)
+
+
+def test_induction_scores_of_a_model_are_attention_weights():
+    params = model.init_params(jax.random.key(0), CONFIG)
+    seqs = dy.repeated_random_tokens(np.random.default_rng(1), 2, 7, CONFIG.vocab_size)
+    scores = dy.induction_scores(params, CONFIG, seqs, 7)
+    assert scores.shape == (2, 2)
+    assert ((scores > 0) & (scores < 1)).all()
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def test_pair_share_is_one_over_pairs_when_isotropic():
+    assert dy.pair_share(np.ones((3, 2, 8))) == pytest.approx(1 / 8)
+    slow_only = np.zeros(8)
+    slow_only[-2:] = 1.0
+    assert dy.pair_share(slow_only, 0.25) == pytest.approx(0.5)  # 2 slowest pairs share it all
+    fast_only = np.zeros(8)
+    fast_only[0] = 1.0
+    assert dy.pair_share(fast_only, 0.25) == 0.0
+
+
+def test_decay_contrast_is_positive_for_decay_and_zero_when_flat():
+    t = 32
+    falling = np.broadcast_to(np.linspace(2.0, 1.0, t), (2, 3, t))
+    flat = np.ones((1, 3, t))
+    assert (dy.decay_contrast(falling, short=4) > 0).all()
+    np.testing.assert_allclose(dy.decay_contrast(flat, short=4), 0.0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- trajectories
+
+
+@dataclass
+class FakeModel:
+    seed: int
+    name: str = "rope"
+    config: model.ModelConfig = CONFIG
+    steps: tuple = (0, 1, 3, 10)
+    history: dict = field(default_factory=dict)
+
+    @property
+    def snapshot_steps(self):
+        return list(self.steps)
+
+    def snapshot(self, step):
+        return {"step": step, "seed": self.seed}, step * 100
+
+
+def test_over_training_measures_every_snapshot_of_every_seed():
+    def measure(params, config):
+        return {"a": params["step"] + params["seed"], "b": -params["step"]}
+
+    out = dy.over_training(
+        [FakeModel(0), FakeModel(1)], measure, toward={"a": 1, "b": -1}, reference={"a": 0.5}
+    )
+    a, b = out["a"], out["b"]
+    np.testing.assert_array_equal(a.tokens, [0, 100, 300, 1000])
+    np.testing.assert_array_equal(a.values, [[0, 1, 3, 10], [1, 2, 4, 11]])
+    np.testing.assert_array_equal(a.untrained, [0, 1])
+    assert a.reference == 0.5 and b.reference is None and a.seeds == (0, 1)
+    assert dy.trend_test(a).verdict == dy.TOWARD
+    assert dy.trend_test(b).verdict == dy.TOWARD  # b falls, and its Gemma side is below
+
+
+def test_over_training_refuses_mixed_models_and_steps():
+    def measure(params, config):
+        return {"a": 0.0}
+
+    with pytest.raises(ValueError, match="same zoo spec"):
+        dy.over_training([FakeModel(0), FakeModel(1, name="nope")], measure, toward={"a": 1})
+    with pytest.raises(ValueError, match="snapshot steps"):
+        dy.over_training([FakeModel(0), FakeModel(1, steps=(0, 2))], measure, toward={"a": 1})
+
+
+def test_snapshots_without_kept_steps_rebuild_the_untrained_model():
+    trained = model.init_params(jax.random.key(9), CONFIG)
+    fake = FakeModel(3, steps=())
+    fake.params, fake.tokens_seen = trained, 4096
+    fake.history = {"train": [{"step": 20}]}
+    first, last = dy.snapshots(fake)
+    expected = model.init_params(jax.random.key(3), CONFIG)
+    assert (first.step, first.tokens, last.step, last.tokens) == (0, 0, 20, 4096)
+    np.testing.assert_array_equal(first.params["embed"], expected["embed"])
+    assert last.params is trained
+
+
+# ---------------------------------------------------------------- the trend test
+
+
+def trajectory(values, toward=1):
+    values = np.atleast_2d(values)
+    return dy.Trajectory(
+        "stat", "rope", tuple(range(len(values))), np.arange(values.shape[1]),
+        np.r_[0, np.geomspace(10, 1000, values.shape[1] - 1)].astype(int), values, toward,
+    )  # fmt: skip
+
+
+def test_trend_test_on_constructed_monotone_series():
+    rising = np.array([[0.0, 1, 2, 3], [0.1, 1.2, 2.1, 3.3], [-0.1, 0.9, 2.2, 2.9]])
+    up = dy.trend_test(trajectory(rising, toward=1))
+    assert up.verdict == dy.TOWARD and up.claim_verdict == "held"
+    np.testing.assert_allclose(up.spearman, 1.0)
+    assert up.change.mean == pytest.approx(3.0666, abs=1e-3) and up.change.low > 0
+    assert 0 < up.mde < 3
+    down = dy.trend_test(trajectory(rising, toward=-1))
+    assert down.verdict == dy.AWAY and down.claim_verdict == "not held"
+    assert "3 seeds" in down.basis()
+
+
+def test_trend_test_cannot_decide_with_noise_or_one_seed():
+    noisy = np.array([[0.0, 1.0], [0.0, -1.0], [0.0, 0.2]])
+    assert dy.trend_test(trajectory(noisy)).verdict == dy.UNDECIDED
+    one = dy.trend_test(trajectory([[0.0, 1, 2, 3]]))
+    assert one.verdict == dy.UNDECIDED and one.mde is None and one.n_seeds == 1
+    assert "1 seed" in one.basis()
+
+
+def test_trajectory_checks_shapes_and_direction():
+    with pytest.raises(ValueError, match="toward"):
+        trajectory([[0.0, 1.0]], toward=0)
+    with pytest.raises(ValueError, match="values must be"):
+        dy.Trajectory("s", "m", (0,), np.arange(3), np.arange(3), np.zeros((2, 3)), 1)
+
+
+def test_combined_verdict():
+    def trend(verdict):
+        return dy.Trend("s", "m", 3, 0, 0, None, np.zeros(3), 1, verdict, 0.1)
+
+    assert dy.combined_verdict([trend(dy.TOWARD), trend(dy.TOWARD)]) == "held"
+    assert dy.combined_verdict([trend(dy.AWAY), trend(dy.AWAY)]) == "not held"
+    assert dy.combined_verdict([trend(dy.TOWARD), trend(dy.AWAY)]) == "partly"
+    assert dy.combined_verdict([trend(dy.TOWARD), trend(dy.UNDECIDED)]) == "cannot decide"
+
+
+def test_trend_table_and_chart():
+    series = trajectory(np.array([[0.0, 1, 2, 3], [0.1, 1.2, 2.1, 3.3]]))
+    rows = dy.trend_table([dy.trend_test(series)])
+    assert rows[0]["verdict"] == dy.TOWARD and "[" in rows[0]["change"]
+    points, summary, untrained = dy.chart_rows([series])
+    assert len(summary) == 3 and len(points) == 6  # step 0 is the dashed rule, not a point
+    assert untrained == [{"series": "rope", "untrained": pytest.approx(0.05)}]
+    spec = dy.norm_share_chart([series]).to_dict()
+    assert spec["width"] <= 520 and spec["title"]["text"]
+    line = next(layer for layer in spec["layer"] if layer["mark"].get("type") == "line")
+    assert line["encoding"]["x"]["scale"]["type"] == "log"
+    assert line["encoding"]["x"]["title"] == "tokens seen (log scale)"
+    with pytest.raises(ValueError, match="width"):
+        dy.trajectory_chart([series], title="t", y_title="y", width=700)

@@ -1,0 +1,121 @@
+"""Causal probes: removing RoPE planes at inference, paired intervals and the reading."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+import pytest
+
+from ropebook import model, rope
+from ropebook.analysis import probes
+
+CONFIG = model.ModelConfig(
+    vocab_size=32, n_layers=2, n_heads=2, d_model=32, d_ff=64, context=16, head_dim=16,
+    rope_base=50.0,
+)  # fmt: skip
+
+
+@dataclass
+class Fake:
+    seed: int
+    params: dict
+    config: model.ModelConfig = CONFIG
+
+
+def test_removal_masks_remove_the_fastest_slowest_and_random_quarter():
+    g = rope.frequencies(16, 100.0)  # decreasing: chunk 0 is the fastest
+    masks = probes.removal_masks(g, 0.25, np.random.default_rng(0))
+    np.testing.assert_array_equal(np.flatnonzero(masks["fastest"] == 0), [0, 1])
+    np.testing.assert_array_equal(np.flatnonzero(masks["slowest"] == 0), [6, 7])
+    assert (masks["random"] == 0).sum() == 2
+    assert set(probes.removal_masks(g)) == {"fastest", "slowest"}  # no rng, no random control
+
+
+def test_removal_masks_rank_by_frequency_not_position():
+    g = np.array([0.0, 1.0, 0.5, 0.0, 0.25, 0.1, 0.0, 0.9])  # e.g. unrotated p-RoPE planes
+    masks = probes.removal_masks(g, 0.25)
+    np.testing.assert_array_equal(np.flatnonzero(masks["fastest"] == 0), [1, 7])
+    assert set(np.flatnonzero(masks["slowest"] == 0)) <= {0, 3, 6}
+
+
+def test_removing_every_plane_makes_attention_uniform_and_keeping_all_changes_nothing():
+    params = model.init_params(jax.random.key(0), CONFIG)
+    tokens = np.random.default_rng(0).integers(0, 32, (2, 10))
+    none = model.Intervention(keep_chunks=np.zeros(8))
+    _, layers = model.forward(params, tokens, CONFIG, return_internals=True, intervention=none)
+    rows = np.arange(10)
+    uniform = np.tril(np.ones((10, 10))) / (rows[:, None] + 1)
+    for layer in layers:
+        np.testing.assert_allclose(np.asarray(layer["probs"]), np.broadcast_to(uniform, (2, 2, 10, 10)), atol=1e-6)  # fmt: skip
+    windows = np.random.default_rng(1).integers(0, 32, (3, 11)).astype(np.int32)
+    np.testing.assert_allclose(
+        probes.window_losses(params, CONFIG, windows, np.ones(8)),
+        probes.window_losses(params, CONFIG, windows),
+        rtol=1e-6,
+    )
+    att = probes.head_attention(params, CONFIG, windows[:, :-1], np.zeros(8))
+    assert att.shape == (3, 2, 2)
+    np.testing.assert_allclose(att, np.mean(1 / (np.arange(1, 10) + 1)), rtol=1e-5)
+
+
+def test_strongest_heads_orders_by_mean():
+    att = np.zeros((2, 2, 3))
+    att[:, 1, 2], att[:, 0, 1] = 0.9, 0.5
+    assert probes.strongest_heads(att, 2) == [(1, 2), (0, 1)]
+
+
+def test_paired_estimate_is_over_seeds_or_over_windows_of_one_seed():
+    d = np.array([[1.0, 2.0, 3.0], [2.0, 3.0, 4.0]])
+    many = probes.paired_estimate(d)
+    assert many.mean == pytest.approx(2.5) and "2 seeds" in many.text
+    one = probes.paired_estimate(d[:1])
+    assert one.mean == pytest.approx(2.0) and "windows of 1 seed" in one.text
+    assert probes.min_detectable(d) > 0
+
+
+def result(n_seeds: int, fast_drop: float, slow_cost: float) -> probes.ProbeResult:
+    rng = np.random.default_rng(0)
+    w = 6
+    base = rng.normal(0, 0.01, (n_seeds, w))
+    loss = {"intact": 4 + base, "fastest": 4.01 + base, "random": 4.01 + base}
+    loss["slowest"] = 4.01 + slow_cost + base + rng.normal(0, 0.002, (n_seeds, w))
+    prev = {"intact": 0.6 + base, "slowest": 0.58 + base, "random": 0.59 + base}
+    prev["fastest"] = 0.6 - fast_drop + base + rng.normal(0, 0.002, (n_seeds, w))
+    return probes.ProbeResult(
+        tuple(range(n_seeds)), loss, prev, [[(0, 0)]] * n_seeds,
+        [{"fastest": [0], "slowest": [7], "random": [3]}] * n_seeds, 8,
+    )  # fmt: skip
+
+
+def test_probe_reading_on_constructed_results():
+    held = probes.probe_reading(result(3, fast_drop=0.3, slow_cost=0.2))
+    assert held.verdict == "held" and held.positional.high < 0 and held.semantic.low > 0
+    assert "paired per seed and window" in held.basis()
+    against = probes.probe_reading(result(3, fast_drop=-0.3, slow_cost=-0.2))
+    assert against.verdict == "not held"
+    mixed = probes.probe_reading(result(3, fast_drop=0.3, slow_cost=-0.2))
+    assert mixed.verdict == "partly"
+    assert probes.probe_reading(result(1, 0.3, 0.2)).verdict == "cannot decide"
+
+
+def test_probe_table_and_chart():
+    r = result(2, 0.3, 0.2)
+    rows = probes.probe_table(r)
+    assert [row["planes removed"] for row in rows] == list(probes.CONDITIONS)
+    assert rows[1]["perplexity change"].startswith("+")
+    spec = probes.probe_chart(r).to_dict()
+    assert len(spec["vconcat"]) == 2 and all(p["width"] <= 520 for p in spec["vconcat"])
+
+
+def test_run_probes_on_untrained_models():
+    models = [Fake(s, model.init_params(jax.random.key(s), CONFIG)) for s in (0, 1)]
+    rng = np.random.default_rng(2)
+    windows = rng.integers(1, 32, (3, 17)).astype(np.int32)
+    select = rng.integers(1, 32, (2, 16)).astype(np.int32)
+    r = probes.run_probes(models, windows, select, n_heads=2, seed=5)
+    assert r.seeds == (0, 1) and r.n_planes == 8 and len(r.heads[0]) == 2
+    assert r.loss["intact"].shape == (2, 3) and set(r.previous) == {"intact", *probes.CONDITIONS}
+    assert len(r.removed[0]["random"]) == 2
+    np.testing.assert_allclose(r.delta("loss", "fastest"), r.loss["fastest"] - r.loss["intact"])
