@@ -133,12 +133,61 @@ def over_training(
     reference = reference or {}
     return {
         stat: Trajectory(
-            statistic=stat, model=name, seeds=tuple(m.seed for m in models), steps=steps,
-            tokens=tokens, values=np.array([[r[stat] for r in seed] for seed in rows]),
-            toward=sign, reference=reference.get(stat),
+            statistic=stat,
+            model=name,
+            seeds=tuple(m.seed for m in models),
+            steps=steps,
+            tokens=tokens,
+            values=np.array([[r[stat] for r in seed] for seed in rows]),
+            toward=sign,
+            reference=reference.get(stat),
         )  # fmt: skip
         for stat, sign in toward.items()
     }
+
+
+def load_models(
+    names: Sequence[str], *, profile: str, regime: str = "flagship", domain: str = "shakespeare"
+) -> dict[str, list]:
+    """``name -> [zoo model per seed]`` for the seeds the zoo trains by default in ``regime``
+    (``zoo.seeds_for``; the first profile seed if it lists none)."""
+    from ropebook import zoo
+
+    out = {}
+    for name in names:
+        seeds = zoo.seeds_for(name, profile=profile, domain=domain, regime=regime)
+        out[name] = [
+            zoo.load(name, seed=s, profile=profile, domain=domain, regime=regime, progress=False)
+            for s in seeds or zoo.PROFILES[profile].seeds[:1]
+        ]
+    return out
+
+
+def describe(models: dict[str, list], regime: str) -> str:
+    """One paragraph: the models' spectrum against Gemma 7B's, snapshots, tokens and seeds."""
+    from ropebook import rope, zoo
+
+    first = next(iter(models.values()))[0]
+    c = first.config
+    turns = float(rope.turns_per_context(c.head_dim, c.rope_base, c.context)[-1])
+    steps = [s.step for s in snapshots(first)]
+    n_seeds = min(len(ms) for ms in models.values())
+    text = (
+        f"regime {regime!r}: {', '.join(models)}; {c.n_layers} layers x {c.n_heads} heads of "
+        f"head_dim {c.head_dim} ({c.head_dim // 2} pairs), theta = {c.rope_base:g}, context "
+        f"{c.context}: the slowest pair turns {turns:.2f} times over the context "
+        f"({zoo.REFERENCE_MODEL['name']} over {zoo.REFERENCE_MODEL['context']:,} tokens: "
+        f"{zoo.reference_slowest_turns():.2f}); snapshots at steps {steps} "
+        f"({first.tokens_seen:,} tokens at the end); {n_seeds} seed(s)"
+    )
+    if n_seeds < 2:
+        text += " — with one seed there is nothing to pair over, so every trend reads 'cannot decide'"
+    return text
+
+
+def trajectories(runs: dict[str, dict[str, Trajectory]], statistic: str) -> list[Trajectory]:
+    """The trajectories of one statistic across models, from ``{name: over_training(...)}``."""
+    return [run[statistic] for run in runs.values() if statistic in run]
 
 
 # ---------------------------------------------------------------- the statistics

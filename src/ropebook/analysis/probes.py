@@ -133,7 +133,7 @@ def run_probes(
         for condition, keep in [("intact", None), *masks.items()]:
             loss[condition].append(window_losses(m.params, m.config, windows, keep))
             att = head_attention(m.params, m.config, windows[:, :-1], keep)
-            previous[condition].append(np.stack([att[:, l, h] for l, h in heads], -1).mean(-1))
+            previous[condition].append(np.stack([att[:, la, h] for la, h in heads], -1).mean(-1))
     return ProbeResult(
         seeds=tuple(m.seed for m in models),
         loss={c: np.stack(v) for c, v in loss.items()},
@@ -230,9 +230,7 @@ def probe_reading(result: ProbeResult) -> ProbeReading:
         verdict = "cannot decide"
     else:
         verdict = parts.pop() if len(parts) == 1 else "partly"
-    return ProbeReading(
-        p, s, min_detectable(pos), min_detectable(sem), len(result.seeds), verdict
-    )
+    return ProbeReading(p, s, min_detectable(pos), min_detectable(sem), len(result.seeds), verdict)
 
 
 def probe_chart(result: ProbeResult, width: int = 400):
@@ -253,13 +251,17 @@ def probe_chart(result: ProbeResult, width: int = 400):
         base = alt.Chart(alt.InlineData(values=rows))
         panels.append(
             alt.layer(
-                base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=label), x2="high:Q", y=y),
+                base.mark_rule(strokeWidth=2).encode(
+                    x=alt.X("low:Q", title=label), x2="high:Q", y=y
+                ),
                 base.mark_point(filled=True, size=70).encode(
                     x="mean:Q", y=y, tooltip=["planes removed:N", "mean:Q", "low:Q", "high:Q"]
                 ),
                 alt.Chart(alt.InlineData(values=[{"zero": 0.0}]))
                 .mark_rule(strokeDash=[4, 3], color="gray")
                 .encode(x="zero:Q"),
-            ).properties(width=width, height=90, title=f"{label} when a quarter of planes is removed")
+            ).properties(
+                width=width, height=90, title=f"{label} when a quarter of planes is removed"
+            )
         )
     return alt.vconcat(*panels)
