@@ -174,7 +174,7 @@ def probe_table(result: ProbeResult, digits: int = 3) -> list[dict]:
         rows.append(
             {
                 "planes removed": c,
-                "which (seed 1st)": str(result.removed[0][c]),
+                "planes (first seed)": str(result.removed[0][c]),
                 "Δ loss (nats)": f"{dl.mean:+.{digits}f}",
                 "Δ loss interval": dl.text,
                 "perplexity change": f"{power.percent_of_perplexity(dl.mean):+.1f}%",
