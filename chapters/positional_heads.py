@@ -81,7 +81,7 @@ print(
 )
 
 # %% [markdown]
-# The chapter tests nine claims. Each is stated once here, with the rule that turns its evidence
+# The chapter tests twelve claims. Each is stated once here, with the rule that turns its evidence
 # into a verdict (expand the cell to read them); the table at the end gives the verdicts.
 
 # %% tags=["hide-input"]
