@@ -205,11 +205,14 @@ def test_trend_table_and_chart():
     assert rows[0]["verdict"] == dy.TOWARD and "[" in rows[0]["change"]
     points, summary, untrained = dy.chart_rows([series])
     assert len(summary) == 3 and len(points) == 6  # step 0 is the dashed rule, not a point
-    assert untrained == [{"series": "rope", "untrained": pytest.approx(0.05)}]
+    assert untrained == [{"model": "rope", "untrained": pytest.approx(0.05)}]
     spec = dy.norm_share_chart([series]).to_dict()
     assert spec["width"] <= 520 and spec["title"]["text"]
     line = next(layer for layer in spec["layer"] if layer["mark"].get("type") == "line")
     assert line["encoding"]["x"]["scale"]["type"] == "log"
     assert line["encoding"]["x"]["title"] == "tokens seen (log scale)"
+    other = dy.Trajectory(**{**series.__dict__, "statistic": "other"})
+    stacked = dy.positional_chart([series, other]).to_dict()
+    assert len(stacked["vconcat"]) == 2 and stacked["title"]["text"]
     with pytest.raises(ValueError, match="width"):
         dy.trajectory_chart([series], title="t", y_title="y", width=700)

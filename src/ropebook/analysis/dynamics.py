@@ -181,7 +181,9 @@ def describe(models: dict[str, list], regime: str) -> str:
         f"({first.tokens_seen:,} tokens at the end); {n_seeds} seed(s)"
     )
     if n_seeds < 2:
-        text += " — with one seed there is nothing to pair over, so every trend reads 'cannot decide'"
+        text += (
+            " — with one seed there is nothing to pair over, so every trend reads 'cannot decide'"
+        )
     return text
 
 
@@ -420,29 +422,66 @@ def trend_table(trends: Sequence[Trend], digits: int = 3) -> list[dict]:
 
 
 def chart_rows(trajectories: Sequence[Trajectory]) -> tuple[list[dict], list[dict], list[dict]]:
-    """``(points, summary, untrained)`` records: every (model, statistic, seed, snapshot after
-    step 0); mean, min and max over seeds per snapshot; the step-0 mean per model and statistic."""
+    """``(points, summary, untrained)`` records: every (model, seed, snapshot after step 0);
+    mean, min and max over seeds per snapshot; the step-0 mean per model."""
     points, summary, untrained = [], [], []
     for tr in trajectories:
         values = np.asarray(tr.values, np.float64)
-        series = tr.model if len({t.statistic for t in trajectories}) == 1 else (
-            f"{tr.model}, {tr.statistic}"
-        )  # fmt: skip
         for j in range(1, len(tr.tokens)):
             column = values[:, j]
             summary.append(
                 {
-                    "series": series, "tokens seen": int(tr.tokens[j]), "step": int(tr.steps[j]),
+                    "model": tr.model, "tokens seen": int(tr.tokens[j]), "step": int(tr.steps[j]),
                     "mean": float(column.mean()), "low": float(column.min()),
                     "high": float(column.max()),
                 }
             )  # fmt: skip
             points += [
-                {"series": series, "seed": s, "tokens seen": int(tr.tokens[j]), "value": float(v)}
+                {"model": tr.model, "seed": s, "tokens seen": int(tr.tokens[j]), "value": float(v)}
                 for s, v in zip(tr.seeds, column, strict=True)
             ]
-        untrained.append({"series": series, "untrained": float(values[:, 0].mean())})
+        untrained.append({"model": tr.model, "untrained": float(values[:, 0].mean())})
     return points, summary, untrained
+
+
+def _panel(trajectories, y_title, reference_label, models, width, height):
+    import altair as alt
+
+    points, summary, untrained = chart_rows(trajectories)
+    x = alt.X(
+        "tokens seen:Q", scale=alt.Scale(type="log", nice=False), title="tokens seen (log scale)"
+    )
+    color = alt.Color(
+        "model:N", title="model", scale=alt.Scale(domain=list(models)),
+        legend=alt.Legend(orient="bottom"),
+    )  # fmt: skip
+    base = alt.Chart(alt.InlineData(values=summary))
+    band = base.mark_area(opacity=0.2).encode(x=x, y="low:Q", y2="high:Q", color=color)
+    line = base.mark_line(point=True).encode(
+        x=x, y=alt.Y("mean:Q", title=y_title), color=color,
+        tooltip=["model:N", "step:Q", alt.Tooltip("tokens seen:Q", format=","),
+                 alt.Tooltip("mean:Q", format=".3f")],
+    )  # fmt: skip
+    dots = (
+        alt.Chart(alt.InlineData(values=points))
+        .mark_circle(size=18, opacity=0.5)
+        .encode(x=x, y="value:Q", color=color, tooltip=["model:N", "seed:O", "value:Q"])
+    )
+    rules = (
+        alt.Chart(alt.InlineData(values=untrained))
+        .mark_rule(strokeDash=[5, 3])
+        .encode(y="untrained:Q", color=color, tooltip=["model:N", "untrained:Q"])
+    )
+    layers = [line, band, dots, rules]  # the line first: the legend shows its symbol
+    refs = sorted({tr.reference for tr in trajectories if tr.reference is not None})
+    if refs:
+        ref_rows = [{"reference": r, "label": reference_label or "reference"} for r in refs]
+        layers.append(
+            alt.Chart(alt.InlineData(values=ref_rows))
+            .mark_rule(color="gray", strokeWidth=2)
+            .encode(y="reference:Q", tooltip=["label:N", "reference:Q"])
+        )
+    return alt.layer(*layers).properties(width=width, height=height)
 
 
 def trajectory_chart(
@@ -452,49 +491,35 @@ def trajectory_chart(
     y_title: str,
     reference_label: str | None = None,
     width: int = 460,
-    height: int = 220,
+    height: int = 200,
 ):
-    """Altair: the mean over seeds (line) and the range over seeds (band) against tokens seen on
-    a log axis, every seed as a dot, the untrained model (step 0) as a dashed rule per series and
-    an optional fixed reference (grey rule, e.g. the isotropic share). Width ≤ 680 px with legend.
+    """Altair: per model, the mean over seeds (line) and the range over seeds (band) against
+    tokens seen on a log axis, every seed as a dot, the untrained model (step 0) as a dashed rule
+    and an optional fixed reference (grey rule, e.g. the isotropic share). One panel per
+    statistic, stacked, with a shared colour per model. Width ≤ 680 px with the axis titles.
     """
     import altair as alt
 
     if width > 520:
-        raise ValueError("width must be at most 520 px (the legend takes the rest of 680)")
-    points, summary, untrained = chart_rows(trajectories)
-    x = alt.X("tokens seen:Q", scale=alt.Scale(type="log"), title="tokens seen (log scale)")
-    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=2))
-    base = alt.Chart(alt.InlineData(values=summary))
-    band = base.mark_area(opacity=0.2).encode(x=x, y="low:Q", y2="high:Q", color=color)
-    line = base.mark_line(point=True).encode(
-        x=x, y=alt.Y("mean:Q", title=y_title), color=color,
-        tooltip=["series:N", "step:Q", alt.Tooltip("tokens seen:Q", format=","),
-                 alt.Tooltip("mean:Q", format=".3f")],
-    )  # fmt: skip
-    dots = (
-        alt.Chart(alt.InlineData(values=points))
-        .mark_circle(size=18, opacity=0.5)
-        .encode(x=x, y="value:Q", color=color, tooltip=["series:N", "seed:O", "value:Q"])
-    )
-    rules = (
-        alt.Chart(alt.InlineData(values=untrained))
-        .mark_rule(strokeDash=[5, 3])
-        .encode(y="untrained:Q", color=color, tooltip=["series:N", "untrained:Q"])
-    )
-    layers = [band, line, dots, rules]
-    refs = {tr.reference for tr in trajectories if tr.reference is not None}
-    if refs:
-        ref_rows = [{"reference": r, "label": reference_label or "reference"} for r in refs]
-        layers.append(
-            alt.Chart(alt.InlineData(values=ref_rows))
-            .mark_rule(color="gray", strokeWidth=2)
-            .encode(y="reference:Q", tooltip=["label:N", "reference:Q"])
-        )
-    return alt.layer(*layers).properties(
-        title=alt.Title(title, subtitle="dashed: untrained model (step 0); band: range over seeds"),
-        width=width, height=height,
-    )  # fmt: skip
+        raise ValueError("width must be at most 520 px (axis titles take the rest of 680)")
+    models = list(dict.fromkeys(t.model for t in trajectories))
+    statistics = list(dict.fromkeys(t.statistic for t in trajectories))
+    subtitle = "dashed: untrained model (step 0); band: range over seeds"
+    if reference_label:
+        subtitle += f"; grey: {reference_label}"
+    panels = [
+        _panel(
+            [t for t in trajectories if t.statistic == stat],
+            y_title if len(statistics) == 1 else [stat, y_title],
+            reference_label,
+            models,
+            width,
+            height if len(statistics) == 1 else 150,
+        )  # fmt: skip
+        for stat in statistics
+    ]
+    chart = panels[0] if len(panels) == 1 else alt.vconcat(*panels).resolve_scale(color="shared")
+    return chart.properties(title=alt.Title(title, subtitle=subtitle))
 
 
 def norm_share_chart(trajectories: Sequence[Trajectory]):
