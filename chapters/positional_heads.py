@@ -715,6 +715,7 @@ CLAIMS.record(
     "positional_heads.causal_probe",
     reading.verdict,
     reading.measured(),
+    interval=f"attention: {reading.positional.text}; loss: {reading.semantic.text}",
     seeds=reading.n_seeds,
     basis=reading.basis(),
 )

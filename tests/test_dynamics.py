@@ -216,3 +216,26 @@ def test_trend_table_and_chart():
     assert len(stacked["vconcat"]) == 2 and stacked["title"]["text"]
     with pytest.raises(ValueError, match="width"):
         dy.trajectory_chart([series], title="t", y_title="y", width=700)
+
+
+def test_every_measure_runs_on_a_tiny_model_and_gives_finite_values():
+    params = model.init_params(jax.random.key(1), CONFIG)
+    rng = np.random.default_rng(3)
+    windows = rng.integers(1, 32, (3, 16)).astype(np.int32)
+    bos_windows = windows.copy()
+    bos_windows[:, 0] = 0
+    bos_windows[:, 3::4] = 5  # a class token every fourth position
+    seqs = dy.repeated_random_tokens(rng, 2, 7, CONFIG.vocab_size)
+    found = {
+        **dy.norm_share_measure(list(windows))(params, CONFIG),
+        **dy.decay_measure(windows, short=3)(params, CONFIG),
+        **dy.positional_measure(windows, seqs, 7)(params, CONFIG),
+        **dy.apostrophe_measure(bos_windows[:2], bos_windows[1:], np.array([5]))(params, CONFIG),
+    }
+    assert set(found) == {
+        "queries", "keys", "least-decaying layer", "previous-token", "diagonal", "induction",
+        "apostrophe lift",
+    }  # fmt: skip
+    assert all(np.isfinite(v) for v in found.values())
+    assert 0 < found["queries"] < 1 and 0 < found["previous-token"] <= 1
+    assert -1 <= found["apostrophe lift"] <= 1

@@ -2,7 +2,9 @@
 
 ``analysis.frequencies`` (chunk norms), ``analysis.decay`` (activation vs distance),
 ``analysis.heads`` (positional-head detectors), ``analysis.semantic`` (semantic channels),
-``analysis.biases`` (additive-bias encodings). Shared primitives live here.
+``analysis.biases`` (additive-bias encodings), ``analysis.dynamics`` (those statistics along
+training snapshots, with a trend verdict), ``analysis.probes`` (removing RoPE planes at
+inference). Shared primitives live here.
 """
 
 from __future__ import annotations

@@ -401,8 +401,8 @@ def combined_verdict(trends: Sequence[Trend]) -> str:
 
 
 def trend_table(trends: Sequence[Trend], digits: int = 3) -> list[dict]:
-    """One row per trend: model, statistic, untrained, last snapshot, change (interval), ρ,
-    verdict."""
+    """One row per trend: model, statistic, untrained, last snapshot, change (interval), ρ, the
+    minimum change the seeds could detect (80% power), verdict."""
     return [
         {
             "model": t.model, "statistic": t.statistic, "untrained": round(t.untrained, digits),
@@ -412,6 +412,7 @@ def trend_table(trends: Sequence[Trend], digits: int = 3) -> list[dict]:
                 else " (1 seed)"
             ),
             "Spearman ρ (mean over seeds)": round(float(np.mean(t.spearman)), 2),
+            "min. detectable change": "— (1 seed)" if t.mde is None else f"{t.mde:.{digits}f}",
             "verdict": t.verdict,
         }
         for t in trends

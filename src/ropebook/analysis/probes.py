@@ -165,7 +165,8 @@ def min_detectable(diffs) -> float:
 
 def probe_table(result: ProbeResult, digits: int = 3) -> list[dict]:
     """One row per condition: planes removed, Δ loss (nats) with interval and as a perplexity
-    change, Δ previous-token attention with interval."""
+    change, Δ previous-token attention with interval, and the smallest Δs the samples could
+    detect (80% power)."""
     from ropebook.analysis import power
 
     rows = []
@@ -180,6 +181,10 @@ def probe_table(result: ProbeResult, digits: int = 3) -> list[dict]:
                 "perplexity change": f"{power.percent_of_perplexity(dl.mean):+.1f}%",
                 "Δ prev.-token attention": f"{dp.mean:+.{digits}f}",
                 "Δ attention interval": dp.text,
+                "min. detectable Δ (loss, attention)": (
+                    f"{min_detectable(result.delta('loss', c)):.3f}, "
+                    f"{min_detectable(result.delta('previous', c)):.3f}"
+                ),
             }
         )
     return rows
