@@ -60,6 +60,12 @@ def test_removing_every_plane_makes_attention_uniform_and_keeping_all_changes_no
     np.testing.assert_allclose(att, np.mean(1 / (np.arange(1, 10) + 1)), rtol=1e-5)
 
 
+def test_random_masks_remove_distinct_planes_per_draw():
+    masks = probes.random_masks(8, 3, np.random.default_rng(0), draws=5)
+    assert len(masks) == 5 and all((m == 0).sum() == 3 for m in masks)
+    assert len({tuple(m) for m in masks}) > 1
+
+
 def test_strongest_heads_orders_by_mean():
     att = np.zeros((2, 2, 3))
     att[:, 1, 2], att[:, 0, 1] = 0.9, 0.5
@@ -85,7 +91,7 @@ def result(n_seeds: int, fast_drop: float, slow_cost: float) -> probes.ProbeResu
     prev["fastest"] = 0.6 - fast_drop + base + rng.normal(0, 0.002, (n_seeds, w))
     return probes.ProbeResult(
         tuple(range(n_seeds)), loss, prev, [[(0, 0)]] * n_seeds,
-        [{"fastest": [0], "slowest": [7], "random": [3]}] * n_seeds, 8,
+        [{"fastest": [[0]], "slowest": [[7]], "random": [[3], [4], [5]]}] * n_seeds, 8,
     )  # fmt: skip
 
 
@@ -105,6 +111,7 @@ def test_probe_table_and_chart():
     rows = probes.probe_table(r)
     assert [row["planes removed"] for row in rows] == list(probes.CONDITIONS)
     assert rows[1]["perplexity change"].startswith("+")
+    assert rows[2]["planes (first seed)"] == "[3] or [4] … (3 draws)"
     spec = probes.probe_chart(r).to_dict()
     assert len(spec["vconcat"]) == 2 and all(p["width"] <= 520 for p in spec["vconcat"])
 
@@ -117,5 +124,6 @@ def test_run_probes_on_untrained_models():
     r = probes.run_probes(models, windows, select, n_heads=2, seed=5)
     assert r.seeds == (0, 1) and r.n_planes == 8 and len(r.heads[0]) == 2
     assert r.loss["intact"].shape == (2, 3) and set(r.previous) == {"intact", *probes.CONDITIONS}
-    assert len(r.removed[0]["random"]) == 2
+    assert len(r.removed[0]["random"]) == 4 and all(len(d) == 2 for d in r.removed[0]["random"])
+    assert r.removed[0]["fastest"] == [[0, 1]]
     np.testing.assert_allclose(r.delta("loss", "fastest"), r.loss["fastest"] - r.loss["intact"])

@@ -8,7 +8,8 @@ the same number of planes (a ``fraction`` of them, a quarter by default):
 
 - ``fastest``: the fastest planes (highest ``g_k``);
 - ``slowest``: the slowest planes (lowest ``g_k``; under p-RoPE the unrotated ones);
-- ``random``: planes drawn at random (one draw per seed), the control for "any quarter".
+- ``random``: planes drawn at random (``n_random`` draws per seed, averaged), the control for
+  "any quarter".
 
 For each condition, on the same held-out windows, :func:`run_probes` measures the change in each
 window's mean next-token loss (nats, so intervals are on the log-perplexity scale) and in the mean
@@ -20,6 +21,7 @@ windows of the one seed (:func:`paired_estimate`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,12 +56,32 @@ def removal_masks(
     return masks
 
 
+def random_masks(n_planes: int, n_removed: int, rng: np.random.Generator, draws: int) -> list:
+    """``draws`` keep masks ``[K]``, each removing ``n_removed`` planes drawn without replacement."""
+    masks = []
+    for _ in range(draws):
+        keep = np.ones(n_planes, np.float32)
+        keep[rng.choice(n_planes, n_removed, replace=False)] = 0.0
+        masks.append(keep)
+    return masks
+
+
 def window_losses(params, config, windows, keep=None) -> np.ndarray:
     """Mean next-token loss (nats) of each window ``[W, T+1]``: ``[W]``, planes ``keep`` kept."""
-    from ropebook import model, train
+    from ropebook import model
 
     intervention = None if keep is None else model.Intervention(keep_chunks=np.asarray(keep))
-    return train._window_losses(params, config, np.asarray(windows), intervention).mean(-1)
+    losses = _jitted_token_losses()(params, np.asarray(windows), config, intervention)
+    return np.asarray(losses).mean(-1)
+
+
+@functools.cache
+def _jitted_token_losses():
+    import jax
+
+    from ropebook import model
+
+    return jax.jit(model.token_losses, static_argnames="config")
 
 
 def head_attention(params, config, windows, keep=None, kind: str = "previous") -> np.ndarray:
@@ -90,13 +112,13 @@ class ProbeResult:
 
     ``loss[cond]``, ``previous[cond]``: ``[seeds, W]``, with ``"intact"`` for no removal;
     ``heads``: per seed the previous-token heads whose attention is averaged; ``removed``: per
-    seed and condition the removed plane indices."""
+    seed and condition the removed plane indices of each draw (one draw but for ``random``)."""
 
     seeds: tuple[int, ...]
     loss: dict[str, np.ndarray]
     previous: dict[str, np.ndarray]
     heads: list[list[tuple[int, int]]]
-    removed: list[dict[str, list[int]]]
+    removed: list[dict[str, list[list[int]]]]
     n_planes: int
 
     def delta(self, metric: str, condition: str) -> np.ndarray:
@@ -113,27 +135,37 @@ def run_probes(
     fraction: float = 0.25,
     n_heads: int = 2,
     seed: int = 0,
+    n_random: int = 4,
 ) -> ProbeResult:
     """Probe each model (one per seed) on ``windows [W, T+1]``; heads are chosen on
-    ``select_windows [W', T]`` (intact model); the random planes come from
-    ``Generator([seed, model seed])``."""
-    from ropebook.analysis.frequencies import zoo_frequencies
+    ``select_windows [W', T]`` (intact model); the ``random`` condition averages ``n_random``
+    draws of planes from ``Generator([seed, model seed])``."""
+    from ropebook.analysis.frequencies import band_size, zoo_frequencies
 
     windows = np.asarray(windows)
     loss = {c: [] for c in ("intact", *CONDITIONS)}
     previous = {c: [] for c in ("intact", *CONDITIONS)}
     chosen, removed = [], []
     for m in models:
-        masks = removal_masks(
-            zoo_frequencies(m.config), fraction, np.random.default_rng([seed, m.seed])
-        )
+        frequencies = zoo_frequencies(m.config)
+        masks = {c: [k] for c, k in removal_masks(frequencies, fraction).items()}
+        masks["random"] = random_masks(
+            frequencies.size, band_size(frequencies.size, fraction),
+            np.random.default_rng([seed, m.seed]), n_random,
+        )  # fmt: skip
         heads = strongest_heads(head_attention(m.params, m.config, select_windows), n_heads)
         chosen.append(heads)
-        removed.append({c: [int(i) for i in np.flatnonzero(k == 0)] for c, k in masks.items()})
-        for condition, keep in [("intact", None), *masks.items()]:
-            loss[condition].append(window_losses(m.params, m.config, windows, keep))
-            att = head_attention(m.params, m.config, windows[:, :-1], keep)
-            previous[condition].append(np.stack([att[:, la, h] for la, h in heads], -1).mean(-1))
+        removed.append(
+            {c: [[int(i) for i in np.flatnonzero(k == 0)] for k in ks] for c, ks in masks.items()}
+        )
+        for condition, keeps in [("intact", [None]), *masks.items()]:
+            draws_loss, draws_prev = [], []
+            for keep in keeps:
+                draws_loss.append(window_losses(m.params, m.config, windows, keep))
+                att = head_attention(m.params, m.config, windows[:, :-1], keep)
+                draws_prev.append(np.stack([att[:, la, h] for la, h in heads], -1).mean(-1))
+            loss[condition].append(np.mean(draws_loss, axis=0))
+            previous[condition].append(np.mean(draws_prev, axis=0))
     return ProbeResult(
         seeds=tuple(m.seed for m in models),
         loss={c: np.stack(v) for c, v in loss.items()},
@@ -175,7 +207,12 @@ def probe_table(result: ProbeResult, digits: int = 3) -> list[dict]:
         rows.append(
             {
                 "planes removed": c,
-                "planes (first seed)": str(result.removed[0][c]),
+                "planes (first seed)": " or ".join(map(str, result.removed[0][c][:2]))
+                + (
+                    f" … ({len(result.removed[0][c])} draws)"
+                    if len(result.removed[0][c]) > 2
+                    else ""
+                ),
                 "Δ loss (nats)": f"{dl.mean:+.{digits}f}",
                 "Δ loss interval": dl.text,
                 "perplexity change": f"{power.percent_of_perplexity(dl.mean):+.1f}%",
