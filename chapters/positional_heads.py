@@ -668,9 +668,9 @@ CLAIMS.record(
 # Three probes remove the same number of planes (`probe_fraction` of them): the **fastest**,
 # the **slowest**, and a **random** set (the control for "any planes"; several draws, averaged,
 # listed in the table). On `probe_windows` held-out windows we measure the change in next-token
-# loss (nats, i.e. log-perplexity, so
-# intervals never cross into impossible perplexities) and in the mean previous-token attention
-# of the `probe_heads` strongest previous-token heads (chosen on other windows, intact model).
+# loss (nats, i.e. log-perplexity, so intervals never cross into impossible perplexities) and in
+# the mean previous-token attention of the `probe_heads` strongest previous-token heads (chosen
+# on other windows, intact model).
 # Every difference is paired — same seed, same window, with and without the planes.
 #
 # The paper's reading (Secs 5-6) predicts that removing the fastest planes breaks the
