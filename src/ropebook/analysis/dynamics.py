@@ -178,7 +178,7 @@ def describe(models: dict[str, list], regime: str) -> str:
         f"{c.context}: the slowest pair turns {turns:.2f} times over the context "
         f"({zoo.REFERENCE_MODEL['name']} over {zoo.REFERENCE_MODEL['context']:,} tokens: "
         f"{zoo.reference_slowest_turns():.2f}); snapshots at steps {steps} "
-        f"({first.tokens_seen:,} tokens at the end); {n_seeds} seed(s)"
+        f"({first.tokens_seen:,} tokens at the end); {n_seeds} seed{'s' if n_seeds != 1 else ''}"
     )
     if n_seeds < 2:
         text += (

@@ -248,7 +248,8 @@ class ProbeReading:
 
     def basis(self) -> str:
         return (
-            f"{self.n_seeds} seed(s), paired per seed and window; minimum detectable differences "
+            f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}, paired per seed and window; "
+            "minimum detectable differences "
             f"{self.positional_mde:.3g} (attention) and {self.semantic_mde:.3g} nats (80% power)"
         )
 
