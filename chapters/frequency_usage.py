@@ -47,11 +47,11 @@ band = 0.25  # in (0, 1]: fraction of chunks counted as the lowest / highest fre
 high_head_share = 0.25  # in [0, 1]: fastest-band share from which a head "uses" high frequencies
 positional_mass = 0.5  # in [0, 1]: attention on one offset from which a head is positional
 domain_similarity = 0.9  # in [-1, 1]: profile correlation from which domains are "very similar"
+regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
 prompt_seed = 0  # in [0, inf): numpy Generator seed of the arithmetic prompts
 checkpoint = ""  # local Hugging Face Llama/Gemma folder; "" skips the real-checkpoint analysis
 checkpoint_dtype = "float32"  # float32 | bfloat16 (weights; norms and softmax stay float32)
 checkpoint_tokens = 64  # in [1, inf): tokens per prompt for the checkpoint
-regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
 
 # %% tags=["hide-input"]
 import time
