@@ -548,9 +548,11 @@ biases.loss_by_position_chart(curves, context, title)
 # compare *paired* differences of log-ratios, $\ln(\mathrm{ppl}_{8\times}/\mathrm{ppl}_{1\times})$,
 # window by window (or seed by seed when the profile has several seeds): an ordering is
 # **held** when every difference it needs has an interval above 0, **not held** when one lies
-# wholly below 0, **partly** otherwise. The whole order is also scored with Kendall's $\tau$
-# between our mean ratios and CABLE's (1: same order); unless every neighbour difference is
-# established, the whole order is **partly** held when $\tau > 0$ and **not held** otherwise.
+# wholly below 0, and the run **cannot decide** it otherwise (its interval contains 0). The whole
+# order is also scored with Kendall's $\tau$ between our mean ratios and CABLE's (1: same order);
+# unless every neighbour difference is established, the whole order is **not held** when
+# $\tau \le 0$, **partly** held when some neighbour differences are established, and
+# undecided (**cannot decide**) when none is.
 #
 # **Caveat on scale and data.** CABLE trains GPT-2 Small (124M parameters) at 1,024 tokens on a
 # large web corpus; our models are trained on a few MB of Shakespeare — small models for minutes

@@ -190,7 +190,7 @@ def test_kendall_tau():
 
 def test_separation_verdict():
     assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.2, 0.1, 0.3)]) == "held"
-    assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.0, -0.1, 0.1)]) == "partly"
+    assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.0, -0.1, 0.1)]) == "cannot decide"
     assert biases.separation_verdict([(1.0, 0.5, 1.5), (-0.2, -0.3, -0.1)]) == "not held"
 
 
@@ -478,6 +478,7 @@ def test_order_verdict_and_weakest_difference():
     assert biases.order_verdict([held, straddles], tau=0.67) == "partly"
     assert biases.order_verdict([held, straddles], tau=0.0) == "not held"
     assert biases.order_verdict([held, below], tau=0.33) == "partly"  # tau decides, not the sign
+    assert biases.order_verdict([straddles, straddles], tau=0.33) == "cannot decide"
     difference = {("a", "b"): held, ("c", "b"): straddles}
     assert biases.weakest_difference([("a", "b"), ("c", "b")], difference) == ("c", "b")
     rows = biases.ordering_table(

@@ -255,13 +255,13 @@ def separation_verdict(differences: list[tuple[float, float, float]]) -> str:
     """Verdict on a set of claimed-positive differences, each ``(mean, low, high)``.
 
     ``held``: every interval lies above 0; ``not held``: some interval lies wholly below 0 (the
-    opposite order is established); ``partly``: otherwise (some interval straddles 0).
+    opposite order is established); ``cannot decide``: otherwise (some interval contains 0).
     """
     if all(low > 0 for _, low, _ in differences):
         return "held"
     if any(high < 0 for _, _, high in differences):
         return "not held"
-    return "partly"
+    return "cannot decide"
 
 
 # ---------------------------------------------------------------- the pe_zoo chapter
@@ -824,13 +824,16 @@ def paired_log_ratio_difference(
 
 
 def order_verdict(differences: list[tuple[float, float, float]], tau: float) -> str:
-    """CABLE's whole order: :func:`separation_verdict` of its neighbour differences, except that
-    an order not established is ``partly`` when Kendall's ``tau`` with CABLE is positive and
-    ``not held`` otherwise."""
+    """CABLE's whole order: ``held`` when every neighbour difference is established
+    (:func:`separation_verdict`); otherwise ``not held`` when Kendall's ``tau`` with CABLE is not
+    positive, ``partly`` when some neighbour differences are established, ``cannot decide`` when
+    none is."""
     verdict = separation_verdict(differences)
     if verdict == "held":
         return verdict
-    return "partly" if tau > 0 else "not held"
+    if tau <= 0:
+        return "not held"
+    return "partly" if any(low > 0 for _, low, _ in differences) else "cannot decide"
 
 
 def weakest_difference(pairs, difference: dict) -> tuple[str, str]:
