@@ -488,3 +488,16 @@ def test_order_verdict_and_weakest_difference():
         {"ordering": "x", "needs": "RoPE > ALiBi", "Δ ln ratio": "+0.693 [+0.100, +1.200]",
          "ratio": "2", "verdict": "held"}
     ]  # fmt: skip
+
+
+def test_detectable_difference_grows_with_noise_and_matches_the_power_formula():
+    from ropebook.analysis.power import min_detectable_effect
+
+    rng = np.random.default_rng(0)
+    windows = rng.normal(size=(8, 2))
+    mean_loss = {("a", 0): windows, ("b", 0): np.zeros((8, 2))}
+    samples = windows[:, -1] - windows[:, 0]
+    expected = min_detectable_effect(float(np.std(samples, ddof=1)), 8)
+    assert biases.detectable_difference(mean_loss, [("a", "b")], [0]) == pytest.approx(expected)
+    louder = {k: 3 * v for k, v in mean_loss.items()}
+    assert biases.detectable_difference(louder, [("a", "b")], [0]) == pytest.approx(3 * expected)
