@@ -9,7 +9,8 @@ Prints tokens/s of each, the ratio ours / PyTorch, and model FLOPs utilisation (
 float32 matmul throughput measured on this machine (so MFU is relative to what this CPU can
 actually do, not a datasheet number).
 
-    .venv/bin/python benchmarks/train_throughput.py [--profile cpu] [--rounds 3] [--steps 20]
+    .venv/bin/python benchmarks/train_throughput.py [--profile cpu] [--regime lesson|matched]
+        [--rounds 3] [--steps 20]
     ROPEBOOK_TUNE_MALLOC=0 .venv/bin/python benchmarks/train_throughput.py   # glibc defaults
 """
 
@@ -125,10 +126,11 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--regime", default="lesson", choices=zoo.REGIMES)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
-    cfg, tc = zoo.configs("rope", seed=0, profile=args.profile)
+    cfg, tc = zoo.configs("rope", seed=0, profile=args.profile, regime=args.regime)
     tokens = np.random.default_rng(0).integers(0, cfg.vocab_size, (tc.batch_size, cfg.context + 1))
     from ropebook import runtime
 
@@ -152,7 +154,7 @@ def main() -> None:
     tokens_per_step = tc.batch_size * cfg.context
     peak = peak_matmul_flops()
     flops = model_flops_per_token(cfg)
-    print(f"model: {args.profile} profile, {cfg.n_layers} layers, d={cfg.d_model}, "
+    print(f"model: {args.profile} profile, {args.regime} regime, {cfg.n_layers} layers, d={cfg.d_model}, "
           f"{cfg.n_heads}x{cfg.head_dim} heads, batch {tc.batch_size}x{cfg.context}")  # fmt: skip
     print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s")
     print(f"allocator tuned (ropebook.runtime, applies to every framework in this process): "

@@ -548,9 +548,11 @@ biases.loss_by_position_chart(curves, context, title)
 # compare *paired* differences of log-ratios, $\ln(\mathrm{ppl}_{8\times}/\mathrm{ppl}_{1\times})$,
 # window by window (or seed by seed when the profile has several seeds): an ordering is
 # **held** when every difference it needs has an interval above 0, **not held** when one lies
-# wholly below 0, **partly** otherwise. The whole order is also scored with Kendall's $\tau$
-# between our mean ratios and CABLE's (1: same order); unless every neighbour difference is
-# established, the whole order is **partly** held when $\tau > 0$ and **not held** otherwise.
+# wholly below 0, and the run **cannot decide** it otherwise (its interval contains 0). The whole
+# order is also scored with Kendall's $\tau$ between our mean ratios and CABLE's (1: same order);
+# unless every neighbour difference is established, the whole order is **not held** when
+# $\tau \le 0$, **partly** held when some neighbour differences are established, and
+# undecided (**cannot decide**) when none is.
 #
 # **Caveat on scale and data.** CABLE trains GPT-2 Small (124M parameters) at 1,024 tokens on a
 # large web corpus; our models are trained on a few MB of Shakespeare — small models for minutes
@@ -618,6 +620,12 @@ def versus(name: str) -> str:
     return f"ratio {ratio[name][0]:.3g} vs {rest} (CABLE {biases.CABLE_RATIO[name]:.3g})"
 
 
+def resolution(label: str) -> str:
+    """What the ordering's run can resolve: the paired samples and the detectable difference."""
+    mde = biases.detectable_difference(mean_loss, checks[label], seeds, confidence)
+    return f"intervals over {over}; detectable ln-ratio difference ≥ {mde:.2g} (80% power)"
+
+
 n_seeds = len(seeds)
 CLAIMS.record(
     "pe_zoo.alibi_least",
@@ -625,6 +633,7 @@ CLAIMS.record(
     versus("alibi"),
     interval=weakest("ALiBi degrades least"),
     seeds=n_seeds,
+    basis=resolution("ALiBi degrades least"),
 )
 CLAIMS.record(
     "pe_zoo.rope_most",
@@ -632,11 +641,12 @@ CLAIMS.record(
     versus("rope"),
     interval=weakest("RoPE degrades most"),
     seeds=n_seeds,
+    basis=resolution("RoPE degrades most"),
 )
 CLAIMS.record(
     "pe_zoo.extrapolation_order", verdicts[whole],
     "ours: " + " < ".join(LABELS[n] for n in our_order) + f"; Kendall τ = {tau:.2f}",
-    interval=weakest(whole), seeds=n_seeds,
+    interval=weakest(whole), seeds=n_seeds, basis=resolution(whole),
 )  # fmt: skip
 CLAIMS.glue()
 print(f"chapter computed in {time.perf_counter() - started:.0f} s")

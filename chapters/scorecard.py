@@ -15,8 +15,11 @@
 # # Scorecard: what held
 #
 # Every chapter ends by recording its claims: what the literature says, what we measured (with
-# an interval over seeds where it is a measurement) and a verdict — *held*, *partly*, *not held*
-# or *not testable here*. This page gathers them from the executed chapters of this build; none
+# an interval over seeds where it is a measurement), what the verdict rests on (models, seeds,
+# tokens and, for comparisons, the smallest effect the run could detect) and a verdict — *held*,
+# *not held*, *partly* (a claim of several parts, some of which hold), *cannot decide* (the run's
+# interval contains the claimed threshold, so it only bounds the effect) or *not testable here*.
+# This page gathers them from the executed chapters of this build; none
 # of it is typed in. It also checks that every numbered proposition, theorem, lemma, definition,
 # figure and table of Barbero et al. (2025), and each CABLE appendix figure the book reproduces,
 # is backed by at least one claim — the build fails otherwise.
@@ -65,8 +68,8 @@ plots.claims_by_chapter(records)
 # %% [markdown]
 # ## Verdicts by chapter
 #
-# The same verdicts counted per chapter: green *held*, yellow *partly*, red *not held*, grey *not
-# testable here*.
+# The same verdicts counted per chapter: green *held*, yellow *partly*, red *not held*, light
+# blue *cannot decide*, grey *not testable here*.
 
 # %%
 plots.verdict_chart(records)

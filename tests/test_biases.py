@@ -190,7 +190,7 @@ def test_kendall_tau():
 
 def test_separation_verdict():
     assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.2, 0.1, 0.3)]) == "held"
-    assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.0, -0.1, 0.1)]) == "partly"
+    assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.0, -0.1, 0.1)]) == "cannot decide"
     assert biases.separation_verdict([(1.0, 0.5, 1.5), (-0.2, -0.3, -0.1)]) == "not held"
 
 
@@ -478,6 +478,7 @@ def test_order_verdict_and_weakest_difference():
     assert biases.order_verdict([held, straddles], tau=0.67) == "partly"
     assert biases.order_verdict([held, straddles], tau=0.0) == "not held"
     assert biases.order_verdict([held, below], tau=0.33) == "partly"  # tau decides, not the sign
+    assert biases.order_verdict([straddles, straddles], tau=0.33) == "cannot decide"
     difference = {("a", "b"): held, ("c", "b"): straddles}
     assert biases.weakest_difference([("a", "b"), ("c", "b")], difference) == ("c", "b")
     rows = biases.ordering_table(
@@ -487,3 +488,16 @@ def test_order_verdict_and_weakest_difference():
         {"ordering": "x", "needs": "RoPE > ALiBi", "Δ ln ratio": "+0.693 [+0.100, +1.200]",
          "ratio": "2", "verdict": "held"}
     ]  # fmt: skip
+
+
+def test_detectable_difference_grows_with_noise_and_matches_the_power_formula():
+    from ropebook.analysis.power import min_detectable_effect
+
+    rng = np.random.default_rng(0)
+    windows = rng.normal(size=(8, 2))
+    mean_loss = {("a", 0): windows, ("b", 0): np.zeros((8, 2))}
+    samples = windows[:, -1] - windows[:, 0]
+    expected = min_detectable_effect(float(np.std(samples, ddof=1)), 8)
+    assert biases.detectable_difference(mean_loss, [("a", "b")], [0]) == pytest.approx(expected)
+    louder = {k: 3 * v for k, v in mean_loss.items()}
+    assert biases.detectable_difference(louder, [("a", "b")], [0]) == pytest.approx(3 * expected)

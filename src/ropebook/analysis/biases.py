@@ -255,13 +255,13 @@ def separation_verdict(differences: list[tuple[float, float, float]]) -> str:
     """Verdict on a set of claimed-positive differences, each ``(mean, low, high)``.
 
     ``held``: every interval lies above 0; ``not held``: some interval lies wholly below 0 (the
-    opposite order is established); ``partly``: otherwise (some interval straddles 0).
+    opposite order is established); ``cannot decide``: otherwise (some interval contains 0).
     """
     if all(low > 0 for _, low, _ in differences):
         return "held"
     if any(high < 0 for _, _, high in differences):
         return "not held"
-    return "partly"
+    return "cannot decide"
 
 
 # ---------------------------------------------------------------- the pe_zoo chapter
@@ -814,23 +814,49 @@ def paired_log_ratio_difference(
     means), or over the windows with one seed."""
     from ropebook.analysis import mean_interval
 
+    return mean_interval(_paired_samples(mean_loss, worse, better, seeds), confidence)
+
+
+def _paired_samples(mean_loss: dict, worse: str, better: str, seeds) -> np.ndarray:
+    """The samples behind :func:`paired_log_ratio_difference`: one per seed (window means), or
+    one per window with a single seed."""
+
     def log_ratio(name: str, s: int) -> np.ndarray:
         return mean_loss[name, s][:, -1] - mean_loss[name, s][:, 0]
 
     diffs = [log_ratio(worse, s) - log_ratio(better, s) for s in seeds]
-    if len(diffs) > 1:
-        return mean_interval([float(np.mean(d)) for d in diffs], confidence)
-    return mean_interval(diffs[0], confidence)
+    return np.asarray([float(np.mean(d)) for d in diffs] if len(diffs) > 1 else diffs[0])
+
+
+def detectable_difference(
+    mean_loss: dict, pairs, seeds, confidence: float = 0.95, power: float = 0.8
+) -> float:
+    """The largest, over ``pairs`` of ``(worse, better)``, of the smallest ln-ratio difference
+    their paired samples detect with ``power`` (:func:`ropebook.analysis.power
+    .min_detectable_effect`): what the ordering's run can resolve."""
+    from ropebook.analysis.power import min_detectable_effect
+
+    values = []
+    for worse, better in pairs:
+        samples = _paired_samples(mean_loss, worse, better, seeds)
+        if samples.size < 2:
+            return float("nan")
+        sd = float(np.std(samples, ddof=1))
+        values.append(min_detectable_effect(sd, samples.size, confidence=confidence, power=power))
+    return max(values)
 
 
 def order_verdict(differences: list[tuple[float, float, float]], tau: float) -> str:
-    """CABLE's whole order: :func:`separation_verdict` of its neighbour differences, except that
-    an order not established is ``partly`` when Kendall's ``tau`` with CABLE is positive and
-    ``not held`` otherwise."""
+    """CABLE's whole order: ``held`` when every neighbour difference is established
+    (:func:`separation_verdict`); otherwise ``not held`` when Kendall's ``tau`` with CABLE is not
+    positive, ``partly`` when some neighbour differences are established, ``cannot decide`` when
+    none is."""
     verdict = separation_verdict(differences)
     if verdict == "held":
         return verdict
-    return "partly" if tau > 0 else "not held"
+    if tau <= 0:
+        return "not held"
+    return "partly" if any(low > 0 for _, low, _ in differences) else "cannot decide"
 
 
 def weakest_difference(pairs, difference: dict) -> tuple[str, str]:
