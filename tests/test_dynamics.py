@@ -105,6 +105,11 @@ class FakeModel:
     steps: tuple = (0, 1, 3, 10)
     history: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        self.history.setdefault(
+            "snapshots", [{"step": s, "tokens_seen": s * 100} for s in self.steps]
+        )
+
     @property
     def snapshot_steps(self):
         return list(self.steps)
@@ -143,7 +148,7 @@ def test_snapshots_without_kept_steps_rebuild_the_untrained_model():
     trained = model.init_params(jax.random.key(9), CONFIG)
     fake = FakeModel(3, steps=())
     fake.params, fake.tokens_seen = trained, 4096
-    fake.history = {"train": [{"step": 20}]}
+    fake.history = {"train": [{"step": 20}], "snapshots": []}
     first, last = dy.snapshots(fake)
     expected = model.init_params(jax.random.key(3), CONFIG)
     assert (first.step, first.tokens, last.step, last.tokens) == (0, 0, 20, 4096)

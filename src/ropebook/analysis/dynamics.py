@@ -49,27 +49,41 @@ Measure = Callable[..., dict[str, float]]  # (params, config) -> {statistic: val
 
 @dataclass(frozen=True)
 class Snapshot:
+    """One kept step of a run; ``params`` are read (sha256-checked) only when asked for."""
+
     step: int
     tokens: int
-    params: object
+    load: Callable[[], object]
+
+    @property
+    def params(self):
+        return self.load()
 
 
 def snapshots(trained) -> list[Snapshot]:
-    """The snapshots of a zoo model in step order, step 0 (untrained) first.
+    """The snapshots of a zoo model in step order, step 0 (untrained) first; each loads its
+    params when :attr:`Snapshot.params` is read, so a run's snapshots are never all in memory.
 
     Without kept snapshots (lesson and matched regimes): the untrained model rebuilt from the
     training seed (``model.init_params(key(seed))``, as :mod:`ropebook.train` starts) and the
     trained one."""
     steps = trained.snapshot_steps
     if steps:
-        return [Snapshot(s, int(t), p) for s in steps for p, t in [trained.snapshot(s)]]
-    import jax
+        tokens = {e["step"]: int(e["tokens_seen"]) for e in trained.history["snapshots"]}
+        return [Snapshot(s, tokens[s], lambda s=s: trained.snapshot(s)[0]) for s in steps]
 
-    from ropebook import model
+    def untrained():
+        import jax
 
-    init = model.init_params(jax.random.key(trained.seed), trained.config)
+        from ropebook import model
+
+        return model.init_params(jax.random.key(trained.seed), trained.config)
+
     final_step = int(trained.history["train"][-1]["step"]) if trained.history.get("train") else 1
-    return [Snapshot(0, 0, init), Snapshot(final_step, int(trained.tokens_seen), trained.params)]
+    return [
+        Snapshot(0, 0, untrained),
+        Snapshot(final_step, int(trained.tokens_seen), lambda: trained.params),
+    ]
 
 
 @dataclass(frozen=True)
