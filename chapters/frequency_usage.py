@@ -348,10 +348,11 @@ CLAIMS.record(
 # ## Over training: do queries and keys move their norm to the slowest pairs?
 #
 # Gemma 7B puts most of its query and key norm on the lowest frequencies (Sec. 4, Fig. 3); the
-# paper reads this as something *learned*: training "pushes [the] norm to 0" of the chunks it
-# finds useless. An untrained model has no preference (its weights are isotropic, so each of
-# the $d/2$ pairs holds about $1/(d/2)$ of the norm). Training **moves toward Gemma's result**
-# if the share held by one pair of the slowest quarter rises above that isotropic $1/(d/2)$.
+# paper reads this as something *learned*: "learning discovers that these medium to high
+# frequency 'chunks' are not useful and hence pushes their norm to 0". An untrained model has no
+# preference (its weights are isotropic, so each of the $d/2$ pairs holds about $1/(d/2)$ of the
+# norm). Training **moves toward Gemma's result** if the share held by one pair of the slowest
+# quarter rises above the untrained model's, which sits at that isotropic $1/(d/2)$.
 #
 # The book's default models sit in a regime unlike Gemma's (their slowest pairs barely turn over
 # the context, see the first chapter), so this section uses the **flagship** models of the
