@@ -393,6 +393,15 @@ display(
 plots.table(dy.trend_table(share_trends))
 
 # %% [markdown]
+# Where does the norm go? For the RoPE model (mean over seeds), each pair's share of the query
+# and key norm times the number of pairs, one column per snapshot from the untrained model on
+# the left: 1 is isotropic, orange cells hold more than their share, blue less. Look for orange
+# gathering in the bottom rows (the slowest pairs) as the columns move right.
+
+# %%
+dy.pair_heatmap([share_runs["rope"]["queries per pair"], share_runs["rope"]["keys per pair"]])
+
+# %% [markdown]
 # The verdict is the paired change from the untrained model to the last snapshot, seed by seed:
 # its 95% interval over seeds wholly above zero reads *moves toward the Gemma result*, wholly
 # below *away*, and containing zero *cannot decide* (one seed always reads so). Spearman's

@@ -189,7 +189,9 @@ def test_trend_test_cannot_decide_with_noise_or_one_seed():
 
 def test_trajectory_checks_shapes_and_direction():
     with pytest.raises(ValueError, match="toward"):
-        trajectory([[0.0, 1.0]], toward=0)
+        trajectory([[0.0, 1.0]], toward=2)
+    with pytest.raises(ValueError, match="values must be"):  # only descriptive ones may be 3-D
+        dy.Trajectory("s", "m", (0,), np.arange(2), np.arange(2), np.zeros((1, 2, 4)), 1)
     with pytest.raises(ValueError, match="values must be"):
         dy.Trajectory("s", "m", (0,), np.arange(3), np.arange(3), np.zeros((2, 3)), 1)
 
@@ -238,9 +240,32 @@ def test_every_measure_runs_on_a_tiny_model_and_gives_finite_values():
         **dy.apostrophe_measure(bos_windows[:2], bos_windows[1:], np.array([5]))(params, CONFIG),
     }
     assert set(found) == {
-        "queries", "keys", "least-decaying layer", "previous-token", "diagonal", "induction",
-        "apostrophe lift",
+        "queries", "keys", "queries per pair", "keys per pair", "least-decaying layer",
+        "previous-token", "diagonal", "induction", "apostrophe lift",
     }  # fmt: skip
-    assert all(np.isfinite(v) for v in found.values())
+    assert all(np.isfinite(v).all() for v in found.values())
+    np.testing.assert_allclose(found["queries per pair"].mean(), 1.0)
     assert 0 < found["queries"] < 1 and 0 < found["previous-token"] <= 1
     assert -1 <= found["apostrophe lift"] <= 1
+
+
+def test_descriptive_statistics_are_kept_without_a_direction_and_drawn_as_heatmaps():
+    def measure(params, config):
+        profile = np.array([1.0, 1.0, 2.0, 4.0]) * (1 + params["step"])
+        return {"a": float(params["step"]), "a per pair": dy.relative_shares(profile)}
+
+    out = dy.over_training([FakeModel(0), FakeModel(1)], measure, toward={"a": 1})
+    profile = out["a per pair"]
+    assert profile.toward == 0 and np.shape(profile.values) == (2, 4, 4)
+    np.testing.assert_allclose(profile.values[0, 0], [0.5, 0.5, 1.0, 2.0])  # mean 1 = isotropic
+    with pytest.raises(ValueError, match="descriptive"):
+        dy.trend_test(profile)
+    spec = dy.pair_heatmap([profile, profile]).to_dict()
+    assert len(spec["hconcat"]) == 2 and spec["title"]["text"]
+    assert spec["hconcat"][0]["encoding"]["color"]["scale"]["domainMid"] == 1.0
+    with pytest.raises(ValueError, match="pair_heatmap"):
+        dy.pair_heatmap([out["a"]])
+
+
+def test_relative_shares_of_an_isotropic_profile_are_one():
+    np.testing.assert_allclose(dy.relative_shares(np.full((2, 3, 8), 0.7)), np.ones(8))

@@ -90,8 +90,10 @@ def snapshots(trained) -> list[Snapshot]:
 class Trajectory:
     """One statistic of one model along training: ``values [seeds, S]`` at ``tokens [S]``.
 
-    ``toward`` is +1 if the paper's Gemma result lies at larger values, -1 at smaller ones;
-    ``reference`` an optional fixed baseline drawn on the chart (e.g. the isotropic share)."""
+    ``toward`` is +1 if the paper's Gemma result lies at larger values, -1 at smaller ones, 0
+    for a descriptive statistic with no stated direction (then ``values`` may be
+    ``[seeds, S, ...]``, e.g. a profile over pairs, and has no trend test); ``reference`` an
+    optional fixed baseline drawn on the chart (e.g. the isotropic share)."""
 
     statistic: str
     model: str
@@ -103,10 +105,11 @@ class Trajectory:
     reference: float | None = None
 
     def __post_init__(self) -> None:
-        if self.toward not in (1, -1):
-            raise ValueError(f"toward must be +1 or -1, got {self.toward}")
+        if self.toward not in (1, -1, 0):
+            raise ValueError(f"toward must be +1, -1 or 0, got {self.toward}")
         values = np.asarray(self.values, np.float64)
-        if values.shape != (len(self.seeds), len(self.tokens)):
+        expected = (len(self.seeds), len(self.tokens))
+        if values.shape[:2] != expected or (self.toward and values.ndim != 2):
             raise ValueError(
                 f"values must be [seeds={len(self.seeds)}, snapshots={len(self.tokens)}], "
                 f"got {values.shape}"
@@ -130,7 +133,9 @@ def over_training(
     reference: dict[str, float] | None = None,
 ) -> dict[str, Trajectory]:
     """Run ``measure(params, config) -> {statistic: value}`` on every snapshot of ``models``
-    (one zoo model per seed, same name and config); one :class:`Trajectory` per statistic."""
+    (one zoo model per seed, same name and config); one :class:`Trajectory` per statistic of
+    ``toward`` (its direction), and a descriptive one (``toward = 0``) for every other statistic
+    the measure returns (arrays allowed)."""
     if not models:
         raise ValueError("over_training needs at least one model")
     name, config = models[0].name, models[0].config
@@ -156,7 +161,7 @@ def over_training(
             toward=sign,
             reference=reference.get(stat),
         )  # fmt: skip
-        for stat, sign in toward.items()
+        for stat, sign in {**dict.fromkeys(rows[0][0], 0), **toward}.items()
     }
 
 
@@ -218,16 +223,28 @@ def pair_share(profile, fraction: float = 0.25) -> float:
     return float(fq.band_share(profile, fraction, "low")) / fq.band_size(profile.size, fraction)
 
 
+def relative_shares(profile) -> np.ndarray:
+    """Each pair's share of the summed chunk norm times the number of pairs (1 = isotropic):
+    ``[..., K] -> [K]``, leading axes averaged first."""
+    profile = np.asarray(profile, np.float64).reshape(-1, np.shape(profile)[-1]).mean(0)
+    return profile / profile.sum() * profile.size
+
+
 def norm_share_measure(texts, fraction: float = 0.25) -> Measure:
-    """``{"queries", "keys"}``: :func:`pair_share` of each, from ``frequencies.measure``."""
+    """``{"queries", "keys"}``: :func:`pair_share` of each, from ``frequencies.measure``; and
+    ``{"queries per pair", "keys per pair"}``: :func:`relative_shares` (descriptive)."""
     from ropebook.analysis import frequencies as fq
 
-    def measure(params, config) -> dict[str, float]:
+    def measure(params, config) -> dict:
         usage = fq.measure(
             fq.zoo_runner(params, config), texts, frequencies=fq.zoo_frequencies(config),
             pairing=config.pairing,
         )  # fmt: skip
-        return {fq.KIND_NAMES[k]: pair_share(usage.heads(k), fraction) for k in ("q", "k")}
+        out = {}
+        for k in ("q", "k"):
+            out[fq.KIND_NAMES[k]] = pair_share(usage.heads(k), fraction)
+            out[f"{fq.KIND_NAMES[k]} per pair"] = relative_shares(usage.heads(k))
+        return out
 
     return measure
 
@@ -378,6 +395,8 @@ def trend_test(trajectory: Trajectory, confidence: float = 0.95) -> Trend:
 
     from ropebook.analysis import power
 
+    if not trajectory.toward:
+        raise ValueError(f"{trajectory.statistic!r} is descriptive (toward = 0): no trend test")
     values = np.asarray(trajectory.values, np.float64)
     change = values[:, -1] - values[:, 0]
     estimate = interval_text(change, digits=3, unit="seeds")
@@ -574,4 +593,50 @@ def apostrophe_chart(trajectories: Sequence[Trajectory]):
         title="Apostrophe lift of the selected head over training",
         y_title="attention lift on a previous apostrophe",
         reference_label="no lift",
+    )
+
+
+def pair_heatmap(trajectories: Sequence[Trajectory], *, width: int = 230, height: int = 200):
+    """Altair heatmaps, side by side, of descriptive ``[seeds, S, K]`` trajectories (e.g.
+    ``"queries per pair"`` of :func:`norm_share_measure`): one column per snapshot (step 0 =
+    untrained first), one row per pair (fastest at the top), colour = mean over seeds of the
+    relative share (1 = isotropic, diverging around it)."""
+    import altair as alt
+
+    panels = []
+    for tr in trajectories:
+        values = np.asarray(tr.values, np.float64)
+        if values.ndim != 3:
+            raise ValueError(f"{tr.statistic!r}: pair_heatmap needs [seeds, snapshots, pairs]")
+        mean = values.mean(0)
+        rows = [
+            {
+                "snapshot": f"{int(tr.tokens[j]):,}", "order": j, "pair": k,
+                "relative share": float(mean[j, k]), "step": int(tr.steps[j]),
+            }
+            for j in range(mean.shape[0]) for k in range(mean.shape[1])
+        ]  # fmt: skip
+        order = [f"{int(t):,}" for t in tr.tokens]
+        panels.append(
+            alt.Chart(alt.InlineData(values=rows), title=f"{tr.model}: {tr.statistic}")
+            .mark_rect()
+            .encode(
+                x=alt.X("snapshot:O", sort=order, title="tokens seen (snapshot; 0 = untrained)"),
+                y=alt.Y("pair:O", title="RoPE pair (0 = fastest)"),
+                color=alt.Color(
+                    "relative share:Q",
+                    title=["share × pairs", "(1 = isotropic)"],
+                    scale=alt.Scale(scheme="blueorange", domainMid=1.0),
+                ),
+                tooltip=[
+                    "step:Q",
+                    "snapshot:N",
+                    "pair:O",
+                    alt.Tooltip("relative share:Q", format=".2f"),
+                ],
+            )  # fmt: skip
+            .properties(width=width, height=height)
+        )
+    return alt.hconcat(*panels).properties(
+        title=alt.Title("Where the query and key norm sits, pair by pair, over training")
     )
