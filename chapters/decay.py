@@ -464,10 +464,13 @@ CLAIMS.record(
 #
 # The models are the flagship ones of the `regime` parameter (matched spectrum: the slowest
 # pair turns over the context about as often as Gemma 7B's over 8k tokens; params kept at
-# log-spaced steps and step 0). NoPE is the control: it has no rotation to decay with.
+# log-spaced steps and step 0), with the seeds the zoo trains for them (`n_model_seeds` > 0
+# picks seeds 0 .. n-1 instead). NoPE is the control: it has no rotation to decay with.
 
 # %% tags=["hide-input"]
-flagship = dy.load_models(zoo.FLAGSHIP, profile=profile, regime=regime)
+flagship = dy.load_models(
+    zoo.FLAGSHIP, profile=profile, regime=regime, seeds=seeds if n_model_seeds else None
+)
 flag_context = flagship["rope"][0].config.context
 flag_windows = train.sample_windows(
     test_tokens, flag_context, n_windows, np.random.default_rng([seed, 8])

@@ -601,11 +601,14 @@ CLAIMS.record(
 #
 # The models are the flagship ones of the `regime` parameter (the matched spectrum, whose
 # slowest pair turns over the context about as often as Gemma 7B's over 8k tokens; params kept
-# at step 0 and at log-spaced steps). NoPE is the control (Prop. 5.2: no single NoPE head can
-# be positional, though a deeper one may).
+# at step 0 and at log-spaced steps), with the seeds the zoo trains for them (`n_seeds` > 0
+# picks seeds 0 .. n-1 instead). NoPE is the control (Prop. 5.2: no single NoPE head can be
+# positional, though a deeper one may).
 
 # %% tags=["hide-input"]
-flagship = dy.load_models(zoo.FLAGSHIP, profile=profile, regime=regime)
+flagship = dy.load_models(
+    zoo.FLAGSHIP, profile=profile, regime=regime, seeds=seeds if n_seeds else None
+)
 flag_config = flagship["rope"][0].config
 period = (flag_config.context - 1) // 2
 flag_windows = train.sample_windows(

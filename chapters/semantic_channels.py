@@ -506,10 +506,13 @@ _ = CLAIMS.record(
 #
 # The models are the flagship ones of the `regime` parameter (the matched spectrum, whose
 # slowest pair turns over the context about as often as Gemma 7B's over 8k tokens; params kept
-# at step 0 and at log-spaced steps), RoPE beside 0.75-RoPE and NoPE.
+# at step 0 and at log-spaced steps), RoPE beside 0.75-RoPE and NoPE, with the seeds the zoo
+# trains for them (`n_seeds` > 0 picks seeds 0 .. n-1 instead).
 
 # %% tags=["hide-input"]
-flagship = dy.load_models(zoo.FLAGSHIP, profile=profile, regime=regime)
+flagship = dy.load_models(
+    zoo.FLAGSHIP, profile=profile, regime=regime, seeds=seeds if n_seeds else None
+)
 flag_context = flagship["rope"][0].config.context
 flag_select = sem.bos_windows(documents, flag_context, half, np.random.default_rng([seed, 73]))
 flag_measure = sem.bos_windows(documents, flag_context, half, np.random.default_rng([seed, 74]))

@@ -166,18 +166,24 @@ def over_training(
 
 
 def load_models(
-    names: Sequence[str], *, profile: str, regime: str = "flagship", domain: str = "shakespeare"
+    names: Sequence[str],
+    *,
+    profile: str,
+    regime: str = "flagship",
+    domain: str = "shakespeare",
+    seeds: Sequence[int] | None = None,
 ) -> dict[str, list]:
-    """``name -> [zoo model per seed]`` for the seeds the zoo trains by default in ``regime``
-    (``zoo.seeds_for``; the first profile seed if it lists none)."""
+    """``name -> [zoo model per seed]``: ``seeds``, or by default those the zoo trains in
+    ``regime`` (``zoo.seeds_for``; the first profile seed if it lists none). A seed the cache
+    lacks is trained now (and cached)."""
     from ropebook import zoo
 
     out = {}
     for name in names:
-        seeds = zoo.seeds_for(name, profile=profile, domain=domain, regime=regime)
+        chosen = seeds or zoo.seeds_for(name, profile=profile, domain=domain, regime=regime)
         out[name] = [
             zoo.load(name, seed=s, profile=profile, domain=domain, regime=regime, progress=False)
-            for s in seeds or zoo.PROFILES[profile].seeds[:1]
+            for s in chosen or zoo.PROFILES[profile].seeds[:1]
         ]
     return out
 
