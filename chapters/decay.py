@@ -128,7 +128,7 @@ CLAIMS = claims.ClaimSet(
     ),
     claims.ClaimSpec(
         "decay.over_training",
-        "Barbero et al. 2025, Sec. 3; ours (training dynamics, matched regime)",
+        f"Barbero et al. 2025, Sec. 3; ours (training dynamics, {regime} regime)",
         "Training does not push every layer of a RoPE model toward decay: the least-decaying "
         "layer's decay falls over training, as Gemma 7B's heads exploit non-decay",
         claims.given,  # dy.trend_test(...).claim_verdict: paired over seeds

@@ -95,7 +95,7 @@ CLAIMS = claims.ClaimSet(
     ),
     claims.ClaimSpec(
         "frequency_usage.over_training",
-        "Barbero et al. 2025, Sec. 4; ours (training dynamics, matched regime)",
+        f"Barbero et al. 2025, Sec. 4; ours (training dynamics, {regime} regime)",
         "Over training, RoPE queries and keys move norm onto the slowest pairs, toward Gemma "
         "7B's profile",
         claims.given,  # dy.combined_verdict of the query and key trends (paired over seeds)

@@ -142,7 +142,7 @@ CLAIMS = claims.ClaimSet(
     ),
     claims.ClaimSpec(
         "positional_heads.over_training",
-        "Barbero et al. 2025, Sec. 5, Fig. 5; ours (training dynamics, matched regime)",
+        f"Barbero et al. 2025, Sec. 5, Fig. 5; ours (training dynamics, {regime} regime)",
         "Over training, a RoPE model's strongest previous-token and diagonal heads sharpen, "
         "toward Gemma 7B's positional heads",
         claims.given,  # dy.combined_verdict of the two trends (paired over seeds)
@@ -150,7 +150,7 @@ CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "positional_heads.induction_over_training",
         "Olsson et al. 2022 (induction heads build on previous-token heads); ours (training "
-        "dynamics, matched regime)",
+        f"dynamics, {regime} regime)",
         "Over training, a RoPE model grows an induction (prefix-matching) head",
         claims.given,  # dy.trend_test(...).claim_verdict
     ),

@@ -137,7 +137,7 @@ CLAIMS = claims.ClaimSet(
     ),
     claims.ClaimSpec(
         "semantic_channels.apostrophe_over_training",
-        "Barbero et al. 2025, Sec. 6, Figs 7, 12; ours (training dynamics, matched regime)",
+        f"Barbero et al. 2025, Sec. 6, Figs 7, 12; ours (training dynamics, {regime} regime)",
         "Over training, a RoPE model's apostrophe lift rises, toward Gemma 7B's apostrophe head",
         claims.given,  # dy.trend_test(...).claim_verdict: paired over seeds
     ),
