@@ -22,7 +22,9 @@ The measures reuse each chapter's own functions, nothing is re-derived here:
 snapshot, with a t-interval over seeds, decides whether the statistic **moves toward the Gemma
 result**, **away** from it, or whether the run **cannot decide** (the interval contains 0, or
 there is one seed: nothing to pair over). Spearman's rank correlation with tokens seen per seed
-says whether the change is monotone. One Altair chart per statistic (log tokens on x).
+says whether the change is monotone (95% intervals; detectable change at 80% power). One
+Altair chart per statistic (log tokens on x); :func:`pair_heatmap` draws the descriptive
+per-pair norm shares (``toward = 0``) snapshot by snapshot.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ TOWARD, AWAY, UNDECIDED = (
 )
 TREND_VERDICTS: tuple[str, ...] = (TOWARD, AWAY, UNDECIDED)
 CLAIM_VERDICT = {TOWARD: "held", AWAY: "not held", UNDECIDED: "cannot decide"}
-Measure = Callable[..., dict[str, float]]  # (params, config) -> {statistic: value}
+Measure = Callable[..., dict]  # (params, config) -> {statistic: float, or array if descriptive}
 
 
 # ---------------------------------------------------------------- snapshots and trajectories
@@ -390,7 +392,7 @@ class Trend:
         )
 
 
-def trend_test(trajectory: Trajectory, confidence: float = 0.95) -> Trend:
+def trend_test(trajectory: Trajectory) -> Trend:
     """Paired change from the untrained model to the last snapshot over seeds.
 
     With >= 2 seeds, the t-interval of the change (times ``toward``) wholly above 0 → "moves
@@ -420,7 +422,7 @@ def trend_test(trajectory: Trajectory, confidence: float = 0.95) -> Trend:
         low, high = sorted((trajectory.toward * estimate.low, trajectory.toward * estimate.high))
         verdict = TOWARD if low > 0 else AWAY if high < 0 else UNDECIDED
         sd = float(np.std(change, ddof=1))
-        mde = power.min_detectable_effect(sd, n, confidence=confidence)
+        mde = power.min_detectable_effect(sd, n)
     return Trend(
         statistic=trajectory.statistic, model=trajectory.model, n_seeds=n,
         untrained=float(values[:, 0].mean()), final=float(values[:, -1].mean()), change=estimate,
