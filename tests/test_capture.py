@@ -1,0 +1,267 @@
+"""ropebook.capture against transformers' eager forward, on a tiny random checkpoint of every family
+(CPU, no network): queries/keys before and after RoPE, values, attention probabilities and logits
+within 1e-5, and each layer's recorded grid equal to its rotary module's ``inv_freq``."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from ropebook import capture, hf
+from ropebook.analysis import frequencies as fq
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+TOLERANCE = 1e-5
+SEQ = 24
+COMMON = dict(
+    vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+)  # fmt: skip
+
+
+def family_config(family: str, **extra):
+    """A tiny config of ``family``: hidden 64, 2 layers, 4 query heads over 2 KV heads (GPT-NeoX:
+    4 heads, no GQA), with each family's own twist switched on where it has one."""
+    t = transformers
+    if family == "llama":
+        return t.LlamaConfig(**COMMON, **extra)
+    if family == "mistral":
+        return t.MistralConfig(**COMMON, sliding_window=8, **extra)
+    if family == "qwen2":
+        return t.Qwen2Config(**COMMON, **extra)
+    if family == "qwen3":
+        return t.Qwen3Config(**COMMON, head_dim=16, **extra)
+    if family == "gemma":
+        return t.GemmaConfig(**COMMON, head_dim=32, **extra)
+    if family == "gemma2":
+        return t.Gemma2Config(
+            **COMMON, head_dim=16, sliding_window=8, attn_logit_softcapping=5.0,
+            query_pre_attn_scalar=24, **extra,
+        )  # fmt: skip
+    if family == "gemma3_text":
+        return t.Gemma3TextConfig(
+            **COMMON, head_dim=16, sliding_window=8, query_pre_attn_scalar=24,
+            layer_types=["sliding_attention", "full_attention"], **extra,
+        )  # fmt: skip
+    if family == "phi3":
+        return t.Phi3Config(**COMMON, pad_token_id=0, **extra)
+    if family == "olmo2":
+        return t.Olmo2Config(**COMMON, pad_token_id=0, **extra)
+    if family == "gpt_neox":
+        neox = {k: v for k, v in COMMON.items() if k != "num_key_value_heads"}
+        return t.GPTNeoXConfig(**neox, **extra)
+    raise ValueError(family)
+
+
+def build(family: str, seed: int = 0, **extra):
+    """A random model (norm weights too, so a missing ``1 + w`` or q/k norm would show)."""
+    torch.manual_seed(seed)
+    config = family_config(family, **extra)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "norm" in name and name.endswith("weight"):
+                centre = 0.0 if family.startswith("gemma") else 1.0
+                param.copy_(centre + 0.3 * torch.randn_like(param))
+            else:
+                param.copy_(0.08 * torch.randn_like(param))
+    return model.eval()
+
+
+def reference(model, tokens):
+    """transformers' own eager forward, read by wrapping its modeling file's
+    ``apply_rotary_pos_emb`` and ``eager_attention_forward``: per layer q, k before/after RoPE,
+    v ([B, T, H, D]) and the attention weights it returns."""
+    module = sys.modules[type(model).__module__]
+    rotary, attend = module.apply_rotary_pos_emb, module.eager_attention_forward
+    layers = []
+
+    def rotary_spy(q, k, cos, sin, *args, **kwargs):
+        q_rot, k_rot = rotary(q, k, cos, sin, *args, **kwargs)
+        layers.append({"q": q, "k": k, "q_rot": q_rot, "k_rot": k_rot})
+        return q_rot, k_rot
+
+    def attend_spy(mod, query, key, value, *args, **kwargs):
+        out, weights = attend(mod, query, key, value, *args, **kwargs)
+        layers[-1].update(v=value, probs=weights)
+        return out, weights
+
+    model.set_attn_implementation("eager")
+    module.apply_rotary_pos_emb, module.eager_attention_forward = rotary_spy, attend_spy
+    try:
+        with torch.no_grad():
+            logits = model(input_ids=torch.as_tensor(tokens)).logits.numpy()
+    finally:
+        module.apply_rotary_pos_emb, module.eager_attention_forward = rotary, attend
+    as_numpy = {k: lambda x: x.transpose(1, 2).numpy() for k in ("q", "k", "q_rot", "k_rot", "v")}
+    as_numpy["probs"] = lambda x: x.numpy()
+    return logits, [{k: as_numpy[k](x) for k, x in layer.items()} for layer in layers]
+
+
+def rotary_modules(model) -> dict[str, np.ndarray]:
+    return {n: b.double().numpy() for n, b in model.named_buffers() if n.endswith("inv_freq")}
+
+
+def assert_matches(model, tokens) -> dict[str, float]:
+    """Capture and reference agree within TOLERANCE; returns the largest gap per quantity."""
+    ours = capture.capture(model, tokens)
+    logits, layers = reference(model, tokens)
+    assert np.abs(logits).max() > 0.05  # not a degenerate comparison
+    gaps = {"logits": float(np.abs(ours.logits - logits).max())}
+    assert len(ours.layers) == len(layers) == model.config.num_hidden_layers
+    for mine, theirs in zip(ours.layers, layers, strict=True):
+        assert set(mine) == set(theirs)
+        for key, value in theirs.items():
+            assert mine[key].shape == value.shape, key
+            gaps[key] = max(gaps.get(key, 0.0), float(np.abs(mine[key] - value).max()))
+    assert max(gaps.values()) < TOLERANCE, gaps
+    return gaps
+
+
+FAMILIES = list(capture.FAMILIES)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_matches_eager_forward(family):
+    model = build(family)
+    tokens = np.random.default_rng(1).integers(0, 97, size=(2, SEQ))
+    assert_matches(model, tokens)
+    grids = capture.capture(model, tokens[:1], probs=False).grids
+    buffers = rotary_modules(model)
+    config = model.config
+    for index, grid in enumerate(grids):
+        assert grid.source in buffers
+        np.testing.assert_array_equal(grid.inv_freq, buffers[grid.source])
+        assert grid.frequencies.shape == (grid.head_dim // 2,)
+        assert grid.attention_scaling == pytest.approx(1.0)
+        if family == "gemma3_text":  # per-layer bases: local 10k, global 1M
+            kind = config.layer_types[index]
+            assert grid.layer_type == kind and grid.source.endswith(f"{kind}_inv_freq")
+            assert grid.rope_theta == config.rope_parameters[kind]["rope_theta"]
+    if family == "gemma3_text":
+        assert grids[0].rope_theta == 10_000.0 and grids[1].rope_theta == 1_000_000.0
+        assert not np.allclose(grids[0].inv_freq, grids[1].inv_freq)
+    if family == "gpt_neox":  # Pythia's partial rotary: 25 % of 16 dims
+        assert (grids[0].head_dim, grids[0].rotary_dim) == (16, 4) and grids[0].partial
+        assert np.count_nonzero(grids[0].frequencies) == 2
+
+
+def test_partial_rotary_pass_through_dims_are_untouched():
+    model = build("gpt_neox")
+    tokens = np.random.default_rng(2).integers(0, 97, size=(1, SEQ))
+    layer = capture.capture(model, tokens).layers[0]
+    grid = capture.capture(model, tokens).grids[0]
+    r = grid.rotary_dim
+    np.testing.assert_array_equal(layer["q"][..., r:], layer["q_rot"][..., r:])
+    assert np.abs(layer["q"][..., :r] - layer["q_rot"][..., :r]).max() > 1e-3
+    pairs = grid.pairs
+    assert sorted(pairs.ravel().tolist()) == list(range(grid.head_dim))
+    assert pairs[0].tolist() == [0, r // 2] and pairs[r // 2].tolist() == [r, r + (16 - r) // 2]
+
+
+@pytest.mark.parametrize(
+    "rope_parameters",
+    [
+        {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+         "original_max_position_embeddings": 64, "rope_theta": 500_000.0},
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
+         "rope_theta": 10_000.0},
+        {"rope_type": "linear", "factor": 2.0, "rope_theta": 10_000.0},
+        {"rope_type": "default", "rope_theta": 10_000.0, "partial_rotary_factor": 0.5},
+    ],
+    ids=["llama3", "yarn", "linear", "phi3-partial"],
+)  # fmt: skip
+def test_scaled_grids(rope_parameters):
+    """Scaling types: the grid is the scaled inv_freq; YaRN's cos/sin factor is recorded and
+    undone when recovering pre-RoPE queries."""
+    family = "phi3" if "partial_rotary_factor" in rope_parameters else "llama"
+    model = build(family, rope_parameters=rope_parameters)
+    tokens = np.random.default_rng(3).integers(0, 97, size=(1, SEQ))
+    assert_matches(model, tokens)
+    grid = capture.capture(model, tokens, probs=False).grids[0]
+    np.testing.assert_array_equal(grid.inv_freq, model.model.rotary_emb.inv_freq.double().numpy())
+    assert grid.rope_type == rope_parameters["rope_type"]
+    if rope_parameters["rope_type"] == "yarn":
+        assert grid.attention_scaling == pytest.approx(0.1 * np.log(4.0) + 1.0, rel=1e-6)
+    if family == "phi3":
+        assert grid.rotary_dim == 8 and grid.head_dim == 16
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma"])
+def test_agrees_with_the_jax_reader(family, tmp_path):
+    """ropebook.hf (JAX) and ropebook.capture (transformers) read the same checkpoint alike."""
+    hf.tiny_random_checkpoint(tmp_path, family, seed=4)
+    tokens = np.random.default_rng(5).integers(0, 97, size=(1, SEQ))
+    jax_logits, jax_layers = hf.forward(
+        hf.load(tmp_path), tokens, return_internals=True, return_probs=True
+    )
+    ours = capture.capture(capture.load(tmp_path), tokens)
+    np.testing.assert_allclose(ours.logits, np.asarray(jax_logits), atol=TOLERANCE)
+    for mine, theirs in zip(ours.layers, jax_layers, strict=True):
+        for key in ("q", "k", "v", "q_rot", "k_rot", "probs"):
+            np.testing.assert_allclose(mine[key], np.asarray(theirs[key]), atol=TOLERANCE)
+    np.testing.assert_allclose(ours.grids[0].frequencies, hf.read_config(tmp_path).frequencies())
+
+
+def test_load_bfloat16_and_checks(tmp_path):
+    model = build("qwen3")
+    model.save_pretrained(tmp_path / "q", safe_serialization=True)
+    info = capture.check(tmp_path / "q")
+    assert info.model_type == "qwen3" and info.n_tensors > 10
+    loaded = capture.load(tmp_path / "q", dtype="bfloat16")
+    assert next(loaded.parameters()).dtype == torch.bfloat16
+    tokens = np.random.default_rng(6).integers(0, 97, size=(1, SEQ))
+    low = capture.capture(loaded, tokens)
+    high = capture.capture(model, tokens)
+    assert low.grids[0].source == high.grids[0].source
+    gap = np.abs(low.layers[1]["q"] - high.layers[1]["q"]).max()
+    assert 0 < gap < 0.05 * np.abs(high.layers[1]["q"]).max()
+
+
+def test_check_errors_name_the_file(tmp_path):
+    with pytest.raises(hf.CheckpointError, match="folder not found"):
+        capture.check(tmp_path / "nowhere")
+    transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2).save_pretrained(tmp_path / "gpt2")
+    with pytest.raises(hf.CheckpointError, match=r"gpt2/config\.json: .*'gpt2'.*absolute"):
+        capture.check(tmp_path / "gpt2")
+    build("llama").save_pretrained(tmp_path / "cut", safe_serialization=True)
+    weights = tmp_path / "cut" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    with pytest.raises(hf.CheckpointError, match=r"cut/model\.safetensors: corrupt.*truncated"):
+        capture.check(tmp_path / "cut")
+    raw = json.loads((tmp_path / "gpt2" / "config.json").read_text())
+    raw["model_type"] = "not_a_model"
+    (tmp_path / "gpt2" / "config.json").write_text(json.dumps(raw))
+    with pytest.raises(hf.CheckpointError, match=r"config\.json: transformers cannot read"):
+        capture.check(tmp_path / "gpt2")
+
+
+def test_missing_tensor_is_an_error_not_a_random_init(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    build("mistral").save_pretrained(tmp_path, safe_serialization=True)
+    weights = tmp_path / "model.safetensors"
+    tensors = load_file(weights)
+    tensors.pop("model.layers.1.self_attn.k_proj.weight")
+    save_file(tensors, weights, metadata={"format": "pt"})
+    with pytest.raises(hf.CheckpointError, match=r"lack tensors.*layers\.1\.self_attn\.k_proj"):
+        capture.load(tmp_path)
+
+
+def test_measure_with_the_real_grid():
+    """frequencies.measure over captured internals with each model's own pairs: NeoX's chunk
+    norms are the norms of its real rotating pairs, then its pass-through pairs."""
+    model = build("gpt_neox")
+    texts = [np.random.default_rng(s).integers(0, 97, size=12) for s in range(3)]
+    grid = capture.capture(model, texts[0][None], probs=False).grids[0]
+    usage = fq.measure(capture.runner(model), texts, frequencies=grid.frequencies, pairs=grid.pairs)
+    layer = capture.capture(model, texts[1][None]).layers[0]
+    norms = np.hypot(layer["q"][..., grid.pairs[:, 0]], layer["q"][..., grid.pairs[:, 1]])
+    assert usage.q.shape == (2, 4, 8)
+    one = fq.measure(
+        capture.runner(model), texts[1:2], frequencies=grid.frequencies, pairs=grid.pairs
+    )
+    np.testing.assert_allclose(one.q[0], norms.mean(axis=(0, 1)), rtol=1e-6)
