@@ -16,59 +16,7 @@ transformers = pytest.importorskip("transformers")
 
 TOLERANCE = 1e-5
 SEQ = 24
-COMMON = dict(
-    vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-)  # fmt: skip
-
-
-def family_config(family: str, **extra):
-    """A tiny config of ``family``: hidden 64, 2 layers, 4 query heads over 2 KV heads (GPT-NeoX:
-    4 heads, no GQA), with each family's own twist switched on where it has one."""
-    t = transformers
-    if family == "llama":
-        return t.LlamaConfig(**COMMON, **extra)
-    if family == "mistral":
-        return t.MistralConfig(**COMMON, sliding_window=8, **extra)
-    if family == "qwen2":
-        return t.Qwen2Config(**COMMON, **extra)
-    if family == "qwen3":
-        return t.Qwen3Config(**COMMON, head_dim=16, **extra)
-    if family == "gemma":
-        return t.GemmaConfig(**COMMON, head_dim=32, **extra)
-    if family == "gemma2":
-        return t.Gemma2Config(
-            **COMMON, head_dim=16, sliding_window=8, attn_logit_softcapping=5.0,
-            query_pre_attn_scalar=24, **extra,
-        )  # fmt: skip
-    if family == "gemma3_text":
-        return t.Gemma3TextConfig(
-            **COMMON, head_dim=16, sliding_window=8, query_pre_attn_scalar=24,
-            layer_types=["sliding_attention", "full_attention"], **extra,
-        )  # fmt: skip
-    if family == "phi3":
-        return t.Phi3Config(**COMMON, pad_token_id=0, **extra)
-    if family == "olmo2":
-        return t.Olmo2Config(**COMMON, pad_token_id=0, **extra)
-    if family == "gpt_neox":
-        neox = {k: v for k, v in COMMON.items() if k != "num_key_value_heads"}
-        return t.GPTNeoXConfig(**neox, **extra)
-    raise ValueError(family)
-
-
-def build(family: str, seed: int = 0, **extra):
-    """A random model (norm weights too, so a missing ``1 + w`` or q/k norm would show)."""
-    torch.manual_seed(seed)
-    config = family_config(family, **extra)
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "norm" in name and name.endswith("weight"):
-                centre = 0.0 if family.startswith("gemma") else 1.0
-                param.copy_(centre + 0.3 * torch.randn_like(param))
-            else:
-                param.copy_(0.08 * torch.randn_like(param))
-    return model.eval()
+build = capture.tiny_random_model
 
 
 def reference(model, tokens):

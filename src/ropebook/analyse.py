@@ -34,6 +34,8 @@ from ropebook.hf import CheckpointError
 from ropebook.io import write_bytes_atomic, write_json_atomic
 
 KINDS = fq.KINDS
+# a folder without one of these has no tokenizer (transformers 5 would build an empty one)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model")
 BUILTIN_SOURCE = "built-in text (Shakespeare, Sonnets 18, 29, 73, 116)"
 BUILTIN_TEXT = """Shall I compare thee to a summer's day?
 Thou art more lovely and more temperate:
@@ -126,12 +128,11 @@ def tokenize(path: Path | str, texts: Sequence[str], tokens: int, vocab_size: in
     """Token ids of each text, cut to ``tokens``: with the checkpoint's own tokenizer (BOS
     included) if its folder has one, else the texts' UTF-8 bytes modulo ``vocab_size`` (a
     stand-in for random or tokenizer-less checkpoints, said so in the summary)."""
-    try:
+    tokenizer = None
+    if any((Path(path) / name).is_file() for name in TOKENIZER_FILES):
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    except Exception:  # noqa: BLE001 - no tokenizer files in the folder
-        tokenizer = None
     if tokenizer is not None:
         ids = [np.asarray(tokenizer(t, add_special_tokens=True)["input_ids"]) for t in texts]
         how = f"the checkpoint's tokenizer ({type(tokenizer).__name__})"
@@ -350,7 +351,11 @@ def summary(
 # figures (matplotlib, PNG)
 
 
-def _wavelength_axis(ax, frequencies: np.ndarray):
+def _wavelength_axis(ax, result: CheckpointAnalysis):
+    """Pair index below, the wavelengths of the last layer's grid on top (named if layers
+    differ, as Gemma 3's local and global layers do)."""
+    frequencies = result.frequencies[-1]
+    same = bool(np.all(result.frequencies == frequencies))
     k = len(frequencies)
     ticks = sorted({*range(0, k, max(1, k // 4)), k - 1})
     with np.errstate(divide="ignore"):
@@ -361,7 +366,8 @@ def _wavelength_axis(ax, frequencies: np.ndarray):
     ]
     top = ax.secondary_xaxis("top")
     top.set_xticks(ticks, labels, fontsize=7)
-    top.set_xlabel("wavelength (tokens)", fontsize=8)
+    where = "" if same else f", layer {result.n_layers - 1}'s grid"
+    top.set_xlabel(f"wavelength (tokens{where})", fontsize=8)
     ax.set_xticks(ticks)
 
 
@@ -391,16 +397,13 @@ def plot_layers(result: CheckpointAnalysis):
         image = _ratio_image(ax, maps[kind], limit)
         ax.set(title=fq.KIND_NAMES[kind], xlabel="pair k (0 = fastest)", ylabel="layer")
         ax.grid(False)
-        _wavelength_axis(ax, result.frequencies[-1])
+        _wavelength_axis(ax, result)
     fig.colorbar(image, ax=axes[:3], label="log2(norm / isotropic)", shrink=0.9)
     ax = axes[3]
     for kind in KINDS:
         ax.plot(maps[kind].mean(axis=0), label=fq.KIND_NAMES[kind])
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="isotropic")
-    ax.set(
-        title="mean over layers", xlabel="pair k (0 = fastest)", ylabel="norm / isotropic",
-        yscale="log",
-    )  # fmt: skip
+    ax.set(title="mean over layers", xlabel="pair k (0 = fastest)", ylabel="norm / isotropic")
     ax.legend(fontsize=7)
     fig.suptitle(
         f"{result.name}: mean pair norm per layer against the isotropic baseline "
@@ -432,7 +435,7 @@ def plot_heads(result: CheckpointAnalysis):
         for layer in range(1, result.n_layers):
             ax.axhline(layer * n - 0.5, color="white", linewidth=0.4)
         ax.grid(False)
-        _wavelength_axis(ax, result.frequencies[-1])
+        _wavelength_axis(ax, result)
     fig.colorbar(image, ax=axes, label="log2(norm / isotropic)", shrink=0.6)
     fig.suptitle(f"{result.name}: mean pair norm per head against the isotropic baseline")
     return fig
@@ -442,6 +445,7 @@ def plot_positional(result: CheckpointAnalysis, band: float = 0.25):
     """The positional-head scan: every head's attention on the token itself and on the previous
     token, and how that relates to its queries' fastest-band share (Fig. 4's question)."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.0 + 0.12 * min(result.n_layers, 48)),
                              constrained_layout=True)  # fmt: skip
@@ -452,6 +456,8 @@ def plot_positional(result: CheckpointAnalysis, band: float = 0.25):
         image = ax.imshow(scores, aspect="auto", cmap="viridis", vmin=0, vmax=1,
                           interpolation="nearest")  # fmt: skip
         ax.set(title=f"mean attention {title}", xlabel="head", ylabel="layer")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(False)
     fig.colorbar(image, ax=axes[:2], label="mean attention weight", shrink=0.9)
     q_high = fq.band_share(result.usage.heads("q"), band, "high")
