@@ -3,6 +3,7 @@ global RoPE bases), and its errors for a GPT-2 folder and a truncated safetensor
 
 import csv
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -123,3 +124,42 @@ def test_isotropic_baseline_is_what_random_directions_give():
     y = np.zeros((1, 5, 1, d))
     y[..., 0] = 1.0
     assert (fq.chunk_usage(y) / fq.isotropic_baseline(y)[:, None])[0, 0] > 3
+
+
+def test_chapter_section_runs_the_same_code(gemma3, monkeypatch):
+    """The frequency-usage chapter's real-checkpoint section, run on the tiny checkpoint: it goes
+    through analyse_checkpoint (the CLI's code) and records both checkpoint claims."""
+    import types
+
+    import jupytext
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    chapter = jupytext.read(pathlib.Path(__file__).parents[1] / "chapters" / "frequency_usage.py")
+    cells, inside = [], False
+    for cell in chapter.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            inside = cell.source.startswith("## Real checkpoints")
+        elif inside and cell.cell_type == "code":
+            cells.append(cell.source)
+    assert any("analyse.analyse_checkpoint" in c for c in cells)
+    recorded = {}
+    texts = analyse.prompt_texts(2, 16)[1]
+    namespace = {
+        "checkpoint": str(gemma3), "checkpoint_dtype": "float32", "checkpoint_tokens": 16,
+        "band": 0.25, "positional_mass": 0.5, "quote_ids": [[0, i] for i in range(2)],
+        "data": types.SimpleNamespace(decode=lambda ids: texts[ids[0]]),
+        "fq": fq, "plots": __import__("ropebook.plots").plots, "plt": plt,
+        "Path": pathlib.Path, "display": lambda *a, **k: None,
+        "CLAIMS": types.SimpleNamespace(record=lambda i, v, m, **k: recorded.__setitem__(i, v)),
+    }  # fmt: skip
+    monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
+    for source in cells:
+        exec(compile(source, "frequency_usage.py", "exec"), namespace)  # noqa: S102
+    result = namespace["real_result"]
+    assert result.usage.q.shape == (2, 4, 8) and result.grids[1].rope_theta == 1_000_000.0
+    assert recorded["frequency_usage.hf_loader"] is True
+    assert recorded["frequency_usage.checkpoint_low_freq"] in ("held", "partly", "not held")
+    assert recorded["frequency_usage.checkpoint_diagonal_head"] in ("held", "partly", "not held")

@@ -252,7 +252,8 @@ def grid_groups(grids: Sequence) -> list[tuple[str, list[int]]]:
     return list(groups.items())
 
 
-def _layers_text(layers: list[int]) -> str:
+def layers_text(layers: list[int]) -> str:
+    """``[0, 1, 2, 3]`` → "layers 0–3"; ``[5]`` → "layer 5"; else the list."""
     if len(layers) > 2 and layers == list(range(layers[0], layers[-1] + 1)):
         return f"layers {layers[0]}–{layers[-1]}"
     return ("layer " if len(layers) == 1 else "layers ") + ", ".join(map(str, layers))
@@ -299,7 +300,7 @@ def summary(
         f"tokenized with {result.tokenizer}",
         "",
         "RoPE grid (per layer, read from the rotary module's inv_freq):",
-        *(f"  {_layers_text(layers)}: {text}" for text, layers in grid_groups(result.grids)),
+        *(f"  {layers_text(layers)}: {text}" for text, layers in grid_groups(result.grids)),
         "",
         f"Frequency usage (pairs fastest first; a band = the {n_band} fastest or slowest of "
         f"{usage.n_chunks} pairs; uniform share {low.uniform:.3f}):",
