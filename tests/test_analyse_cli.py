@@ -163,3 +163,30 @@ def test_chapter_section_runs_the_same_code(gemma3, monkeypatch):
     assert recorded["frequency_usage.hf_loader"] is True
     assert recorded["frequency_usage.checkpoint_low_freq"] in ("held", "partly", "not held")
     assert recorded["frequency_usage.checkpoint_diagonal_head"] in ("held", "partly", "not held")
+
+
+def test_cli_uses_the_checkpoints_own_tokenizer(gemma3, tmp_path):
+    """With tokenizer files in the folder, prompts are tokenized by them (BOS included)."""
+    import shutil
+
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    folder = tmp_path / "with-tokenizer"
+    shutil.copytree(gemma3, folder)
+    first = ["shall", "i", "compare", "thee"]
+    words = first + sorted({w for w in analyse.BUILTIN_TEXT.lower().split()} - set(first))[:90]
+    vocab = {"<unk>": 0, "<bos>": 1, "<eos>": 2, **{w: i + 3 for i, w in enumerate(words)}}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", special_tokens=[("<bos>", 1)]
+    )
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
+    ).save_pretrained(folder)
+    how, ids = analyse.tokenize(folder, ["shall i compare thee", "zzz"], 3, 97)
+    assert how.startswith("the checkpoint's tokenizer")
+    assert ids[0].tolist() == [1, vocab["shall"], vocab["i"]] and ids[1].tolist() == [1, 0]
+    out = tmp_path / "out"
+    assert analyse.main([str(folder), "--out", str(out), "--tokens", "12", "--quiet"]) == 0
+    assert "tokenized with the checkpoint's tokenizer" in (out / "summary.txt").read_text()

@@ -59,7 +59,7 @@ def assert_matches(model, tokens) -> dict[str, float]:
     logits, layers = reference(model, tokens)
     assert np.abs(logits).max() > 0.05  # not a degenerate comparison
     gaps = {"logits": float(np.abs(ours.logits - logits).max())}
-    assert len(ours.layers) == len(layers) == model.config.num_hidden_layers
+    assert len(ours.layers) == len(layers) == capture.text_config(model.config).num_hidden_layers
     for mine, theirs in zip(ours.layers, layers, strict=True):
         assert set(mine) == set(theirs)
         for key, value in theirs.items():
@@ -213,3 +213,24 @@ def test_measure_with_the_real_grid():
         capture.runner(model), texts[1:2], frequencies=grid.frequencies, pairs=grid.pairs
     )
     np.testing.assert_allclose(one.q[0], norms.mean(axis=(0, 1)), rtol=1e-6)
+
+
+def test_gemma3_multimodal_checkpoint(tmp_path):
+    """Released Gemma 3 checkpoints (4B and up) are ``Gemma3ForConditionalGeneration`` with a
+    vision tower: checked, loaded and captured through their text model alike."""
+    text = capture.tiny_config("gemma3_text")
+    vision = transformers.SiglipVisionConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+        image_size=28, patch_size=14,
+    )  # fmt: skip
+    config = transformers.Gemma3Config(
+        text_config=text.to_dict(), vision_config=vision.to_dict(), mm_tokens_per_image=4
+    )
+    torch.manual_seed(0)
+    transformers.Gemma3ForConditionalGeneration(config).save_pretrained(tmp_path)
+    assert capture.check(tmp_path).model_type == "gemma3"
+    model = capture.load(tmp_path)
+    tokens = np.random.default_rng(7).integers(0, 97, size=(1, SEQ))
+    assert_matches(model, tokens)
+    grids = capture.capture(model, tokens).grids
+    assert [g.rope_theta for g in grids] == [10_000.0, 1_000_000.0]

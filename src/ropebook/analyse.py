@@ -575,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     source, texts = prompt_texts(args.prompts, args.tokens)
-    vocab = capture._text_config(model.config).vocab_size
+    vocab = capture.text_config(model.config).vocab_size
     how, ids = tokenize(path, texts, args.tokens, vocab)
     result = analyse_checkpoint(model, ids, name=path.resolve().name, progress=not args.quiet)
     result.prompt_source, result.tokenizer = source, how

@@ -144,13 +144,14 @@ class CheckpointInfo:
 # checks before any weight is read
 
 
-def _text_config(config):
+def text_config(config):
+    """The language model's config (``config`` itself, or a multimodal model's text config)."""
     return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 
 def rope_parameters(config) -> dict[str, Any]:
     """``config.rope_parameters`` of a transformers config (``{}`` if it has no RoPE)."""
-    params = getattr(_text_config(config), "rope_parameters", None)
+    params = getattr(text_config(config), "rope_parameters", None)
     return dict(params) if isinstance(params, dict) else {}
 
 
@@ -383,7 +384,7 @@ def _grid(model, index: int, record: dict[str, np.ndarray], head_dim: int, buffe
         inv_freq, source = np.asarray(shown, np.float64), "angles of the layer's cos/sin"
     else:
         raise ValueError("need at least 2 tokens to read a layer's rotary frequencies")
-    config = _text_config(model.config)
+    config = text_config(model.config)
     layer_types = getattr(config, "layer_types", None)
     layer_type = layer_types[index] if layer_types and index < len(layer_types) else None
     params = rope_parameters(model.config)
@@ -436,7 +437,7 @@ def capture(model, tokens, *, probs: bool = True, positions=None) -> Capture:
         _ACTIVE.remove(recorder)
         for hook in hooks:
             hook.remove()
-    n_layers = _text_config(model.config).num_hidden_layers
+    n_layers = text_config(model.config).num_hidden_layers
     if len(recorder.calls) != n_layers:
         raise RuntimeError(
             f"recorded {len(recorder.calls)} attention calls for {n_layers} layers; "
@@ -463,7 +464,7 @@ def runner(model, *, probs: bool = False):
 
 def describe(model) -> str:
     """One line: family, layers, heads / KV heads, head_dim, parameters."""
-    config = _text_config(model.config)
+    config = text_config(model.config)
     n_heads = config.num_attention_heads
     n_kv = getattr(config, "num_key_value_heads", None) or n_heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
