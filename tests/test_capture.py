@@ -234,3 +234,27 @@ def test_gemma3_multimodal_checkpoint(tmp_path):
     assert_matches(model, tokens)
     grids = capture.capture(model, tokens).grids
     assert [g.rope_theta for g in grids] == [10_000.0, 1_000_000.0]
+
+
+def test_other_pairings_are_refused(monkeypatch):
+    """A model whose RoPE pairs dims (2i, 2i+1) (interleaved) cannot be un-rotated with
+    rotate_half: capture says so instead of returning wrong pre-RoPE queries."""
+    model = build("llama")
+    module = sys.modules[type(model).__module__]
+
+    def interleaved(q, k, cos, sin, unsqueeze_dim=1):
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        half = cos.shape[-1] // 2
+        c = torch.repeat_interleave(cos[..., :half], 2, dim=-1)
+        s = torch.repeat_interleave(sin[..., :half], 2, dim=-1)
+
+        def rot(x):
+            pairs = x.unflatten(-1, (-1, 2))
+            return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+
+        return q * c + rot(q) * s, k * c + rot(k) * s
+
+    monkeypatch.setattr(module, "apply_rotary_pos_emb", interleaved)
+    tokens = np.random.default_rng(8).integers(0, 97, size=(1, SEQ))
+    with pytest.raises(capture.PairingError, match="does not pair dims as rotate_half"):
+        capture.capture(model, tokens)

@@ -283,6 +283,31 @@ def unrotate(y, cos, sin):
     return torch.cat((x, rest), dim=-1)
 
 
+class PairingError(RuntimeError):
+    """The model rotates dims in pairs other than ``rotate_half``'s (e.g. interleaved)."""
+
+
+def _check_pairing(module, q_pre, k_pre, query, key, cos, sin) -> None:
+    """Rotate the recovered pre-RoPE queries and keys forward with the model's own
+    ``apply_rotary_pos_emb`` (when its modeling file has one): if that does not give back what
+    the layer used, the model pairs dims differently and pre-RoPE arrays would be wrong."""
+    apply = getattr(sys.modules.get(type(module).__module__), "apply_rotary_pos_emb", None)
+    if apply is None:
+        return
+    try:
+        q_again, k_again = apply(q_pre.to(query.dtype), k_pre.to(key.dtype), cos, sin)
+    except (TypeError, RuntimeError, ValueError):  # another signature: nothing to compare
+        return
+    scale = float(max(query.abs().max(), key.abs().max(), 1e-30))
+    gap = float(max((q_again - query).abs().max(), (k_again - key).abs().max())) / scale
+    tolerance = 1e-4 if query.dtype == q_pre.dtype else 3e-2
+    if gap > tolerance:
+        raise PairingError(
+            f"{type(module).__module__}.apply_rotary_pos_emb does not pair dims as rotate_half "
+            f"(relative gap {gap:.1e}); ropebook.capture cannot recover pre-RoPE queries and keys"
+        )
+
+
 def _attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """The registered attention function: the module's own eager attention, recorded."""
     out, weights = _eager_for(module)(
@@ -296,12 +321,15 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
                 " not a RoPE layer ropebook.capture can read"
             )
         cos, sin = recorder.rotary[id(module)]
+        q_pre, k_pre = unrotate(query, cos, sin), unrotate(key, cos, sin)
+        if not recorder.calls:
+            _check_pairing(module, q_pre, k_pre, query, key, cos, sin)
         record = {
             "q_rot": query.transpose(1, 2),
             "k_rot": key.transpose(1, 2),
             "v": value.transpose(1, 2),
-            "q": unrotate(query, cos, sin).transpose(1, 2),
-            "k": unrotate(key, cos, sin).transpose(1, 2),
+            "q": q_pre.transpose(1, 2),
+            "k": k_pre.transpose(1, 2),
         }
         record = {n: a.detach().float().cpu().numpy() for n, a in record.items()}
         if recorder.keep_probs:
