@@ -209,7 +209,8 @@ def analyse_checkpoint(
     for ids in tqdm(texts, desc="prompts", unit="prompt", disable=not progress, file=sys.stderr):
         ids = np.asarray(ids)
         if ids.ndim != 1 or ids.size < max(2, skip_first + 1):
-            raise ValueError(f"each text must be a 1-D id array of at least {skip_first + 2} ids")
+            need = max(2, skip_first + 1)
+            raise ValueError(f"each text must be a 1-D id array of at least {need} ids")
         found = capture.capture(model, ids[None])
         grids = grids or found.grids
         n_tokens += ids.size - skip_first
