@@ -187,7 +187,7 @@ def test_check_errors_name_the_file(tmp_path):
         capture.check(tmp_path / "gpt2")
 
 
-def test_missing_tensor_is_an_error_not_a_random_init(tmp_path):
+def test_missing_or_misshapen_tensor_is_an_error_not_a_random_init(tmp_path):
     from safetensors.numpy import load_file, save_file
 
     build("mistral").save_pretrained(tmp_path, safe_serialization=True)
@@ -196,6 +196,10 @@ def test_missing_tensor_is_an_error_not_a_random_init(tmp_path):
     tensors.pop("model.layers.1.self_attn.k_proj.weight")
     save_file(tensors, weights, metadata={"format": "pt"})
     with pytest.raises(hf.CheckpointError, match=r"lack tensors.*layers\.1\.self_attn\.k_proj"):
+        capture.load(tmp_path)
+    tensors["model.layers.1.self_attn.k_proj.weight"] = np.zeros((3, 3), np.float32)
+    save_file(tensors, weights, metadata={"format": "pt"})
+    with pytest.raises(hf.CheckpointError, match=r"k_proj\.weight \(3, 3\) \(config: \(32, 64\)\)"):
         capture.load(tmp_path)
 
 

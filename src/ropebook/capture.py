@@ -216,17 +216,30 @@ def load(path: Path | str, *, dtype: str = "float32"):
     try:
         model, loading = transformers.AutoModelForCausalLM.from_pretrained(
             str(info.path), dtype=getattr(torch, dtype), attn_implementation=ATTENTION,
-            local_files_only=True, output_loading_info=True,
+            local_files_only=True, output_loading_info=True, ignore_mismatched_sizes=True,
         )  # fmt: skip
     finally:
         transformers.utils.logging.enable_progress_bar()
         transformers.utils.logging.set_verbosity(verbosity)
-    missing = sorted(loading.get("missing_keys") or [])
-    if missing:
-        shown = ", ".join(missing[:5]) + (
-            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+
+    def shown(names) -> str:
+        names = sorted(map(str, names))
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        return ", ".join(names[:5]) + more
+
+    if loading.get("mismatched_keys"):
+        found = [
+            f"{m[0]} {tuple(m[1])} (config: {tuple(m[2])})" if len(m) == 3 else str(m)
+            for m in loading["mismatched_keys"]
+        ]
+        raise CheckpointError(
+            f"{info.path}: tensors have shapes the config does not imply: {shown(found)}"
         )
-        raise CheckpointError(f"{info.path}: the weights lack tensors the config needs: {shown}")
+    if loading.get("missing_keys"):
+        raise CheckpointError(
+            f"{info.path}: the weights lack tensors the config needs: "
+            f"{shown(loading['missing_keys'])}"
+        )
     return model.eval()
 
 
