@@ -190,3 +190,18 @@ def test_cli_uses_the_checkpoints_own_tokenizer(gemma3, tmp_path):
     out = tmp_path / "out"
     assert analyse.main([str(folder), "--out", str(out), "--tokens", "12", "--quiet"]) == 0
     assert "tokenized with the checkpoint's tokenizer" in (out / "summary.txt").read_text()
+
+
+def test_unreadable_rope_is_an_error_message(gemma3, tmp_path, capsys, monkeypatch):
+    """A model whose RoPE pairs dims otherwise than rotate_half: a one-line error, no report."""
+    import sys
+
+    module = sys.modules[type(capture.load(gemma3)).__module__]
+    rotate = module.apply_rotary_pos_emb
+    monkeypatch.setattr(
+        module, "apply_rotary_pos_emb", lambda q, k, cos, sin, *a, **kw: rotate(q, k, cos, -sin)
+    )
+    out = tmp_path / "out"
+    assert analyse.main([str(gemma3), "--out", str(out), "--tokens", "8", "--quiet"]) == 2
+    assert "does not rotate as x·cos + rotate_half(x)·sin" in capsys.readouterr().err
+    assert not out.exists()

@@ -260,5 +260,7 @@ def test_other_pairings_are_refused(monkeypatch):
 
     monkeypatch.setattr(module, "apply_rotary_pos_emb", interleaved)
     tokens = np.random.default_rng(8).integers(0, 97, size=(1, SEQ))
-    with pytest.raises(capture.PairingError, match="does not pair dims as rotate_half"):
+    with pytest.raises(
+        capture.PairingError, match=r"does not rotate as x·cos \+ rotate_half\(x\)·sin"
+    ):
         capture.capture(model, tokens)

@@ -578,7 +578,11 @@ def main(argv: list[str] | None = None) -> int:
     source, texts = prompt_texts(args.prompts, args.tokens)
     vocab = capture.text_config(model.config).vocab_size
     how, ids = tokenize(path, texts, args.tokens, vocab)
-    result = analyse_checkpoint(model, ids, name=path.resolve().name, progress=not args.quiet)
+    try:
+        result = analyse_checkpoint(model, ids, name=path.resolve().name, progress=not args.quiet)
+    except capture.CaptureError as error:
+        print(f"error: {path}: {error}", file=sys.stderr)
+        return 2
     result.prompt_source, result.tokenizer = source, how
     written = write_report(result, out, band=args.band, mass=args.mass)
     print((out / "summary.txt").read_text(), end="")

@@ -296,8 +296,12 @@ def unrotate(y, cos, sin):
     return torch.cat((x, rest), dim=-1)
 
 
-class PairingError(RuntimeError):
-    """The model rotates dims in pairs other than ``rotate_half``'s (e.g. interleaved)."""
+class CaptureError(RuntimeError):
+    """The model runs, but not in a way :func:`capture` can read (the message says why)."""
+
+
+class PairingError(CaptureError):
+    """The model rotates otherwise than ``x·cos + rotate_half(x)·sin`` (e.g. interleaved pairs)."""
 
 
 def _check_pairing(module, q_pre, k_pre, query, key, cos, sin) -> None:
@@ -316,8 +320,9 @@ def _check_pairing(module, q_pre, k_pre, query, key, cos, sin) -> None:
     tolerance = 1e-4 if query.dtype == q_pre.dtype else 3e-2
     if gap > tolerance:
         raise PairingError(
-            f"{type(module).__module__}.apply_rotary_pos_emb does not pair dims as rotate_half "
-            f"(relative gap {gap:.1e}); ropebook.capture cannot recover pre-RoPE queries and keys"
+            f"{type(module).__module__}.apply_rotary_pos_emb does not rotate as "
+            f"x·cos + rotate_half(x)·sin (relative gap {gap:.1e}); ropebook.capture cannot "
+            "recover pre-RoPE queries and keys"
         )
 
 
@@ -329,7 +334,7 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
     if _ACTIVE:
         recorder = _ACTIVE[-1]
         if id(module) not in recorder.rotary:
-            raise RuntimeError(
+            raise CaptureError(
                 f"{type(module).__name__} called attention without position_embeddings (cos, sin):"
                 " not a RoPE layer ropebook.capture can read"
             )
@@ -480,7 +485,7 @@ def capture(model, tokens, *, probs: bool = True, positions=None) -> Capture:
             hook.remove()
     n_layers = text_config(model.config).num_hidden_layers
     if len(recorder.calls) != n_layers:
-        raise RuntimeError(
+        raise CaptureError(
             f"recorded {len(recorder.calls)} attention calls for {n_layers} layers; "
             f"{type(model).__name__} does not route every layer through AttentionInterface"
         )
