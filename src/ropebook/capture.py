@@ -8,9 +8,11 @@ function (``"ropebook_capture"``; it computes attention with the model's own eag
 soft-capping, sliding windows and scalings stay the model's), and a forward pre-hook on each
 attention module reads the ``(cos, sin)`` it was given. From those:
 
-- queries and keys *before* RoPE are recovered exactly by rotating back (``x = (y·cos −
-  rotate_half(y)·sin) / (cos² + sin²)``) — after whatever the model does first (Qwen 3's and
-  OLMo 2's q/k norms, Gemma 3's ``query_pre_attn_scalar`` is applied later);
+- queries and keys *before* RoPE are recovered by rotating back (``x = (y·cos −
+  rotate_half(y)·sin) / (cos² + sin²)``, float32, ~1e-7 off) — i.e. after whatever the model
+  does first (Qwen 3's and OLMo 2's q/k norms); on the first layer of every run the result is
+  rotated forward again with the model's own ``apply_rotary_pos_emb`` and must give back what
+  the layer used, else :class:`PairingError` (a model pairing dims otherwise, e.g. interleaved);
 - each layer's rotary grid (:class:`RotaryGrid`): how many dims rotate (GPT-NeoX / Pythia rotate
   the first 25 %), at which frequencies (the rotary module's ``inv_freq`` buffer whose angles the
   layer's cos/sin show: Gemma 3's local and global layers get their own) and the scaling type.
@@ -22,7 +24,8 @@ rotated dims (``rotate_half``), the convention of every family tested here.
 
 :func:`check` validates a folder — config, that it is a causal LM with rotary embeddings, and every
 safetensors header's byte ranges against the file size — before any weight is read, raising
-:class:`ropebook.hf.CheckpointError` naming the file.
+:class:`ropebook.hf.CheckpointError` naming the file; :func:`load` then also refuses missing or
+misshapen tensors instead of letting transformers initialise them at random.
 """
 
 from __future__ import annotations
