@@ -221,7 +221,7 @@ stretch.turns_chart(turn_rows, picture_scale)
 # factor on the logits.
 
 # %% tags=["hide-input"]
-changed = [r for r in stretch.changed_rows(turn_rows) if r["method"] != "plain RoPE"]
+changed = [r for r in stretch.changed_rows(turn_rows) if r["method"] != "no scaling"]
 plots.table(changed, digits=3)
 
 # %% tags=["remove-input"]

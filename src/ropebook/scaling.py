@@ -264,7 +264,7 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method(
-            "none", "plain RoPE", "Su et al. 2021",
+            "none", "no scaling", "Su et al. 2021",
             lambda d, t, s, L, n: Scaled(default(d, t)), hf_type="default",
         ),
         Method(

@@ -703,9 +703,11 @@ def transformers_agreement(
                 params["original_max_position_embeddings"] = context
             if hf_type == "llama3":
                 params |= {"low_freq_factor": 1.0, "high_freq_factor": 4.0}
+            # dynamic reads L from max_position_embeddings; yarn and llama3 expect it at sL
+            longest = context if hf_type in ("linear", "dynamic") else int(scale * context)
             config = transformers.LlamaConfig(
                 hidden_size=2 * head_dim, num_attention_heads=2, head_dim=head_dim,
-                max_position_embeddings=context, rope_parameters=params,
+                max_position_embeddings=longest, rope_parameters=params,
             )  # fmt: skip
             inv_freq, factor = ROPE_INIT_FUNCTIONS[hf_type](config, None, seq_len=scale * context)
             ours = scaling.apply(name, head_dim, theta, scale, context, scale * context)
