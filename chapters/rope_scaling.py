@@ -49,6 +49,7 @@ confidence = 0.95  # in (0, 1): level of every interval over seeds
 max_factor = 16  # in [2, 64]: longest evaluation, in multiples of the training context
 n_windows = 8  # in [1, inf): text windows per (model, method, length) for perplexity
 picture_scale = 8  # in [1, 64]: the scale s of the frequency picture (section 1)
+dynamic_factor = 2.0  # in [1, 16]: dynamic NTK's factor, one for every length
 finetune_scale = 4  # in [2, 16]: fine-tune at this multiple of the context, with s equal to it
 finetune_fraction = 0.05  # in (0, 1): fine-tune tokens as a share of pre-training tokens
 finetune_lr_ratio = 0.1  # in (0, 1]: fine-tune learning rate over the pre-training one
@@ -209,11 +210,15 @@ display(
 # each coloured line leaves the black one: PI moves every pair down by the same factor, NTK-aware
 # moves the slow end most, YaRN and Llama 3.1 leave the fast pairs exactly where they were and
 # move only pairs below a few tens of turns. The dotted lines are YaRN's $\alpha = 1$ and
-# $\beta = 32$ turns.
+# $\beta = 32$ turns. Dynamic NTK is drawn at length $sL$ with its own factor
+# (`dynamic_factor`): its effective scale there is $f \cdot s - (f - 1)$, more than $s$ when
+# $f > 1$, so it interpolates the slow end harder than static NTK-aware scaling does.
 
 # %%
 picture_methods = ("none", "pi", "ntk", "dynamic-ntk", "yarn", "yarn-paper", "llama3")
-turn_rows = stretch.turns_rows(settings, picture_methods, picture_scale)
+turn_rows = stretch.turns_rows(
+    settings, picture_methods, picture_scale, dynamic_factor=dynamic_factor
+)
 stretch.turns_chart(turn_rows, picture_scale)
 # %% [markdown]
 # The same in numbers: per setting and method, how many of the pairs are kept as trained, how
@@ -243,8 +248,10 @@ display(
 # We load the `matched` zoo models — RoPE and 0.75-RoPE, with NoPE and ALiBi as encodings that
 # have no frequencies to rescale — for every seed of the profile, and evaluate each on windows of
 # $1\times$ to `max_factor`$\times$ the training context from the validation split. Every method
-# is applied with $s$ equal to the length factor (its best case there); every model and method
-# sees the same windows at a given length, so differences are paired by window and by seed.
+# is applied with $s$ equal to the length factor (its best case there), except dynamic NTK, which
+# keeps one factor (`dynamic_factor`) and recomputes its grid from each window's length, as it
+# does when deployed. Every model and method sees the same windows at a given length, so
+# differences are paired by window and by seed.
 
 # %%
 models = {
@@ -253,8 +260,9 @@ models = {
 }
 val_tokens = data.load_tokens(DOMAIN, "val", vocab_size=model_config.vocab_size)
 losses = stretch.length_sweep(
-    models, stretch.SWEEP_METHODS, factors, val_tokens, n_windows=n_windows
-)
+    models, stretch.SWEEP_METHODS, factors, val_tokens, n_windows=n_windows,
+    dynamic_factor=dynamic_factor,
+)  # fmt: skip
 
 # %% tags=["remove-input"]
 LABEL = {m: scaling.METHODS[m].label for m in scaling.METHODS}
@@ -275,9 +283,11 @@ display(plots.table(stretch.sweep_rows(losses, rope_labels | BASELINE_LABELS, fa
 
 # %% [markdown]
 # The figure shows the same for the RoPE models (lines, with the interval as a band) beside the
-# encodings without frequencies. Look at the right half: plain RoPE climbs steeply once the
-# window outgrows the training context; the question is which rule flattens it, and whether any
-# reaches NoPE or ALiBi, which never see an unseen angle.
+# encodings without frequencies. Look at the right half: how far does plain RoPE (no scaling)
+# climb once the window outgrows the training context, which rule keeps the curve lowest, and
+# does any reach NoPE or ALiBi, which never meet an angle they have not seen? (The windows
+# start at random places in the text, so the perplexity of a longer window also reflects more
+# context for its later tokens, which lowers it when nothing breaks.)
 
 # %%
 stretch.sweep_chart(
@@ -489,11 +499,12 @@ for method, runs_ft in tuned.items():  # the fine-tuned models under the method 
     key = f"{method}-ft"
     head_scores[key] = [
         stretch.previous_token_scores(
-            r.params, r.config, windows, stretch.intervention(r.config, method, heads_scale)
+            r.params, r.config, windows, stretch.intervention(r.config, method, finetune_scale)
         )
         for r in runs_ft
     ]
-    shares[key] = shares[method]
+    ft_grid = stretch.scaled_grid(model_config, method, finetune_scale).frequencies
+    shares[key] = [stretch.changed_share(e, grid, ft_grid) for e in energy]
     LABEL[key] = f"{LABEL[method]}, fine-tuned at {finetune_scale}×"
 survival = stretch.head_survival(head_scores, shares, head_threshold)
 n_heads = [len(h) for h in survival.heads.values()]
@@ -523,12 +534,15 @@ CLAIMS.record(
     f"[{yarn_drop[1]:.3f}, {yarn_drop[2]:.3f}] ({sum(n_heads)} heads)",
     seeds=int(pi_drop[3]),
 )  # fmt: skip
+share_pi, share_yarn = (np.mean(survival.share[m]) if survival.share[m] else np.nan
+                        for m in ("pi", "yarn"))  # fmt: skip
 display(
     Markdown(
         f"Under PI the previous-token heads lose {pi_drop[0]:.3f} of their attention on the "
-        f"previous token on average; under YaRN {yarn_drop[0]:.3f}. The energy column says "
-        "why: PI changes every pair a head uses, YaRN only the slow ones, which these heads "
-        "hardly use."
+        f"previous token on average; under YaRN {yarn_drop[0]:.3f}. PI changes pairs that "
+        f"carry {100 * share_pi:.0f} % of these heads' query-key energy, YaRN pairs that carry "
+        f"{100 * share_yarn:.0f} %: the frequency lens predicts the order of the two drops "
+        "from that difference alone."
         if pi_drop[3]
         else "No previous-token head reached the threshold in these models, so the probe "
         "cannot say anything here (the smoke models are too small and too briefly trained)."
@@ -546,9 +560,12 @@ display(
 # key tokens predicted exactly; chance is $1/V$.
 
 # %%
-probe_models = {n: models[n] for n in NAMES}
-passkey = stretch.passkey_sweep(probe_models, ("none", "pi", "yarn"), factors, val_tokens,
-                                n_trials=n_passkey)  # fmt: skip
+probes = {"rope": ("none", "pi", "yarn"), "p-rope-0.75": ("none", "yarn"),
+          "nope": ("none",), "alibi": ("none",)}  # fmt: skip
+passkey = {}
+for name, methods in probes.items():
+    passkey |= stretch.passkey_sweep({name: models[name]}, methods, factors, val_tokens,
+                                     n_trials=n_passkey)  # fmt: skip
 for method, runs_ft in tuned.items():
     passkey |= stretch.passkey_sweep(
         {f"rope-{method}-ft": runs_ft},
@@ -588,7 +605,7 @@ def accuracy_text(key):
 
 CLAIMS.record(
     "rope_scaling.passkey",
-    stretch.combine([stretch.verdict_higher(c) for c in passkey_cmp.values()]),
+    stretch.combine([c.verdict_lower() for c in passkey_cmp.values()]),
     f"at {at}×: plain RoPE {accuracy_text(('rope', 'none', at))}, PI fine-tuned "
     f"{accuracy_text(('rope-pi-ft', 'pi', at))}, YaRN fine-tuned "
     f"{accuracy_text(('rope-yarn-ft', 'yarn', at))}; plain minus fine-tuned: "

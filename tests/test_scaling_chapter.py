@@ -248,3 +248,27 @@ def test_transformers_agreement_rows():
     assert [r["transformers rope_type"] for r in rows] == ["linear", "dynamic", "yarn", "llama3"]
     assert max(r["max relative Δ frequency"] for r in rows) < 1e-5
     assert max(r["Δ attention factor"] for r in rows) < 1e-6
+
+
+def test_dynamic_ntk_keeps_its_factor_and_follows_the_length():
+    cfg = config()
+    grid = stretch.model_grid(cfg)
+    # factor 1 at length 2L is static NTK-aware at s = 2; at length L it is the identity
+    at_2l = stretch.intervention(cfg, "dynamic-ntk", 1, 2 * cfg.context)
+    np.testing.assert_allclose(
+        at_2l.frequencies, scaling.ntk(16, cfg.rope_base, 2, cfg.context).frequencies, rtol=1e-6
+    )
+    at_l = stretch.intervention(cfg, "dynamic-ntk", 1, cfg.context)
+    np.testing.assert_allclose(at_l.frequencies, grid, rtol=1e-6)
+    rows = stretch.turns_rows({"x": (16, 50.0, 16)}, ("dynamic-ntk",), 4, dynamic_factor=1.0)
+    static = stretch.turns_rows({"x": (16, 50.0, 16)}, ("ntk",), 4)
+    np.testing.assert_allclose([r["turns after"] for r in rows], [r["turns after"] for r in static])
+    models = {"rope": [run(cfg)]}
+    swept = stretch.length_sweep(models, ("dynamic-ntk", "ntk"), [2], TOKENS, n_windows=2,
+                                 dynamic_factor=1.0, progress=False)  # fmt: skip
+    assert swept["rope", "dynamic-ntk", 2] == pytest.approx(swept["rope", "ntk", 2], rel=1e-6)
+
+
+def test_exact_ties_are_neither_lower_nor_higher():
+    tie = stretch.paired_points([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+    assert tie.verdict_lower() == "not held" and stretch.verdict_higher(tie) == "not held"

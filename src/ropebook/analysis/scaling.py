@@ -80,9 +80,11 @@ def intervention(
     config: model.ModelConfig, method: str, scale: float, length: int | None = None
 ) -> model.Intervention | None:
     """The :class:`~ropebook.model.Intervention` that applies ``method`` at scale ``s`` (``None``
-    for ``"none"``, for ``s = 1``, where every rule is the identity, and for non-rotary models)."""
-    scaling.method(method)  # unknown names fail here, whatever the model
-    if method == "none" or scale == 1 or model_grid(config) is None:
+    for ``"none"``, for ``s = 1`` where a static rule is the identity, and for non-rotary
+    models). Dynamic rules read ``length`` (their grid changes with it even at ``s = 1``)."""
+    rule = scaling.method(method)  # unknown names fail here, whatever the model
+    identity = scale == 1 and not rule.dynamic
+    if method == "none" or identity or model_grid(config) is None:
         return None
     scaled = scaled_grid(config, method, scale, length)
     return model.Intervention(
@@ -95,16 +97,21 @@ def intervention(
 
 
 def turns_rows(
-    settings: Mapping[str, tuple[int, float, int]], methods: Sequence[str], scale: float
+    settings: Mapping[str, tuple[int, float, int]],
+    methods: Sequence[str],
+    scale: float,
+    *,
+    dynamic_factor: float | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (setting, method, chunk): turns over the original context ``L`` before and
-    after scaling by ``s`` (dynamic NTK evaluated at length ``sL``). ``settings`` maps a label to
-    ``(head_dim, θ, L)``."""
+    after scaling by ``s``; dynamic rules are evaluated at length ``sL`` with their factor
+    ``dynamic_factor`` (default ``s``). ``settings`` maps a label to ``(head_dim, θ, L)``."""
     rows = []
     for label, (head_dim, theta, context) in settings.items():
         before = scaling.turns(scaling.default(head_dim, theta), context)
         for name in methods:
-            scaled = scaling.apply(name, head_dim, theta, scale, context, scale * context)
+            factor = dynamic_factor if scaling.METHODS[name].dynamic and dynamic_factor else scale
+            scaled = scaling.apply(name, head_dim, theta, factor, context, scale * context)
             after = scaling.turns(scaled.frequencies, context)
             for k, (b, a) in enumerate(zip(before, after, strict=True)):
                 rows.append(
@@ -211,6 +218,12 @@ def log_estimate(losses: Sequence[float], confidence: float = 0.95) -> LogEstima
     return LogEstimate(mean, low, high, values.size)
 
 
+def _scale(method: str, factor: int, fixed: float | None, dynamic: float | None) -> float:
+    if dynamic is not None and scaling.method(method).dynamic:
+        return dynamic
+    return fixed or factor
+
+
 def length_sweep(
     models: Mapping[str, Sequence],
     methods: Sequence[str],
@@ -220,6 +233,7 @@ def length_sweep(
     n_windows: int,
     seed: int = 0,
     fixed_scale: float | None = None,
+    dynamic_factor: float | None = None,
     batch_size: int = 4,
     progress: bool = True,
 ) -> dict[tuple[str, str, int], list[float]]:
@@ -228,7 +242,9 @@ def length_sweep(
     ``models`` maps a name to its trained runs (one per seed: anything with ``params`` and
     ``config``). Windows of ``factor × context`` tokens, the same for every model and method
     (``seed``), so differences are paired. Each method is applied with ``s = factor`` (its best
-    case at that length) unless ``fixed_scale`` is given; non-rotary models get ``"none"`` only.
+    case at that length) unless ``fixed_scale`` is given; dynamic rules keep one factor for
+    every length (``dynamic_factor``, default as the others) and recompute their grid from the
+    window length. Non-rotary models get ``"none"`` only.
     """
     from tqdm.auto import tqdm
 
@@ -245,8 +261,9 @@ def length_sweep(
         losses = []
         for run in models[name]:
             length = factor * run.config.context
-            scale = fixed_scale or factor
-            iv = intervention(run.config, method, scale, length)
+            iv = intervention(
+                run.config, method, _scale(method, factor, fixed_scale, dynamic_factor), length
+            )
             curve = train.loss_by_position(
                 run.params, run.config, tokens, seq_len=length, n_windows=n_windows, seed=seed,
                 batch_size=batch_size, intervention=iv,
@@ -332,9 +349,12 @@ class Change:
         return f"{self.percent:+.{digits}f} {u} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
 
     def verdict_lower(self) -> str:
-        """Verdict on "``a`` has the lower perplexity": ``not testable here`` with one seed."""
+        """Verdict on "``a`` is lower": ``not testable here`` with one seed, ``not held`` for an
+        exact tie on every seed (e.g. two accuracies of 0)."""
         if self.n < 2:
             return "not testable here"
+        if self.low == self.high == 0:
+            return "not held"
         return "held" if self.high < 0 else "not held" if self.low > 0 else "partly"
 
 
@@ -633,6 +653,7 @@ def passkey_sweep(
     n_trials: int,
     seed: int = 0,
     fixed_scale: float | None = None,
+    dynamic_factor: float | None = None,
     progress: bool = True,
 ) -> dict[tuple[str, str, int], list[float]]:
     """Passkey accuracy per seed for every (model name, method, length factor); the same planted
@@ -652,7 +673,8 @@ def passkey_sweep(
                 np.random.default_rng([seed, factor]), filler, length, n_trials,
                 vocab_size=run.config.vocab_size,
             )  # fmt: skip
-            iv = intervention(run.config, method, fixed_scale or factor, length)
+            scale = _scale(method, factor, fixed_scale, dynamic_factor)
+            iv = intervention(run.config, method, scale, length)
             accs.append(passkey_accuracy(run.params, run.config, batch, iv))
         out[name, method, factor] = accs
     return out
@@ -737,6 +759,8 @@ def combine(verdicts: Sequence[str]) -> str:
 def verdict_higher(change: Change) -> str:
     """Verdict on "``a`` has the *higher* perplexity" (the converse of
     :meth:`Change.verdict_lower`)."""
+    if change.n >= 2 and change.low == change.high == 0:
+        return "not held"  # an exact tie is not "higher" either
     flipped = {"held": "not held", "not held": "held"}
     v = change.verdict_lower()
     return flipped.get(v, v)
