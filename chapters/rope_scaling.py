@@ -37,7 +37,7 @@
 #
 # 1. which pairs each method changes, as cycles per context, for our models and for Llama 2 and
 #    Llama 3.1;
-# 2. perplexity at 1× to 16× the training context without fine-tuning, beside plain RoPE,
+# 2. perplexity at 1× to `max_factor`× the training context without fine-tuning, beside plain RoPE,
 #    NoPE, 0.75-RoPE and ALiBi;
 # 3. a short fine-tune at the longer context for PI and YaRN (the PI paper's central result);
 # 4. do previous-token heads survive PI, which slows the fast pairs, and YaRN, which keeps them?
@@ -95,7 +95,7 @@ CLAIMS = claims.ClaimSet(
         claims.holds,
     ),
     claims.ClaimSpec(
-        "rope_scaling.plain_rope_fails", f"{PI}, Sec. 1 and Fig. 1",
+        "rope_scaling.plain_rope_fails", f"{PI}, Sec. 1; Press et al. 2022 (ALiBi), Sec. 2",
         "Without any scaling, RoPE's perplexity rises beyond the training context",
         claims.given,
     ),
@@ -116,12 +116,12 @@ CLAIMS = claims.ClaimSet(
         claims.given,
     ),
     claims.ClaimSpec(
-        "rope_scaling.yarn_beats_pi", f"{YARN}, Tables 1-2",
+        "rope_scaling.yarn_beats_pi", f"{YARN}, Sec. 3 (argument; its Tables 1-2 fine-tune)",
         "Without fine-tuning, YaRN has lower perplexity than PI at every length beyond 1×",
         claims.given,
     ),
     claims.ClaimSpec(
-        "rope_scaling.yarn_beats_ntk", f"{YARN}, Tables 1-2",
+        "rope_scaling.yarn_beats_ntk", f"{YARN}, Sec. 3 (argument; its Tables 1-2 fine-tune)",
         "Without fine-tuning, YaRN has lower perplexity than NTK-aware scaling beyond 1×",
         claims.given,
     ),
@@ -137,7 +137,7 @@ CLAIMS = claims.ClaimSet(
         claims.given,
     ),
     claims.ClaimSpec(
-        "rope_scaling.passkey", f"{PI}, Sec. 3.4; {YARN}, Sec. 4.3",
+        "rope_scaling.passkey", f"{PI}, Sec. 3.3 (passkey); {YARN}, Sec. 4.3.2",
         "After fine-tuning at s× with PI or YaRN, passkey retrieval at s× the context beats "
         "plain RoPE's at the same length",
         claims.given,
@@ -356,8 +356,8 @@ display(
 # out of the box but becomes good after about 1,000 steps of fine-tuning at the new length,
 # while direct extrapolation never does (its Table 3). We test the same at our scale: each RoPE
 # model is fine-tuned at `finetune_scale` times its context with PI or YaRN applied in every
-# step, for `finetune_fraction` of its pre-training tokens, at a tenth of its learning rate
-# (`finetune_lr_ratio`). Fine-tuned models are cached like zoo models.
+# step, for `finetune_fraction` of its pre-training tokens, at `finetune_lr_ratio` times its
+# pre-training learning rate. Fine-tuned models are cached like zoo models.
 
 # %%
 ft_len = finetune_scale * context
@@ -379,8 +379,8 @@ display(
     Markdown(
         f"Each fine-tune takes {ft_steps} steps of {ft_batch} windows × {ft_len} tokens = "
         f"{ft_tokens:,} tokens, {100 * ft_tokens / pretrain_tokens:.1f} % of the "
-        f"{pretrain_tokens:,} pre-training tokens (the PI paper: 1,000 steps × 64 × 8,192 ≈ "
-        f"{1000 * 64 * 8192 / 1e9:.2f} B tokens after 1.4–2 T of pre-training)."
+        f"{pretrain_tokens:,} pre-training tokens (the PI paper fine-tuned LLaMA models for "
+        "1,000 steps at the extended length, a far smaller share of their pre-training)."
     )
 )
 
@@ -553,7 +553,7 @@ display(
 # ## 5. Passkey retrieval
 #
 # Both papers test retrieval as well as perplexity: a random key is planted early in a long
-# text and asked for at the end (PI Sec. 3.4, YaRN Sec. 4.3). Our models were never taught a
+# text and asked for at the end (PI Sec. 3.3, YaRN Sec. 4.3.2). Our models were never taught a
 # prompt such as "the pass key is", so we plant a random 3-token marker and a random 5-token key
 # at 10 % of the window and repeat the marker at the end: a model that can look back that far
 # copies the key (an induction pattern small models learn from text). Accuracy is the share of

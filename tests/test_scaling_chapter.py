@@ -272,3 +272,18 @@ def test_dynamic_ntk_keeps_its_factor_and_follows_the_length():
 def test_exact_ties_are_neither_lower_nor_higher():
     tie = stretch.paired_points([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
     assert tie.verdict_lower() == "not held" and stretch.verdict_higher(tie) == "not held"
+
+
+def test_chapter_is_in_the_book_before_the_summaries_with_checked_parameters():
+    import jupytext
+
+    from ropebook import pipeline
+
+    names = pipeline.chapter_names()
+    assert names.index("rope_scaling") < names.index("scorecard")
+    declared = pipeline.chapter_parameters(jupytext.read(pipeline.chapter_path("rope_scaling")))
+    assert declared["profile"].default == "cpu"
+    values = pipeline.validate_parameters("rope_scaling", declared, {"max_factor": "4"})
+    assert values == {"max_factor": 4}
+    with pytest.raises(pipeline.ChapterError, match="finetune_fraction"):
+        pipeline.validate_parameters("rope_scaling", declared, {"finetune_fraction": 1.5})

@@ -302,6 +302,7 @@ def sweep_chart(
     """Figure: perplexity (log) against the length in multiples of the training context (log 2),
     one line per (model, method) with its interval over seeds as a band."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     fig, ax = plt.subplots(figsize=(width, 3.4))
     for i, ((name, method), label) in enumerate(labels.items()):
@@ -312,6 +313,10 @@ def sweep_chart(
         ax.fill_between(factors, low, high, color=line.get_color(), alpha=0.15, lw=0)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xticks(list(factors), [f"{f}×" for f in factors])
     ax.axvline(1, color="grey", lw=0.7, ls=":")
     ax.set_xlabel("evaluation length (multiples of the training context)")
