@@ -410,13 +410,15 @@ ft_labels = {
 display(plots.table(stretch.sweep_rows(ft_view, ft_labels, factors, context)))
 
 # %% [markdown]
-# The figure: the dashed lines are the methods before fine-tuning, the solid ones after. Look
+# The figure: the dashed lines are the methods before fine-tuning, the solid ones after (and
+# plain RoPE, solid, for reference). Look
 # at the fine-tuning length (`finetune_scale`×): the PI paper predicts the largest drop there.
 
 # %%
 stretch.sweep_chart(
     ft_view, ft_labels, factors, confidence,
     title=f"Before and after fine-tuning at {finetune_scale}× (s = {finetune_scale})",
+    dashed=[("rope-fixed-s", "pi"), ("rope-fixed-s", "yarn")],
 )  # fmt: skip
 
 # %% tags=["remove-input"]

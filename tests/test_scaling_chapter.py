@@ -143,6 +143,8 @@ def test_length_sweep_pairs_windows_and_skips_non_rotary_methods():
     assert "1 seed" in rows[1]["1× (16)"]
     fig = stretch.sweep_chart(losses, labels, [1, 2], title="t")
     assert fig.get_size_inches()[0] * fig.dpi <= 680 and fig.axes[0].get_title() == "t"
+    fig = stretch.sweep_chart(losses, labels, [1, 2], title="t", dashed=[("nope", "none")])
+    assert [line.get_linestyle() for line in fig.axes[0].get_lines()[:2]] == ["-", "--"]
     fixed = stretch.length_sweep(
         {"rope": models["rope"][:1]}, ("pi",), [1, 2], TOKENS, n_windows=2, fixed_scale=2,
         progress=False,

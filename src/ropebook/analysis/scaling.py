@@ -297,10 +297,12 @@ def sweep_chart(
     confidence: float = 0.95,
     *,
     title: str,
+    dashed: Sequence[tuple[str, str]] | None = None,
     width: float = 6.0,
 ):
     """Figure: perplexity (log) against the length in multiples of the training context (log 2),
-    one line per (model, method) with its interval over seeds as a band."""
+    one line per (model, method) with its interval over seeds as a band. With ``dashed``, those
+    keys are drawn dashed and the others solid; otherwise line styles cycle."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
@@ -308,7 +310,10 @@ def sweep_chart(
     for i, ((name, method), label) in enumerate(labels.items()):
         ests = [log_estimate(losses[name, method, f], confidence).ppl for f in factors]
         mean, low, high = (np.array(v) for v in zip(*ests, strict=True))
-        style = ("-", "--", "-.", ":")[i % 4]
+        if dashed is None:
+            style = ("-", "--", "-.", ":")[i % 4]
+        else:
+            style = "--" if (name, method) in dashed else "-"
         (line,) = ax.plot(factors, mean, style, marker="o", ms=3, lw=1.3, label=label)
         ax.fill_between(factors, low, high, color=line.get_color(), alpha=0.15, lw=0)
     ax.set_xscale("log", base=2)
