@@ -231,14 +231,17 @@ plots.table(changed, digits=3)
 
 # %% tags=["remove-input"]
 mine = {r["method"]: r for r in changed if r["setting"] in ours}
+ref = zoo.REFERENCE_MODEL
+llama_pairs = next(iter(stretch.REFERENCE_SETTINGS.values()))[0] // 2
 display(
     Markdown(
         f"In our matched models ($d = {head_dim}$, {head_dim // 2} pairs) PI changes all "
         f"{mine['PI']['chunks']} pairs, YaRN keeps {mine['YaRN']['kept']} and Llama 3.1's "
         f"rule keeps {mine['Llama 3.1']['kept']}. The base of our models was chosen so that "
-        "the slowest pair turns over the training context as rarely as Gemma 7B's does over "
-        "its 8k tokens, so the same methods act on the same part of the spectrum as they do "
-        "on the large models; the pair counts differ because our heads are 4× smaller."
+        f"the slowest pair turns over the training context as rarely as {ref['name']}'s does "
+        f"over its {ref['context']:,} tokens, so the same methods act on the same part of the "
+        "spectrum as they do on the large models; the pair counts differ because the Llama "
+        f"heads have {llama_pairs} pairs to our {head_dim // 2}."
     )
 )
 
