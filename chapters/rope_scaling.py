@@ -340,9 +340,12 @@ CLAIMS.record(
     "plain RoPE at n× vs at 1×: " + change_list(plain_rise),
     seeds=len(seeds),
 )
+best = {f: rope_labels[stretch.lowest(losses, list(rope_labels), f)] for f in factors}
 display(
     Markdown(
-        "**YaRN vs PI**: "
+        "Lowest perplexity among the RoPE rows: "
+        + "; ".join(f"{f}×: {label}" for f, label in best.items())
+        + ".\n\n**YaRN vs PI**: "
         + change_list(yarn_vs["pi"])
         + ".\n\n**YaRN vs NTK-aware**: "
         + change_list(yarn_vs["ntk"])

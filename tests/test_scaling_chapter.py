@@ -137,6 +137,8 @@ def test_length_sweep_pairs_windows_and_skips_non_rotary_methods():
         intervention=stretch.intervention(r.config, "pi", 2),
     ).mean()  # fmt: skip
     assert losses["rope", "pi", 2][0] == pytest.approx(float(direct), rel=1e-6)
+    fake = {("a", "x", 2): [1.0, 3.0], ("b", "y", 2): [1.5, 1.6]}
+    assert stretch.lowest(fake, [("a", "x"), ("b", "y")], 2) == ("b", "y")
     labels = {("rope", "pi"): "RoPE · PI", ("nope", "none"): "NoPE"}
     rows = stretch.sweep_rows(losses, labels, [1, 2], 16)
     assert rows[0]["model · method"] == "RoPE · PI" and "[" in rows[0]["2× (32)"]

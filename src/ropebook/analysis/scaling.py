@@ -333,6 +333,15 @@ def sweep_chart(
     return fig
 
 
+def lowest(
+    losses: Mapping[tuple[str, str, int], Sequence[float]],
+    keys: Sequence[tuple[str, str]],
+    factor: int,
+) -> tuple[str, str]:
+    """The (model, method) of ``keys`` with the lowest mean loss over seeds at ``factor``."""
+    return min(keys, key=lambda k: float(np.mean(losses[(*k, factor)])))
+
+
 @dataclass(frozen=True)
 class Change:
     """``a`` relative to ``b`` in perplexity, paired by seed: ``exp(mean Δloss) − 1`` (%)."""
