@@ -46,6 +46,7 @@
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
 confidence = 0.95  # in (0, 1): level of every interval over seeds
+max_seeds = 3  # in [1, 16]: use at most this many of the profile's seeds (fewer: faster)
 max_factor = 16  # in [2, 64]: longest evaluation, in multiples of the training context
 n_windows = 8  # in [1, inf): text windows per (model, method, length) for perplexity
 picture_scale = 8  # in [1, 64]: the scale s of the frequency picture (section 1)
@@ -68,7 +69,7 @@ from ropebook.analysis import scaling as stretch
 plots.setup()
 REGIME, DOMAIN = "matched", "shakespeare"
 NAMES = ("rope", "p-rope-0.75", "nope", "alibi")
-seeds = zoo.PROFILES[profile].seeds
+seeds = zoo.PROFILES[profile].seeds[:max_seeds]
 if profile == "smoke":
     n_windows, n_passkey, n_head_windows = min(n_windows, 2), min(n_passkey, 4), 4
 factors = [2**i for i in range(int(np.log2(max_factor)) + 1)]  # 1, 2, 4, ..., max_factor
