@@ -234,6 +234,8 @@ plots.table(changed, digits=3)
 mine = {r["method"]: r for r in changed if r["setting"] in ours}
 ref = zoo.REFERENCE_MODEL
 llama_pairs = next(iter(stretch.REFERENCE_SETTINGS.values()))[0] // 2
+llama_label = next(iter(stretch.REFERENCE_SETTINGS))
+llama_yarn = next(r for r in changed if r["setting"] == llama_label and r["method"] == "YaRN")
 display(
     Markdown(
         f"In our matched models ($d = {head_dim}$, {head_dim // 2} pairs) PI changes all "
@@ -243,6 +245,11 @@ display(
         f"over its {ref['context']:,} tokens, so the same methods act on the same part of the "
         "spectrum as they do on the large models; the pair counts differ because the Llama "
         f"heads have {llama_pairs} pairs to our {head_dim // 2}."
+        f" One difference no base can remove: the fastest pair turns by 1 radian per token "
+        f"whatever the base, so over our {context} tokens it makes only {context / (2 * np.pi):.0f} "
+        f"turns, below YaRN's β = {scaling.YARN_BETA:g}; YaRN therefore keeps only "
+        f"{mine['YaRN']['kept']} of our pairs exactly and partly slows the others, where on "
+        f"{llama_label} it keeps {llama_yarn['kept']} of {llama_pairs}."
     )
 )
 
@@ -499,11 +506,11 @@ energy = [stretch.chunk_energy(r.params, r.config, windows) for r in runs]
 # %% tags=["remove-input"]
 grid = stretch.model_grid(model_config)
 shares = {
-    m: [stretch.changed_share(e, grid, stretch.scaled_grid(model_config, m, heads_scale,
-                                                            context).frequencies)
-        for e in energy]
-    for m in head_methods
-}  # fmt: skip
+    m: [stretch.interpolation_share(
+        e, grid, stretch.scaled_grid(model_config, m, heads_scale, context).frequencies,
+        heads_scale) for e in energy]
+    for m in head_methods if m != "none"
+} | {"none": [np.zeros(e.shape[:-1]) for e in energy]}  # fmt: skip
 for method, runs_ft in tuned.items():  # the fine-tuned models under the method they learnt
     key = f"{method}-ft"
     head_scores[key] = [
@@ -513,7 +520,7 @@ for method, runs_ft in tuned.items():  # the fine-tuned models under the method 
         for r in runs_ft
     ]
     ft_grid = stretch.scaled_grid(model_config, method, finetune_scale).frequencies
-    shares[key] = [stretch.changed_share(e, grid, ft_grid) for e in energy]
+    shares[key] = [stretch.interpolation_share(e, grid, ft_grid, finetune_scale) for e in energy]
     LABEL[key] = f"{LABEL[method]}, fine-tuned at {finetune_scale}×"
 survival = stretch.head_survival(head_scores, shares, head_threshold)
 n_heads = [len(h) for h in survival.heads.values()]
@@ -525,9 +532,10 @@ display(
         f"Previous-token heads found (unscaled, ≥ {head_threshold}): "
         f"{', '.join(map(str, n_heads))} per seed, out of "
         f"{model_config.n_layers * model_config.n_heads} heads. Their mean attention on the "
-        f"previous token, the share still above the threshold and the share of their query-key "
-        f"energy in pairs the method changes (s = {heads_scale}; fine-tuned rows: s = "
-        f"{finetune_scale}):"
+        f"previous token, the share still above the threshold, and how far the method slows "
+        f"the pairs they use: each pair's slowdown in log units of $s$ (0 = kept, 100 % = "
+        f"slowed $s$-fold as by PI), weighted by the pair's query × key norm in these heads "
+        f"(s = {heads_scale}; fine-tuned rows: s = {finetune_scale}):"
     )
 )
 display(plots.table(stretch.head_rows(survival, LABEL, confidence)))
@@ -551,10 +559,10 @@ share_pi, share_yarn = (np.mean(survival.share[m]) if survival.share[m] else np.
 display(
     Markdown(
         f"Under PI the previous-token heads lose {pi_drop[0]:.3f} of their attention on the "
-        f"previous token on average; under YaRN {yarn_drop[0]:.3f}. PI changes pairs that "
-        f"carry {100 * share_pi:.0f} % of these heads' query-key energy, YaRN pairs that carry "
-        f"{100 * share_yarn:.0f} %: the frequency lens predicts the order of the two drops "
-        "from that difference alone."
+        f"previous token on average; under YaRN {yarn_drop[0]:.3f}. PI slows the pairs these "
+        f"heads use by {100 * share_pi:.0f} % of the full factor, YaRN by "
+        f"{100 * share_yarn:.0f} %: if the frequency lens is right, the method that slows "
+        "their pairs more should cost them more attention."
         if pi_drop[3]
         else "No previous-token head reached the threshold in these models, so the probe "
         "cannot say anything here (the smoke models are too small and too briefly trained)."

@@ -194,12 +194,14 @@ def test_previous_token_scores_match_the_explicit_attention():
     assert energy.shape == (2, 2, 8) and np.all(energy > 0)
 
 
-def test_changed_share_and_head_survival():
+def test_interpolation_share_and_head_survival():
     grid = np.array([1.0, 0.1, 0.01, 0.0])
     energy = np.array([[4.0, 3.0, 2.0, 1.0]])
-    np.testing.assert_allclose(stretch.changed_share(energy, grid, grid / 4), [0.9])
-    kept_fast = np.array([1.0, 0.1, 0.0025, 0.0])
-    np.testing.assert_allclose(stretch.changed_share(energy, grid, kept_fast), [0.2])
+    np.testing.assert_allclose(stretch.interpolation_share(energy, grid, grid / 4, 4), [0.9])
+    half = np.array([1.0, 0.05, 0.0025, 0.0])  # pair 1 slowed 2x (half of s = 4 in log), pair 2 4x
+    np.testing.assert_allclose(stretch.interpolation_share(energy, grid, half, 4), [0.35])
+    with pytest.raises(ValueError, match="scale"):
+        stretch.interpolation_share(energy, grid, grid, 1)
     none = [np.array([[0.9, 0.1], [0.2, 0.7]]), np.array([[0.8, 0.0], [0.0, 0.1]])]
     pi = [np.array([[0.3, 0.1], [0.2, 0.6]]), np.array([[0.2, 0.0], [0.0, 0.1]])]
     shares = {"none": [np.zeros((2, 2))] * 2, "pi": [np.ones((2, 2))] * 2}
@@ -211,7 +213,7 @@ def test_changed_share_and_head_survival():
     mean, low, high, n = stretch.drop(surv, "pi")
     assert mean == pytest.approx(0.475) and n == 2 and low < mean < high
     rows = stretch.head_rows(surv, {"pi": "PI"})
-    assert rows[1]["method"] == "PI" and rows[1]["their energy in changed pairs"].startswith("100")
+    assert rows[1]["method"] == "PI" and rows[1]["interpolation of their pairs"].startswith("100")
     empty = stretch.head_survival({"none": [np.zeros((1, 1))]}, {"none": [np.zeros((1, 1))]}, 0.5)
     assert stretch.head_rows(empty, {})[0]["attention on previous token"] == "no heads"
     assert stretch.drop(empty, "none")[3] == 0

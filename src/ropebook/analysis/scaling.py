@@ -519,13 +519,20 @@ def chunk_energy(params, config, windows: np.ndarray, batch_size: int = 4) -> np
     return (q_sum / count) * (k_sum / count)
 
 
-def changed_share(energy: np.ndarray, grid: np.ndarray, scaled: np.ndarray, tol: float = 0.01):
-    """Share of each head's chunk energy ``[..., d/2]`` in chunks a method changes by more than
-    ``tol`` (relative); unrotated chunks (grid 0) count as unchanged."""
+def interpolation_share(
+    energy: np.ndarray, grid: np.ndarray, scaled: np.ndarray, scale: float
+) -> np.ndarray:
+    """How far a method interpolates the pairs a head uses: the energy-weighted mean over
+    chunks of ``log(g_k / g'_k) / log(s)`` (0: every pair the head uses kept as trained, 1: all
+    slowed by the full factor ``s``, as PI does). ``energy [..., d/2]`` (:func:`chunk_energy`);
+    unrotated chunks (grid 0) count as kept."""
+    if not scale > 1:
+        raise ValueError(f"scale must be > 1, got {scale}")
+    rotated = (grid > 0) & (scaled > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(grid > 0, scaled / np.where(grid > 0, grid, 1.0), 1.0)
-    changed = np.abs(ratio - 1) > tol
-    return (energy * changed).sum(-1) / energy.sum(-1)
+        slowdown = np.where(rotated, np.log(np.where(rotated, grid / scaled, 1.0)), 0.0)
+    weight = slowdown / math.log(scale)
+    return (energy * weight).sum(-1) / energy.sum(-1)
 
 
 @dataclass(frozen=True)
@@ -536,7 +543,7 @@ class HeadSurvival:
     heads: dict[int, list[tuple[int, int]]]  # seed index -> (layer, head) found unscaled
     scores: dict[str, list[float]]  # method -> per seed, mean score of those heads
     survived: dict[str, list[float]]  # method -> per seed, share still above threshold
-    share: dict[str, list[float]]  # method -> per seed, mean energy share in changed chunks
+    share: dict[str, list[float]]  # method -> per seed, mean interpolation_share
 
 
 def head_survival(
@@ -545,7 +552,7 @@ def head_survival(
     threshold: float,
 ) -> HeadSurvival:
     """From per-seed ``[L, H]`` previous-token scores under each method (``"none"`` = unscaled)
-    and energy shares: which heads are previous-token heads unscaled (score ≥ ``threshold``),
+    and :func:`interpolation_share` values: which heads are previous-token heads unscaled (score ≥ ``threshold``),
     and how they fare under each method."""
     heads = {i: [tuple(map(int, ix)) for ix in np.argwhere(s >= threshold)]
              for i, s in enumerate(scores["none"])}  # fmt: skip
@@ -568,7 +575,7 @@ def head_rows(
     survival: HeadSurvival, labels: Mapping[str, str], confidence: float = 0.95
 ) -> list[dict[str, str]]:
     """Table: per method, the previous-token heads' mean attention on the previous token, the
-    share still above the threshold and the share of their energy in the pairs it changes."""
+    share still above the threshold and how far the method interpolates the pairs they use."""
 
     def fmt(values: Sequence[float], pct: bool = False) -> str:
         if not values:
@@ -585,7 +592,7 @@ def head_rows(
             "method": labels.get(method, method),
             "attention on previous token": fmt(survival.scores[method]),
             f"heads still ≥ {survival.threshold}": fmt(survival.survived[method], pct=True),
-            "their energy in changed pairs": fmt(survival.share[method], pct=True),
+            "interpolation of their pairs": fmt(survival.share[method], pct=True),
         }
         for method in survival.scores
     ]
