@@ -284,8 +284,8 @@ p_labels = {("p-rope-0.75", m): f"0.75-RoPE · {LABEL[m]}" for m in stretch.SWEE
 one_seed = "" if len(seeds) > 1 else " **One seed in this profile: no intervals.**"
 display(
     Markdown(
-        f"Perplexity (mean over {len(seeds)} seed(s) of the exponentiated mean loss; "
-        f"{confidence:.0%} interval formed on the log scale, then exponentiated) for windows of "
+        f"Perplexity ($e$ to the mean over {len(seeds)} seed(s) of each model's mean loss; "
+        f"{confidence:.0%} interval formed on the loss, then exponentiated) for windows of "
         f"$L$ tokens, {n_windows} windows each.{one_seed} RoPE with every method, then the "
         "baselines:"
     )
