@@ -252,7 +252,14 @@ def read_config(path: Path | str) -> HFConfig:
             where,
             f"model_type {model_type!r} is not a supported RoPE decoder"
             + (f" ({reason})" if reason else "")
-            + f"; ropebook.hf reads model_type {' or '.join(map(repr, FAMILIES))}",
+            + f"; ropebook.hf (the JAX reader) reads model_type "
+            f"{' or '.join(map(repr, FAMILIES))}"
+            + (
+                ""
+                if not has_rope
+                else "; `python -m ropebook analyse` reads any transformers "
+                "RoPE decoder (ropebook.capture)"
+            ),
         )
     if raw.get("use_bidirectional_attention"):
         raise _fail(where, "bidirectional attention is not supported (causal decoders only)")
