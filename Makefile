@@ -41,8 +41,8 @@ proofs: setup
 zoo: setup data
 	$(PY) -m ropebook zoo --profile $(PROFILE)
 
-# One way, sources to notebooks: --sync would rewrite the sources through jupytext.toml's
-# metadata filter and drop their header.
+# Sources to notebooks. Saving from Jupyter (or `jupytext --sync`) rewrites a source byte for
+# byte under jupytext.toml (tests/test_jupytext_roundtrip.py), so either side can be edited.
 sync: setup
 	$(VENV)/bin/jupytext --to ipynb chapters/*.py
 

@@ -49,7 +49,7 @@ positional_mass = 0.5  # in [0, 1]: attention on one offset from which a head is
 domain_similarity = 0.9  # in [-1, 1]: profile correlation from which domains are "very similar"
 regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
 prompt_seed = 0  # in [0, inf): numpy Generator seed of the arithmetic prompts
-checkpoint = ""  # local Hugging Face Llama/Gemma folder; "" skips the real-checkpoint analysis
+checkpoint = ""  # local Hugging Face RoPE checkpoint folder; "" skips the real-checkpoint analysis
 checkpoint_dtype = "float32"  # float32 | bfloat16 (weights; norms and softmax stay float32)
 checkpoint_tokens = 64  # in [1, inf): tokens per prompt for the checkpoint
 
@@ -60,7 +60,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from ropebook import claims, data, hf, plots, zoo
+from ropebook import claims, data, plots, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies as fq
 
@@ -583,10 +583,11 @@ CLAIMS.record(
 )
 
 # %% [markdown]
-# ## Real checkpoints: Llama and Gemma (Figs 10 and 11)
+# ## Real checkpoints (Figs 10 and 11)
 #
-# `ropebook.hf` reads a local Hugging Face Llama- or Gemma-style checkpoint (`config.json` +
-# `*.safetensors`, sharded or not) into a small JAX forward pass that returns the same per-layer
+# Two readers load real checkpoints. `ropebook.hf` reads a local Hugging Face Llama- or
+# Gemma-style checkpoint (`config.json` + `*.safetensors`, sharded or not) into a small JAX
+# forward pass that returns the same per-layer
 # queries, keys and values as the book's models. It follows `head_dim` (Gemma 7B: 256, not
 # 3072/16), grouped-query attention, `rope_theta`, `linear` and Llama 3.1's `llama3` RoPE scaling
 # (others, e.g. `yarn`, are refused by name), Gemma's $(1+w)$ RMSNorm, $\sqrt{d}$ embedding scale
@@ -612,17 +613,31 @@ CLAIMS.record(
 )
 
 # %% [markdown]
+# `ropebook.capture` reads *any* causal LM that transformers runs with rotary embeddings (tested:
+# Llama, Mistral, Qwen 2/3, Gemma 1/2/3, Phi-3, OLMo 2, GPT-NeoX/Pythia): it lets transformers
+# run the model and records every layer's queries, keys (before and after RoPE), values and
+# attention through transformers' attention-function registry, with each layer's real RoPE grid —
+# which dims rotate (Pythia: the first 25 %) and at which frequencies (Gemma 3: a 10k base in
+# local layers, 1M in global ones). Both readers agree on Llama and Gemma (`tests/test_capture.py`).
+#
 # Then, if the `checkpoint` parameter names a local folder, the chapter repeats Figs 3/10/13 and
-# Fig. 11 on it: the same Shakespeare prompts (as text, tokenized by the checkpoint's own
-# tokenizer), chunk norms per layer, and the last layer's query heads of one KV group — the group
-# holding the head with the largest fastest-band share — with each head's attention on itself.
+# Fig. 11 on it with the same code as `python -m ropebook analyse PATH`: the same Shakespeare
+# prompts (as text, tokenized by the checkpoint's own tokenizer), each pair's mean norm per layer
+# against the isotropic baseline (the norm the pair would get if the same vectors pointed in
+# random directions: red above it, blue below), and the last layer's query heads of one KV group —
+# the group holding the head with the largest fastest-band share — with each head's attention on
+# itself.
 
 # %%
-real = hf.load(checkpoint, dtype=checkpoint_dtype) if checkpoint else None
+from ropebook import analyse, capture
+
+real = capture.load(checkpoint, dtype=checkpoint_dtype) if checkpoint else None
 if real is not None:
     texts = [data.decode(ids[1:]) for ids in quote_ids]
-    real_ids = hf.tokenize(checkpoint, texts, max_tokens=checkpoint_tokens)
-    real_usage = fq.measure_hf(real, real_ids)
+    vocab = real.config.get_text_config().vocab_size
+    how, real_ids = analyse.tokenize(checkpoint, texts, checkpoint_tokens, vocab)
+    real_result = analyse.analyse_checkpoint(real, real_ids, name=Path(checkpoint).name)
+    real_usage = real_result.usage
 
 # %% tags=["hide-input"]
 if real is None:
@@ -630,31 +645,26 @@ if real is None:
         "No checkpoint given, so this section is skipped. To run it on e.g. Llama 3.1 8B:\n"
         "  python -m ropebook run frequency_usage -p checkpoint /path/to/Llama-3.1-8B "
         "-p checkpoint_dtype bfloat16\n"
+        "or, for the figures and a summary alone, python -m ropebook analyse PATH\n"
         "(a folder with config.json, tokenizer files and *.safetensors; nothing is downloaded)."
     )
 else:
-    rc = real.config
-    print(
-        f"{checkpoint}: {rc.family}, {rc.n_layers} layers, {rc.n_heads} heads / {rc.n_kv_heads} "
-        f"KV heads, head_dim {rc.head_dim}, theta {rc.rope_theta:,.0f} ({rc.rope_type}); "
-        f"{real.n_params:,} parameters"
-    )
-    fq.plot_layer_maps(
-        {fq.KIND_NAMES[kind]: real_usage.layers(kind) for kind in fq.KINDS},
-        real_usage.wavelengths,
-        f"{Path(checkpoint).name}: mean chunk norm per layer, {real_usage.n_texts} Shakespeare prompts",
-    )
+    print(f"{checkpoint}: {capture.describe(real)}; tokenized with {how}")
+    for grid_text, grid_layers in analyse.grid_groups(real_result.grids):
+        print(f"  {analyse.layers_text(grid_layers)}: {grid_text}")
+    analyse.plot_layers(real_result)
     plt.show()
 
 # %%
 if real is not None:
     real_low = fq.checkpoint_low_reading(real_usage, band)
-    diagonal = fq.last_layer_self_attention(real, real_ids)
-    real_head = fq.diagonal_head_reading(real_usage, diagonal, band, positional_mass)
+    real_head = fq.diagonal_head_reading(
+        real_usage, real_result.diagonal[-1], band, positional_mass
+    )
 
 # %% tags=["hide-input"]
 if real is not None:
-    last, members, top = rc.n_layers - 1, real_head.members, real_head.top
+    last, members, top = real_result.n_layers - 1, real_head.members, real_head.top
     display(
         fq.usage_heatmaps(
             real_usage, ("q",), f"Last layer, query heads {members[0]}–{members[-1]} (KV group "

@@ -49,3 +49,10 @@ def test_claim_set_records_each_declared_claim_once():
     assert records[1].seeds == 3 and records[1].source == "Barbero et al. 2025, Fig. 2"
     with pytest.raises(ValueError, match="duplicate"):
         claims.ClaimSet(claims.ClaimSpec("x", "s", "t"), claims.ClaimSpec("x", "s", "t"))
+
+
+def test_source_items_count_only_the_papers_the_book_reproduces():
+    assert claims.source_items("Barbero et al. 2025, Figs 2, 8-9") == {"Fig. 2", "Fig. 8", "Fig. 9"}
+    assert claims.source_items("CABLE Fig. 12 (Veisi et al. 2025)") == {"CABLE Fig. 12"}
+    assert claims.source_items("Chen et al. 2023 (PI), Table 3") == set()
+    assert claims.source_items("Peng et al. 2023 (YaRN), Tables 1-2") == set()

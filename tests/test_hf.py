@@ -21,10 +21,11 @@ def tiny_config(family: str, **rope):
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
         rms_norm_eps=1e-6, attn_implementation="eager",
     )  # fmt: skip
+    common |= rope  # rope settings may replace max_position_embeddings
     if family == "llama":
-        return transformers.LlamaConfig(**common, **rope)
+        return transformers.LlamaConfig(**common)
     # head_dim 32 != 64 / 4: Gemma's head_dim is its own field
-    return transformers.GemmaConfig(**common, head_dim=32, **rope)
+    return transformers.GemmaConfig(**common, head_dim=32)
 
 
 def save_random(family: str, path, seed: int = 0, **rope):
@@ -79,8 +80,8 @@ def reference(model, tokens: np.ndarray):
     return logits, layers
 
 
-def compare(path, model):
-    tokens = np.random.default_rng(1).integers(0, 97, size=(2, SEQ))
+def compare(path, model, seq=SEQ):
+    tokens = np.random.default_rng(1).integers(0, 97, size=(2, seq))
     ours = hf.load(path)
     logits, internals = hf.forward(ours, tokens, return_internals=True)
     ref_logits, ref_layers = reference(model, tokens)
@@ -152,7 +153,7 @@ def test_sharded_checkpoint(tmp_path):
     compare(tmp_path / "sharded", model)
 
 
-@pytest.mark.parametrize("rope_type", ["yarn", "dynamic", "longrope"])
+@pytest.mark.parametrize("rope_type", ["proportional", "su"])
 def test_unsupported_rope_type_is_named(rope_type, tmp_path):
     save_random("llama", tmp_path)
     config_path = tmp_path / "config.json"
@@ -160,6 +161,78 @@ def test_unsupported_rope_type_is_named(rope_type, tmp_path):
     raw["rope_parameters"] = {"rope_type": rope_type, "factor": 2.0, "rope_theta": 1e4}
     config_path.write_text(json.dumps(raw))
     with pytest.raises(hf.CheckpointError, match=f"RoPE scaling type '{rope_type}'"):
+        hf.load(tmp_path)
+
+
+# Context-extension configs: the original context (16 tokens) is shorter than the sequences
+# compared (SEQ = 24), so dynamic NTK recomputes its grid and LongRoPE uses its long factors.
+SHORT = 16
+LONGROPE = {
+    "rope_type": "longrope", "rope_theta": 10_000.0, "factor": 4.0,
+    "original_max_position_embeddings": SHORT,
+    "short_factor": [1.0, 1.1, 1.2, 1.3, 1.5, 1.7, 2.0, 2.2],
+    "long_factor": [1.0, 1.3, 1.9, 2.5, 3.2, 3.7, 4.0, 4.4],
+}  # fmt: skip
+EXTENSIONS = {
+    "yarn": (
+        "llama",
+        {"rope_type": "yarn", "rope_theta": 10_000.0, "factor": 4.0,
+         "original_max_position_embeddings": SHORT},
+        4 * SHORT,
+    ),
+    "yarn-gemma-betas": (
+        "gemma",
+        {"rope_type": "yarn", "rope_theta": 500.0, "factor": 8.0, "beta_fast": 16.0,
+         "beta_slow": 2.0, "original_max_position_embeddings": SHORT},
+        8 * SHORT,
+    ),
+    "dynamic": ("llama", {"rope_type": "dynamic", "rope_theta": 10_000.0, "factor": 4.0}, SHORT),
+    "longrope": ("llama", LONGROPE, 4 * SHORT),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(EXTENSIONS))
+def test_context_extension_configs_match_transformers(case, tmp_path):
+    family, rope_parameters, max_position = EXTENSIONS[case]
+    model = save_random(
+        family, tmp_path, rope_parameters=dict(rope_parameters),
+        max_position_embeddings=max_position,
+    )  # fmt: skip
+    ours, _ = compare(tmp_path, model)  # SEQ > SHORT: beyond the original context
+    assert ours.config.rope_type == rope_parameters["rope_type"]
+    rotary = model.model.rotary_emb
+    np.testing.assert_allclose(ours.config.frequencies(SEQ), rotary.inv_freq.numpy(), rtol=2e-6)
+    assert ours.config.scaled(SEQ).attention_factor == pytest.approx(rotary.attention_scaling)
+    if case.startswith("yarn"):
+        assert rotary.attention_scaling > 1  # the factor is really exercised
+    else:  # within the original context the grid is the unscaled (dynamic) / short one
+        fresh = save_random(
+            family, tmp_path / "short", rope_parameters=dict(rope_parameters),
+            max_position_embeddings=max_position,
+        )  # fmt: skip
+        compare(tmp_path / "short", fresh, seq=SHORT)
+        changed = ours.config.frequencies(SEQ) != ours.config.frequencies(SHORT)
+        assert changed.any()
+
+
+def test_yarn_mscale_attention_factor(tmp_path):
+    """DeepSeek-style YaRN: m = get_mscale(s, mscale) / get_mscale(s, mscale_all_dim)."""
+    rope = {"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0, "mscale": 1.0,
+            "mscale_all_dim": 0.5, "original_max_position_embeddings": SHORT}  # fmt: skip
+    model = save_random("llama", tmp_path, rope_parameters=rope, max_position_embeddings=64)
+    ours, _ = compare(tmp_path, model)
+    expected = (0.1 * math.log(4) + 1) / (0.05 * math.log(4) + 1)
+    assert ours.config.scaled().attention_factor == pytest.approx(expected)
+    assert model.model.rotary_emb.attention_scaling == pytest.approx(expected)
+
+
+def test_yarn_without_truncation_is_refused(tmp_path):
+    save_random("llama", tmp_path)
+    config_path = tmp_path / "config.json"
+    raw = json.loads(config_path.read_text())
+    raw["rope_parameters"] = {"rope_type": "yarn", "factor": 2.0, "truncate": False}
+    config_path.write_text(json.dumps(raw))
+    with pytest.raises(hf.CheckpointError, match="truncate=false"):
         hf.load(tmp_path)
 
 

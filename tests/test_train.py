@@ -239,3 +239,31 @@ def test_snapshots_keep_params_at_their_steps_and_survive_resume(tmp_path):
 def test_log_spaced_steps():
     assert train.log_spaced_steps(1000, 4) == (1, 10, 100, 1000)
     assert train.log_spaced_steps(1800, 8, first=18)[-1] == 1800
+
+
+def test_fine_tune_from_initial_params_with_an_intervention(tmp_path):
+    """``initial_params`` starts from given weights (not key(seed)); ``intervention`` enters every
+    step's loss and the evaluations; both None leave training bit-identical."""
+    from ropebook import model
+
+    base = train.train(tiny(), schedule(6), TRAIN, progress=False)
+    again = train.train(tiny(), schedule(6), TRAIN, progress=False, intervention=None)
+    assert_trees_equal(base.params, again.params)  # defaults change nothing
+    parent = jax.tree.map(np.asarray, base.params)
+    slowed = model.Intervention(frequencies=0.5 ** np.arange(8), logit_scale=1.2)
+    tc = schedule(4, seq_len=64, lr=1e-3)
+    tuned = train.train(
+        tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path, progress=False,
+        initial_params=base.params, intervention=slowed,
+    )  # fmt: skip
+    assert_trees_equal(base.params, parent)  # the parent's weights are not donated or changed
+    plain = train.train(tiny(), tc, TRAIN, VAL, progress=False, initial_params=base.params)
+    first = jax.tree.leaves(tuned.params)[0]
+    assert not np.allclose(first, jax.tree.leaves(parent)[0])  # it trained from the parent
+    assert not np.allclose(first, jax.tree.leaves(plain.params)[0])  # the intervention mattered
+    loss = train.evaluate(
+        tuned.params, tiny(), VAL, seq_len=64, batch_size=4, n_batches=2, intervention=slowed
+    )["loss"]
+    assert tuned.history["val"][-1]["loss"] == pytest.approx(loss, rel=1e-6)
+    params, _, meta = train.load_checkpoint(tmp_path)
+    assert_trees_equal(params, tuned.params) and meta["complete"]

@@ -106,7 +106,7 @@ def test_default_jobs_cover_specs_and_table2_per_seed():
     flagship = {(n, s) for n, s, _, r in cpu if r == "flagship"}
     assert flagship == {(n, s) for n in zoo.FLAGSHIP for s in (0, 1)}
     matched = [(n, s) for n, s, _, r in cpu if r == "matched"]
-    assert len(matched) == 3 * len(zoo.TABLE2) + 1 and ("alibi", 0) in matched
+    assert len(matched) == 3 * len(zoo.MATCHED) and ("alibi", 2) in matched
 
 
 def test_regimes_match_gemma_7b_slowest_plane_and_keep_lesson_hashes():

@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse} ...``."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         ("data", "data", "fetch, verify and tokenise the corpora"),
         ("zoo", "zoo", "train (or load from cache) every zoo model of a profile"),
         ("check-site", "sitecheck", "check a built site for external assets and error outputs"),
+        ("analyse", "analyse", "frequency-usage figures and a summary for a local checkpoint"),
     ):
         sub = commands.add_parser(name, help=text, add_help=False)
         sub.set_defaults(module=module)

@@ -217,8 +217,12 @@ _REFERENCE = re.compile(
 def source_items(source: str) -> set[str]:
     """The numbered items a claim's source names, e.g. ``"Barbero et al. 2025, Figs 2, 8-9"`` →
     ``{"Fig. 2", "Fig. 8", "Fig. 9"}``; a source naming CABLE refers to CABLE's figures and
-    tables, which are prefixed ``"CABLE "``."""
-    prefix = "CABLE " if "cable" in source.lower() else ""
+    tables, which are prefixed ``"CABLE "``. A source that names neither Barbero et al. nor CABLE
+    (e.g. "Chen et al. 2023 (PI), Table 3") backs none of the book's items."""
+    lowered = source.lower()
+    if "barbero" not in lowered and "cable" not in lowered:
+        return set()
+    prefix = "CABLE " if "cable" in lowered else ""
     items = set()
     for kind, numbers in _REFERENCE.findall(source):
         label = _KINDS[kind.lower().removesuffix("s")]

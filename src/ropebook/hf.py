@@ -13,8 +13,13 @@ What it follows, field by field of ``config.json``:
   the internals, and each is shared by ``num_attention_heads / num_key_value_heads`` query heads;
 - RoPE with ``rope_theta`` and the *half* pairing (``rotate_half``: chunk ``k`` is dims
   ``(k, k + d/2)``); scaling types ``default`` (or none), ``linear`` (all frequencies divided by
-  ``factor``) and ``llama3`` (Llama 3.1's wavelength-dependent rescaling). Anything else (``yarn``,
-  ``dynamic``, ``longrope``, ...) is refused by name;
+  ``factor``), ``llama3`` (Llama 3.1's wavelength-dependent rescaling), ``dynamic`` (NTK-aware
+  with the scale recomputed from the sequence length), ``yarn`` (ramped interpolation and an
+  attention factor) and ``longrope`` (per-chunk short/long factors and an attention factor), each
+  computed by :mod:`ropebook.scaling`. As in transformers, the attention factor ``m`` multiplies
+  the rotated queries and keys (``q_rot``, ``k_rot`` include it), and ``dynamic`` / ``longrope``
+  pick their grid from the length ``max(positions) + 1`` of the call. Anything else is refused
+  by name;
 - Llama: RMSNorm ``w · x̂``, SiLU-gated MLP, untied ``lm_head`` unless ``tie_word_embeddings``;
 - Gemma: RMSNorm ``(1 + w) · x̂``, embeddings scaled by ``sqrt(hidden_size)``, GELU (tanh
   approximation) gated MLP, tied output embedding.
@@ -39,10 +44,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ropebook import rope
+from ropebook import rope, scaling
 
 FAMILIES: tuple[str, ...] = ("llama", "gemma")
-ROPE_TYPES: tuple[str, ...] = ("default", "linear", "llama3")
+ROPE_TYPES: tuple[str, ...] = ("default", "linear", "llama3", "dynamic", "yarn", "longrope")
 ACTIVATIONS: tuple[str, ...] = ("silu", "gelu_pytorch_tanh", "gelu_new", "gelu")
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
@@ -77,7 +82,8 @@ class HFConfig:
     head_dim: int
     rope_theta: float
     rope_type: str = "default"
-    rope_scaling: tuple[tuple[str, float], ...] = ()  # the scaling type's parameters, sorted
+    # the scaling type's parameters, sorted; values are floats, or tuples (LongRoPE's factors)
+    rope_scaling: tuple[tuple[str, Any], ...] = ()
     rms_norm_eps: float = 1e-6
     activation: str = "silu"
     tie_word_embeddings: bool = False
@@ -99,22 +105,39 @@ class HFConfig:
     def pairing(self) -> str:
         return "half"
 
-    def frequencies(self) -> np.ndarray:
-        """Angular frequency of each RoPE chunk after scaling, fastest first (float64)."""
-        grid = rope.base_frequencies(self.head_dim, self.rope_theta)
-        scaling = dict(self.rope_scaling)
+    def scaled(self, length: int | None = None) -> scaling.Scaled:
+        """The RoPE grid after scaling and the attention factor ``m``, for a call whose longest
+        position is ``length - 1`` (only ``dynamic`` and ``longrope`` depend on it; ``None``:
+        ``max_position_embeddings`` for dynamic, the short factors for LongRoPE, as at
+        transformers' initialisation)."""
+        d, theta, p = self.head_dim, self.rope_theta, dict(self.rope_scaling)
         if self.rope_type == "linear":
-            return grid / scaling["factor"]
+            return scaling.position_interpolation(d, theta, p["factor"])
         if self.rope_type == "llama3":
-            factor, old = scaling["factor"], scaling["original_max_position_embeddings"]
-            low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
-            wavelength = 2 * np.pi / grid
-            scaled = np.where(wavelength > old / low, grid / factor, grid)
-            smooth = (old / wavelength - low) / (high - low)
-            smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-            medium = (wavelength >= old / high) & (wavelength <= old / low)
-            return np.where(medium, smoothed, scaled)
-        return grid
+            return scaling.llama3(
+                d, theta, p["factor"], p["original_max_position_embeddings"],
+                low_freq_factor=p["low_freq_factor"], high_freq_factor=p["high_freq_factor"],
+            )  # fmt: skip
+        if self.rope_type == "dynamic":
+            n = self.max_position_embeddings if length is None else length
+            return scaling.dynamic_ntk(d, theta, p["factor"], self.max_position_embeddings, n)
+        if self.rope_type == "yarn":
+            return scaling.yarn(
+                d, theta, p["factor"], p["original_max_position_embeddings"],
+                alpha=p["beta_slow"], beta=p["beta_fast"], attention_factor=p["attention_factor"],
+            )  # fmt: skip
+        if self.rope_type == "longrope":
+            original = p["original_max_position_embeddings"]
+            return scaling.longrope(
+                d, theta, original, original if length is None else length,
+                short_factor=p["short_factor"], long_factor=p["long_factor"], scale=p["factor"],
+                attention_factor=p.get("attention_factor"),
+            )  # fmt: skip
+        return scaling.Scaled(rope.base_frequencies(d, theta))
+
+    def frequencies(self, length: int | None = None) -> np.ndarray:
+        """Angular frequency of each RoPE chunk after scaling, fastest first (float64)."""
+        return self.scaled(length).frequencies
 
 
 def _fail(path: Path, problem: str) -> CheckpointError:
@@ -155,19 +178,61 @@ def _rope_settings(raw: dict[str, Any], where: Path) -> tuple[float, str, tuple]
         "default": (),
         "linear": ("factor",),
         "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+        "dynamic": ("factor",),
+        "yarn": ("factor",),
+        "longrope": ("short_factor", "long_factor"),
     }[rope_type]
     missing = [key for key in needed if key not in params]
     if missing:
         raise _fail(where, f"RoPE scaling {rope_type!r} needs {missing} in its parameters")
-    if rope_type == "llama3":
+    if rope_type in ("llama3", "yarn", "longrope"):  # as transformers' standardize_rope_params
+        original = raw.get("original_max_position_embeddings")
+        if original is not None:
+            params["original_max_position_embeddings"] = original
         params.setdefault(
             "original_max_position_embeddings", raw.get("max_position_embeddings", 8192)
         )
-    keep = (*needed, "original_max_position_embeddings") if rope_type == "llama3" else needed
-    scaling = tuple(sorted((k, float(params[k])) for k in keep))
+    settings = tuple(sorted(_scaling_params(rope_type, params, raw, where).items()))
     if not theta > 0:
         raise _fail(where, f"rope_theta must be > 0, got {theta}")
-    return theta, rope_type, scaling
+    return theta, rope_type, settings
+
+
+def _scaling_params(
+    rope_type: str, params: dict[str, Any], raw: dict[str, Any], where: Path
+) -> dict[str, Any]:
+    """The parameters each scaling type reads, with transformers' defaults filled in."""
+    if rope_type == "default":
+        return {}
+    if rope_type in ("linear", "dynamic"):
+        return {"factor": float(params["factor"])}
+    if rope_type == "llama3":
+        keep = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+        return {k: float(params[k]) for k in keep}
+    original = float(params["original_max_position_embeddings"])
+    factor = params.get("factor")
+    if factor is None:  # transformers: the ratio of the two context lengths
+        factor = raw.get("max_position_embeddings", 2048) / original
+    out: dict[str, Any] = {"factor": float(factor), "original_max_position_embeddings": original}
+    attention_factor = params.get("attention_factor")
+    if rope_type == "longrope":
+        for key in ("short_factor", "long_factor"):
+            out[key] = tuple(float(v) for v in params[key])
+        out["attention_factor"] = None if attention_factor is None else float(attention_factor)
+        return out
+    if params.get("truncate", True) is not True:
+        raise _fail(where, "YaRN with truncate=false is not supported (only the default, true)")
+    mscale, mscale_all_dim = params.get("mscale"), params.get("mscale_all_dim")
+    if attention_factor is None and mscale and mscale_all_dim:
+
+        def get_mscale(scale: float, m: float) -> float:
+            return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+        attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
+    out["attention_factor"] = None if attention_factor is None else float(attention_factor)
+    out["beta_fast"] = float(params.get("beta_fast") or 32)
+    out["beta_slow"] = float(params.get("beta_slow") or 1)
+    return out
 
 
 def read_config(path: Path | str) -> HFConfig:
@@ -187,7 +252,14 @@ def read_config(path: Path | str) -> HFConfig:
             where,
             f"model_type {model_type!r} is not a supported RoPE decoder"
             + (f" ({reason})" if reason else "")
-            + f"; ropebook.hf reads model_type {' or '.join(map(repr, FAMILIES))}",
+            + f"; ropebook.hf (the JAX reader) reads model_type "
+            f"{' or '.join(map(repr, FAMILIES))}"
+            + (
+                ""
+                if not has_rope
+                else "; `python -m ropebook analyse` reads any transformers "
+                "RoPE decoder (ropebook.capture)"
+            ),
         )
     if raw.get("use_bidirectional_attention"):
         raise _fail(where, "bidirectional attention is not supported (causal decoders only)")
@@ -480,13 +552,14 @@ def rotate(x: jnp.ndarray, positions: jnp.ndarray, frequencies: np.ndarray) -> j
 
 
 @partial(jax.jit, static_argnames=("config", "with_probs"))
-def _layer(layer, x, positions, frequencies, config: HFConfig, with_probs: bool):
+def _layer(layer, x, positions, frequencies, factor, config: HFConfig, with_probs: bool):
     b, t, _ = x.shape
     h = _rms_norm(x, layer["attn_norm"], config.rms_norm_eps, config.norm_offset)
     q = _apply(layer["q"], h).reshape(b, t, config.n_heads, config.head_dim)
     k = _apply(layer["k"], h).reshape(b, t, config.n_kv_heads, config.head_dim)
     v = _apply(layer["v"], h).reshape(b, t, config.n_kv_heads, config.head_dim)
     q_rot, k_rot = rotate(q, positions, frequencies), rotate(k, positions, frequencies)
+    q_rot, k_rot = q_rot * factor.astype(q_rot.dtype), k_rot * factor.astype(k_rot.dtype)
     group = config.n_heads // config.n_kv_heads
     k_all, v_all = jnp.repeat(k_rot, group, axis=2), jnp.repeat(v, group, axis=2)
     scores = jnp.einsum("bqhd,bkhd->bhqk", q_rot, k_all).astype(jnp.float32)
@@ -524,14 +597,17 @@ def forward(
         raise ValueError(f"tokens must be [batch, seq], got shape {tokens.shape}")
     t = tokens.shape[1]
     positions = jnp.arange(t) if positions is None else jnp.asarray(positions)
-    frequencies = jnp.asarray(config.frequencies(), jnp.float32)
+    length = int(np.max(np.asarray(positions))) + 1  # what transformers' dynamic rules read
+    scaled = config.scaled(length)
+    frequencies = jnp.asarray(scaled.frequencies, jnp.float32)
+    factor = jnp.asarray(scaled.attention_factor, jnp.float32)
     dtype = jnp.dtype(model.dtype)
     x = model.params["embed"][tokens].astype(dtype)
     if config.embed_scale != 1.0:
         x = x * jnp.asarray(config.embed_scale, dtype=dtype)
     internals = []
     for layer in model.params["layers"]:
-        x, info = _layer(layer, x, positions, frequencies, config, return_probs)
+        x, info = _layer(layer, x, positions, frequencies, factor, config, return_probs)
         internals.append(info)
     x = _rms_norm(x, model.params["final_norm"], config.rms_norm_eps, config.norm_offset)
     logits = (x @ model.params["lm_head"].T.astype(dtype)).astype(jnp.float32)

@@ -159,8 +159,13 @@ def _train_step(config: ModelConfig, tc: TrainConfig):
     """The jitted step, cached per run so that resuming in the same process does not recompile."""
     optimizer = make_optimizer(tc)
 
-    def step(params: Params, opt_state: Any, batch: jnp.ndarray):
-        loss, grads = jax.value_and_grad(model.loss_fn)(params, batch, config)
+    def loss_fn(params: Params, batch: jnp.ndarray, intervention) -> jnp.ndarray:
+        if intervention is None:  # the pre-training path, unchanged
+            return model.loss_fn(params, batch, config)
+        return jnp.mean(model.token_losses(params, batch, config, intervention))
+
+    def step(params: Params, opt_state: Any, batch: jnp.ndarray, intervention=None):
+        loss, grads = jax.value_and_grad(loss_fn)(params, batch, intervention)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss, optax.global_norm(grads)
 
@@ -369,10 +374,16 @@ def load_checkpoint(directory: Path | str) -> tuple[Params, Any, dict[str, Any]]
 # ---------------------------------------------------------------- the loop
 
 
-def _start(config: ModelConfig, tc: TrainConfig, directory: Path | None) -> TrainResult:
-    """A fresh run from ``key(seed)``, or the checkpoint in ``directory`` if it is of this run."""
+def _start(
+    config: ModelConfig, tc: TrainConfig, directory: Path | None, initial_params: Params | None
+) -> TrainResult:
+    """A fresh run from ``key(seed)`` (or ``initial_params``), or the checkpoint in ``directory``
+    if it is of this run."""
     if directory is None or not (directory / CHECKPOINT_JSON).exists():
-        params = model.init_params(jax.random.key(tc.seed), config)
+        if initial_params is not None:
+            params = jax.tree.map(jnp.array, initial_params)  # a copy: steps donate their input
+        else:
+            params = model.init_params(jax.random.key(tc.seed), config)
         return TrainResult(params, make_optimizer(tc).init(params))
     params, opt_state, meta = load_checkpoint(directory)
     for key, ours in (("model", config.to_dict()), ("train", tc.to_dict())):
@@ -398,6 +409,8 @@ def train(
     stop_after: int | None = None,
     extra: dict[str, Any] | None = None,
     desc: str = "train",
+    initial_params: Params | None = None,
+    intervention: model.Intervention | None = None,
 ) -> TrainResult:
     """Train from scratch, or resume from ``checkpoint_dir`` if it holds a checkpoint of this run.
 
@@ -405,11 +418,16 @@ def train(
     calling again with the same arguments resumes from the last one. ``stop_after`` ends the run
     (with a checkpoint) after that many steps in total, as an interrupt would. ``extra`` is stored
     in the JSON metadata.
+
+    Fine-tuning: ``initial_params`` start the run from given weights instead of ``key(seed)``
+    (a fresh optimiser), and ``intervention`` (:class:`ropebook.model.Intervention`, e.g. a
+    scaled RoPE grid) is applied in every training step and evaluation. Both default to ``None``,
+    which leaves training exactly as before.
     """
     tc = train_config
     directory = None if checkpoint_dir is None else Path(checkpoint_dir)
     batch_sharding, replicated = _shardings(tc.batch_size)
-    run = _start(model_config, tc, directory)
+    run = _start(model_config, tc, directory, initial_params)
     run.params, run.opt_state = jax.device_put((run.params, run.opt_state), replicated)
     step_fn, schedule = _train_step(model_config, tc), make_schedule(tc)
     start, end = run.step, tc.steps if stop_after is None else min(tc.steps, stop_after)
@@ -428,7 +446,9 @@ def train(
     try:
         while run.step < end:
             batch = jax.device_put(batch_at(train_tokens, tc, run.step), batch_sharding)
-            run.params, run.opt_state, loss, grad_norm = step_fn(run.params, run.opt_state, batch)
+            run.params, run.opt_state, loss, grad_norm = step_fn(
+                run.params, run.opt_state, batch, intervention
+            )
             run.step += 1
             run.tokens_seen += tc.batch_size * tc.seq_len
             pending.append((loss, grad_norm))
@@ -451,6 +471,7 @@ def train(
                 metrics = evaluate(
                     run.params, model_config, val_tokens, seq_len=tc.seq_len,
                     batch_size=tc.batch_size, n_batches=tc.eval_batches, seed=0,
+                    intervention=intervention,
                 )  # fmt: skip
                 run.history["val"].append({"step": run.step, **metrics})
                 bar.set_postfix(val_ppl=f"{metrics['ppl']:.1f}")

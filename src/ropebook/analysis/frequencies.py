@@ -34,12 +34,45 @@ KIND_NAMES = {"q": "queries", "k": "keys", "v": "values"}
 Internals = list[dict[str, object]]
 
 
-def chunk_usage(x, pairing: str = "half") -> np.ndarray:
-    """Mean 2-norm of every chunk of ``x [B, T, H, D]`` over batch and tokens: ``[H, D/2]``."""
+def chunk_usage(x, pairing: str = "half", pairs: np.ndarray | None = None) -> np.ndarray:
+    """Mean 2-norm of every chunk of ``x [B, T, H, D]`` over batch and tokens: ``[H, D/2]``.
+
+    ``pairs [D/2, 2]``, when given, names each chunk's two dims explicitly (a checkpoint's own
+    grid, e.g. :attr:`ropebook.capture.RotaryGrid.pairs` for partial rotary) instead of
+    ``pairing``."""
     x = np.asarray(x)
     if x.ndim != 4:
         raise ValueError(f"expected activations [batch, seq, heads, head_dim], got {x.shape}")
+    if pairs is not None:
+        return pair_norms(x, pairs).mean(axis=(0, 1))
     return chunk_norms(x, pairing).mean(axis=(0, 1))
+
+
+def pair_norms(x, pairs: np.ndarray) -> np.ndarray:
+    """2-norm of the dims ``pairs [K, 2]`` of ``x [..., D]``: ``[..., K]`` (float64)."""
+    x = np.asarray(x, dtype=np.float64)
+    pairs = np.asarray(pairs)
+    return np.hypot(x[..., pairs[:, 0]], x[..., pairs[:, 1]])
+
+
+def isotropic_factor(dim: int) -> float:
+    """``E‖u^(k)‖`` for ``u`` uniform on the unit sphere of ``R^dim`` and any 2-D chunk ``k``:
+    ``Γ(3/2) Γ(dim/2) / Γ((dim+1)/2)`` (the chunk's squared norm is Beta(1, dim/2 − 1))."""
+    from scipy.special import gammaln
+
+    if dim < 2:
+        raise ValueError(f"dim must be >= 2, got {dim}")
+    return float(np.exp(gammaln(1.5) + gammaln(dim / 2) - gammaln((dim + 1) / 2)))
+
+
+def isotropic_baseline(x) -> np.ndarray:
+    """The mean chunk norm ``x [B, T, H, D]`` would have, per head, if every vector kept its length
+    but pointed in a uniformly random direction: ``mean ‖x‖ · isotropic_factor(D)``, ``[H]``, the
+    same for every chunk. A chunk above it carries more than its share of the head's norm."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 4:
+        raise ValueError(f"expected activations [batch, seq, heads, head_dim], got {x.shape}")
+    return np.linalg.norm(x, axis=-1).mean(axis=(0, 1)) * isotropic_factor(x.shape[-1])
 
 
 @dataclass(frozen=True)
@@ -90,12 +123,14 @@ def measure(
     frequencies: np.ndarray,
     pairing: str = "half",
     skip_first: int = 0,
+    pairs: np.ndarray | None = None,
 ) -> FrequencyUsage:
     """Frequency usage of a model over ``texts`` (token id arrays), each run on its own.
 
     ``run(tokens [1, T]) -> internals`` returns one dict per layer with ``q``, ``k`` (before
     rotation) and ``v``. Per text, norms are averaged over tokens ``skip_first:`` (e.g. 1 to leave
-    out BOS) and over the batch axis; the result averages texts with equal weight.
+    out BOS) and over the batch axis; the result averages texts with equal weight. ``pairs``
+    (see :func:`chunk_usage`) overrides ``pairing`` with explicit chunk dims.
     """
     if not len(texts):
         raise ValueError("measure needs at least one text")
@@ -111,7 +146,7 @@ def measure(
             per_text[kind].append(
                 np.stack(
                     [
-                        chunk_usage(np.asarray(layer[kind])[:, skip_first:], pairing)
+                        chunk_usage(np.asarray(layer[kind])[:, skip_first:], pairing, pairs)
                         for layer in internals
                     ]
                 )

@@ -1,0 +1,593 @@
+"""``python -m ropebook analyse PATH``: the frequency-usage figures for a reader's own checkpoint.
+
+Any causal LM that transformers runs with rotary embeddings (see :data:`ropebook.capture.FAMILIES`
+for the families tested) is run on prompts from the book's held-out Shakespeare (or, without the
+book's data, a built-in text), through :func:`ropebook.capture.capture`; its queries, keys and
+values are cut into each layer's own RoPE pairs and compared with the *isotropic baseline* — the
+mean pair norm the same vectors would have if they pointed in uniformly random directions
+(:func:`ropebook.analysis.frequencies.isotropic_baseline`): a ratio above 1 means the model puts
+more than its share of norm on that frequency. Attention probabilities give every head's
+positional score (mean weight on the token itself and on the previous token, Def. 5.1 of Barbero
+et al. 2025).
+
+:func:`analyse_checkpoint` computes it all (the chapter ``frequency_usage`` calls it), the
+``plot_*`` functions draw it, :func:`write_report` writes the folder, :func:`main` is the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io as stdio
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ropebook import capture
+from ropebook.analysis import frequencies as fq
+from ropebook.analysis import heads as hd
+from ropebook.hf import CheckpointError
+from ropebook.io import write_bytes_atomic, write_json_atomic
+
+KINDS = fq.KINDS
+# a folder without one of these has no tokenizer (transformers 5 would build an empty one)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model")
+BUILTIN_SOURCE = "built-in text (Shakespeare, Sonnets 18, 29, 73, 116)"
+BUILTIN_TEXT = """Shall I compare thee to a summer's day?
+Thou art more lovely and more temperate:
+Rough winds do shake the darling buds of May,
+And summer's lease hath all too short a date;
+Sometime too hot the eye of heaven shines,
+And often is his gold complexion dimm'd;
+And every fair from fair sometime declines,
+By chance or nature's changing course untrimm'd;
+But thy eternal summer shall not fade,
+Nor lose possession of that fair thou ow'st;
+Nor shall death brag thou wander'st in his shade,
+When in eternal lines to time thou grow'st:
+So long as men can breathe or eyes can see,
+So long lives this, and this gives life to thee.
+When, in disgrace with fortune and men's eyes,
+I all alone beweep my outcast state,
+And trouble deaf heaven with my bootless cries,
+And look upon myself and curse my fate,
+Wishing me like to one more rich in hope,
+Featur'd like him, like him with friends possess'd,
+Desiring this man's art and that man's scope,
+With what I most enjoy contented least;
+Yet in these thoughts myself almost despising,
+Haply I think on thee, and then my state,
+Like to the lark at break of day arising
+From sullen earth, sings hymns at heaven's gate;
+For thy sweet love remember'd such wealth brings
+That then I scorn to change my state with kings.
+That time of year thou mayst in me behold
+When yellow leaves, or none, or few, do hang
+Upon those boughs which shake against the cold,
+Bare ruin'd choirs, where late the sweet birds sang.
+In me thou see'st the twilight of such day
+As after sunset fadeth in the west,
+Which by and by black night doth take away,
+Death's second self, that seals up all in rest.
+In me thou see'st the glowing of such fire
+That on the ashes of his youth doth lie,
+As the death-bed whereon it must expire,
+Consum'd with that which it was nourish'd by.
+This thou perceiv'st, which makes thy love more strong,
+To love that well which thou must leave ere long.
+Let me not to the marriage of true minds
+Admit impediments. Love is not love
+Which alters when it alteration finds,
+Or bends with the remover to remove.
+O no! it is an ever-fixed mark
+That looks on tempests and is never shaken;
+It is the star to every wand'ring bark,
+Whose worth's unknown, although his height be taken.
+Love's not Time's fool, though rosy lips and cheeks
+Within his bending sickle's compass come;
+Love alters not with his brief hours and weeks,
+But bears it out even to the edge of doom.
+If this be error and upon me prov'd,
+I never writ, nor no man ever lov'd.
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# prompts
+
+
+def prompt_texts(n: int, tokens: int) -> tuple[str, list[str]]:
+    """``(source, texts)``: ``n`` passages of the book's held-out Shakespeare (documents spread
+    evenly, each from a line break after its midpoint, about ``12 · tokens`` characters), or,
+    if the book's data is not available, ``n`` overlapping windows of :data:`BUILTIN_TEXT`."""
+    try:
+        from ropebook import data
+
+        docs = sorted(data.load_texts("shakespeare", "test"))
+    except Exception:  # noqa: BLE001 - no data folder, no manifest, not fetched: fall back
+        docs = []
+    if docs:
+        texts = []
+        for index, repeat, count in fq.pick_documents(len(docs), n):
+            text = docs[index][1]
+            start = text.find("\n", len(text) * (repeat + 1) // (count + 1))
+            start = 0 if start < 0 else start + 1
+            texts.append(text[start : start + 12 * tokens])
+        return "the book's held-out Shakespeare (test split)", texts
+    lines = BUILTIN_TEXT.splitlines(keepends=True)
+    step = max(1, (len(lines) - 1) // max(n, 1))
+    texts = ["".join(lines[(i * step) % len(lines) :]) for i in range(n)]
+    return BUILTIN_SOURCE, texts
+
+
+def tokenize(path: Path | str, texts: Sequence[str], tokens: int, vocab_size: int):
+    """Token ids of each text, cut to ``tokens``: with the checkpoint's own tokenizer (BOS
+    included) if its folder has one, else the texts' UTF-8 bytes modulo ``vocab_size`` (a
+    stand-in for random or tokenizer-less checkpoints, said so in the summary)."""
+    tokenizer = None
+    if any((Path(path) / name).is_file() for name in TOKENIZER_FILES):
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if tokenizer is not None:
+        ids = [np.asarray(tokenizer(t, add_special_tokens=True)["input_ids"]) for t in texts]
+        how = f"the checkpoint's tokenizer ({type(tokenizer).__name__})"
+    else:
+        ids = [np.frombuffer(t.encode(), np.uint8).astype(np.int64) % vocab_size for t in texts]
+        how = "UTF-8 bytes modulo the vocabulary (the folder has no tokenizer)"
+    ids = [i[:tokens] for i in ids if len(i) >= 2]
+    if not ids:
+        raise ValueError("no prompt has 2 or more tokens")
+    return how, ids
+
+
+# ---------------------------------------------------------------------------------------------
+# the analysis
+
+
+@dataclass
+class CheckpointAnalysis:
+    """A checkpoint's frequency usage and positional heads on a set of prompts.
+
+    ``usage``: mean pair norms (``q [L, H, K]``, ``k``/``v [L, H_kv, K]``, pairs of each layer's
+    own grid, fastest first, pass-through pairs last); ``baseline[kind] [L, H]``: the isotropic
+    mean pair norm; ``frequencies [L, K]``: every layer's grid (0 = not rotated);
+    ``diagonal``/``previous [L, H]``: mean attention on the token itself / the previous one.
+    """
+
+    name: str
+    description: str
+    dtype: str
+    usage: fq.FrequencyUsage
+    baseline: dict[str, np.ndarray]
+    frequencies: np.ndarray
+    grids: list
+    diagonal: np.ndarray
+    previous: np.ndarray
+    prompt_source: str = ""
+    tokenizer: str = ""
+
+    def ratio(self, kind: str) -> np.ndarray:
+        """``[L, H, K]`` mean pair norm over the isotropic baseline (1 = isotropic)."""
+        return self.usage.heads(kind) / self.baseline[kind][..., None]
+
+    def layer_ratio(self, kind: str) -> np.ndarray:
+        """``[L, K]`` the heads' summed pair norms over their summed baselines."""
+        return self.usage.heads(kind).sum(axis=1) / self.baseline[kind].sum(axis=1)[:, None]
+
+    @property
+    def n_layers(self) -> int:
+        return self.usage.q.shape[0]
+
+    @property
+    def group(self) -> int:
+        return self.usage.q.shape[1] // self.usage.k.shape[1]
+
+
+def analyse_checkpoint(
+    model,
+    texts: Sequence[np.ndarray],
+    *,
+    name: str = "checkpoint",
+    skip_first: int = 0,
+    progress: bool = False,
+) -> CheckpointAnalysis:
+    """Run ``model`` (from :func:`ropebook.capture.load`) on each of ``texts`` (1-D token ids,
+    one at a time: no padding) and average per text, every text weighing the same: pair norms
+    with each layer's own pairs, isotropic baselines and positional scores."""
+    from tqdm.auto import tqdm
+
+    if not len(texts):
+        raise ValueError("analyse_checkpoint needs at least one text")
+    sums: dict[str, list] = {}
+    grids = None
+    n_tokens = 0
+    for ids in tqdm(texts, desc="prompts", unit="prompt", disable=not progress, file=sys.stderr):
+        ids = np.asarray(ids)
+        if ids.ndim != 1 or ids.size < max(2, skip_first + 1):
+            need = max(2, skip_first + 1)
+            raise ValueError(f"each text must be a 1-D id array of at least {need} ids")
+        found = capture.capture(model, ids[None])
+        grids = grids or found.grids
+        n_tokens += ids.size - skip_first
+        per_text: dict[str, list] = {}
+        for layer, grid in zip(found.layers, found.grids, strict=True):
+            for kind in KINDS:
+                x = layer[kind][:, skip_first:]
+                per_text.setdefault(kind, []).append(fq.chunk_usage(x, pairs=grid.pairs))
+                per_text.setdefault(f"{kind} baseline", []).append(fq.isotropic_baseline(x))
+            for target in hd.KINDS:
+                weights = hd.target_weights(layer["probs"], target)  # [1, H, T - 1]
+                per_text.setdefault(target, []).append(weights.mean(axis=(0, -1)))
+        for key, rows in per_text.items():
+            sums.setdefault(key, []).append(np.stack(rows))
+    means = {key: np.mean(rows, axis=0) for key, rows in sums.items()}
+    frequencies = np.stack([grid.frequencies for grid in grids])
+    usage = fq.FrequencyUsage(
+        q=means["q"], k=means["k"], v=means["v"], frequencies=frequencies[-1],
+        pairing="half" if not any(g.partial for g in grids) else "half (partial rotary)",
+        n_texts=len(texts), n_tokens=n_tokens,
+    )  # fmt: skip
+    return CheckpointAnalysis(
+        name=name,
+        description=capture.describe(model),
+        dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
+        usage=usage,
+        baseline={kind: means[f"{kind} baseline"] for kind in KINDS},
+        frequencies=frequencies,
+        grids=grids,
+        diagonal=means["diagonal"],
+        previous=means["previous"],
+    )
+
+
+def grid_groups(grids: Sequence) -> list[tuple[str, list[int]]]:
+    """Distinct per-layer grids as ``(description, layers)``, in order of first layer."""
+    groups: dict[str, list[int]] = {}
+    for index, grid in enumerate(grids):
+        groups.setdefault(grid.describe(), []).append(index)
+    return list(groups.items())
+
+
+def layers_text(layers: list[int]) -> str:
+    """``[0, 1, 2, 3]`` → "layers 0–3"; ``[5]`` → "layer 5"; else the list."""
+    if len(layers) > 2 and layers == list(range(layers[0], layers[-1] + 1)):
+        return f"layers {layers[0]}–{layers[-1]}"
+    return ("layer " if len(layers) == 1 else "layers ") + ", ".join(map(str, layers))
+
+
+def head_rows(result: CheckpointAnalysis, band: float = 0.25) -> list[dict]:
+    """One row per query head: fastest/slowest-band shares of its queries and of its KV head's
+    keys, its largest pair-norm ratio to the isotropic baseline and its positional scores."""
+    q_high = fq.band_share(result.usage.heads("q"), band, "high")
+    q_low = fq.band_share(result.usage.heads("q"), band, "low")
+    k_high = fq.band_share(result.usage.heads("k"), band, "high")
+    ratio = result.ratio("q")
+    rows = []
+    for layer in range(result.n_layers):
+        for head in range(result.usage.q.shape[1]):
+            kv = head // result.group
+            rows.append(
+                {
+                    "layer": layer, "head": head, "kv_head": kv,
+                    "q_fast_share": float(q_high[layer, head]),
+                    "q_slow_share": float(q_low[layer, head]),
+                    "k_fast_share": float(k_high[layer, kv]),
+                    "q_max_ratio": float(ratio[layer, head].max()),
+                    "q_max_ratio_pair": int(ratio[layer, head].argmax()),
+                    "diagonal": float(result.diagonal[layer, head]),
+                    "previous": float(result.previous[layer, head]),
+                }
+            )  # fmt: skip
+    return rows
+
+
+def summary(
+    result: CheckpointAnalysis, *, band: float = 0.25, mass: float = 0.5, files: Sequence[str] = ()
+) -> str:
+    """The text summary: model, grid, prompts, frequency usage against the isotropic baseline,
+    the paper's two checkpoint readings (App. C, Figs 10 and 11) and the positional heads."""
+    usage = result.usage
+    low = fq.checkpoint_low_reading(usage, band)
+    n_band = fq.band_size(usage.n_chunks, band)
+    lines = [
+        f"ropebook analyse: {result.name}",
+        f"model: {result.description}; weights {result.dtype}",
+        f"prompts: {usage.n_texts} from {result.prompt_source}, {usage.n_tokens} tokens in all; "
+        f"tokenized with {result.tokenizer}",
+        "",
+        "RoPE grid (per layer, read from the rotary module's inv_freq):",
+        *(f"  {layers_text(layers)}: {text}" for text, layers in grid_groups(result.grids)),
+        "",
+        f"Frequency usage (pairs fastest first; a band = the {n_band} fastest or slowest of "
+        f"{usage.n_chunks} pairs; uniform share {low.uniform:.3f}):",
+    ]
+    for kind in KINDS:
+        ratio = result.layer_ratio(kind)
+        lines.append(
+            f"  {fq.KIND_NAMES[kind]:8s} slowest-band share {low.low[kind]:.3f}, fastest "
+            f"{float(fq.band_share(usage.layers(kind), band, 'high').mean()):.3f}; trend "
+            f"{low.trend[kind]:+.2f}; norm / isotropic: slowest band "
+            f"{ratio[:, -n_band:].mean():.2f}, fastest {ratio[:, :n_band].mean():.2f}, "
+            f"largest {ratio.max():.2f} (layer {np.unravel_index(ratio.argmax(), ratio.shape)[0]})"
+        )
+    lines += [
+        f"  reading (Barbero et al. 2025, App. C, Fig. 10: queries and keys favour low "
+        f"frequencies, values flat; flat bound ±{low.bound:.2f}): {low.verdict}",
+    ]
+    if result.n_layers >= 1 and usage.q.shape[1] >= 1:
+        diag = fq.diagonal_head_reading(usage, result.diagonal[-1], band, mass)
+        lines.append(
+            f"  reading (Fig. 11: in the last layer, the head using the fastest pairs most is "
+            f"the diagonal head of its KV group): {diag.verdict} (head {diag.top}, fastest-band "
+            f"share {diag.q_high[diag.top]:.2f}, {diag.diagonal[diag.top]:.2f} of its attention "
+            f"on itself; most diagonal of heads {diag.members[0]}–{diag.members[-1]}: "
+            f"{diag.most_diagonal})"
+        )
+    lines += ["", f"Positional heads (mean attention on one offset >= {mass}):"]
+    for kind, scores in (("diagonal", result.diagonal), ("previous", result.previous)):
+        found = np.argwhere(scores >= mass)
+        order = np.dstack(np.unravel_index(np.argsort(-scores, axis=None), scores.shape))[0][:3]
+        best = ", ".join(f"L{a}H{b} {scores[a, b]:.2f}" for a, b in order)
+        lines.append(f"  {kind:8s} {len(found)} of {scores.size} heads; strongest: {best}")
+    q_high = fq.band_share(usage.heads("q"), band, "high")
+    top = np.dstack(np.unravel_index(np.argsort(-q_high, axis=None), q_high.shape))[0][:5]
+    lines.append(
+        "  heads using the fastest pairs most (query fastest-band share; diagonal, previous): "
+        + "; ".join(
+            f"L{a}H{b} {q_high[a, b]:.2f} ({result.diagonal[a, b]:.2f}, "
+            f"{result.previous[a, b]:.2f})"
+            for a, b in top
+        )
+    )
+    if files:
+        lines += ["", "files: " + ", ".join(files)]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# figures (matplotlib, PNG)
+
+
+def _wavelength_axis(ax, result: CheckpointAnalysis):
+    """Pair index below, the wavelengths of the last layer's grid on top (named if layers
+    differ, as Gemma 3's local and global layers do)."""
+    frequencies = result.frequencies[-1]
+    same = bool(np.all(result.frequencies == frequencies))
+    k = len(frequencies)
+    ticks = sorted({*range(0, k, max(1, k // 4)), k - 1})
+    with np.errstate(divide="ignore"):
+        wavelengths = np.where(frequencies > 0, 2 * np.pi / frequencies, np.inf)
+    labels = [
+        "∞" if not np.isfinite(w) else f"{w:.0f}" if w < 1e3 else f"{w / 1e3:.0f}k"
+        for w in wavelengths[ticks]
+    ]
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(ticks, labels, fontsize=7)
+    where = "" if same else f", layer {result.n_layers - 1}'s grid"
+    top.set_xlabel(f"wavelength (tokens{where})", fontsize=8)
+    ax.set_xticks(ticks)
+
+
+def _ratio_image(ax, values: np.ndarray, limit: float):
+    from matplotlib.colors import TwoSlopeNorm
+
+    norm = TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
+    return ax.imshow(
+        np.log2(values), aspect="auto", cmap="RdBu_r", norm=norm, interpolation="nearest"
+    )
+
+
+def _limit(*arrays: np.ndarray) -> float:
+    return float(max(1.0, max(np.abs(np.log2(a)).max() for a in arrays)))
+
+
+def plot_layers(result: CheckpointAnalysis):
+    """Per layer: mean pair norm over the isotropic baseline for queries, keys and values
+    (log2 colour: red above isotropic, blue below), and the layer-averaged profiles."""
+    import matplotlib.pyplot as plt
+
+    maps = {kind: result.layer_ratio(kind) for kind in KINDS}
+    limit = _limit(*maps.values())
+    height = 1.8 + 0.22 * min(result.n_layers, 48)
+    fig, axes = plt.subplots(1, 4, figsize=(15, height), constrained_layout=True)
+    for ax, kind in zip(axes[:3], KINDS, strict=True):
+        image = _ratio_image(ax, maps[kind], limit)
+        ax.set(title=fq.KIND_NAMES[kind], xlabel="pair k (0 = fastest)", ylabel="layer")
+        ax.grid(False)
+        _wavelength_axis(ax, result)
+    fig.colorbar(image, ax=axes[:3], label="log2(norm / isotropic)", shrink=0.9)
+    ax = axes[3]
+    for kind in KINDS:
+        ax.plot(maps[kind].mean(axis=0), label=fq.KIND_NAMES[kind])
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="isotropic")
+    ax.set(title="mean over layers", xlabel="pair k (0 = fastest)", ylabel="norm / isotropic")
+    ax.legend(fontsize=7)
+    fig.suptitle(
+        f"{result.name}: mean pair norm per layer against the isotropic baseline "
+        f"({result.usage.n_texts} prompts)"
+    )
+    return fig
+
+
+def plot_heads(result: CheckpointAnalysis):
+    """Every query head (and every KV head's keys): pair norm over the isotropic baseline, one
+    row per head, layers stacked top to bottom."""
+    import matplotlib.pyplot as plt
+
+    q, k = result.ratio("q"), result.ratio("k")
+    rows_q, rows_k = q.reshape(-1, q.shape[-1]), k.reshape(-1, k.shape[-1])
+    limit = _limit(rows_q, rows_k)
+    height = float(np.clip(1.5 + 0.06 * len(rows_q), 3.0, 24.0))
+    fig, axes = plt.subplots(1, 2, figsize=(11, height), constrained_layout=True)
+    for ax, rows, kind, n in (
+        (axes[0], rows_q, "q", q.shape[1]),
+        (axes[1], rows_k, "k", k.shape[1]),
+    ):
+        image = _ratio_image(ax, rows, limit)
+        ax.set(title=f"{fq.KIND_NAMES[kind]} ({n} heads per layer)", xlabel="pair k (0 = fastest)")
+        ax.set_ylabel("layer (rows: its heads)")
+        step = max(1, result.n_layers // 12)
+        ax.set_yticks([layer * n for layer in range(0, result.n_layers, step)])
+        ax.set_yticklabels([str(layer) for layer in range(0, result.n_layers, step)])
+        for layer in range(1, result.n_layers):
+            ax.axhline(layer * n - 0.5, color="white", linewidth=0.4)
+        ax.grid(False)
+        _wavelength_axis(ax, result)
+    fig.colorbar(image, ax=axes, label="log2(norm / isotropic)", shrink=0.6)
+    fig.suptitle(f"{result.name}: mean pair norm per head against the isotropic baseline")
+    return fig
+
+
+def plot_positional(result: CheckpointAnalysis, band: float = 0.25):
+    """The positional-head scan: every head's attention on the token itself and on the previous
+    token, and how that relates to its queries' fastest-band share (Fig. 4's question)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.0 + 0.12 * min(result.n_layers, 48)),
+                             constrained_layout=True)  # fmt: skip
+    for ax, (title, scores) in zip(
+        axes[:2], (("on itself (diagonal)", result.diagonal),
+                   ("on the previous token", result.previous)), strict=True,
+    ):  # fmt: skip
+        image = ax.imshow(scores, aspect="auto", cmap="viridis", vmin=0, vmax=1,
+                          interpolation="nearest")  # fmt: skip
+        ax.set(title=f"mean attention {title}", xlabel="head", ylabel="layer")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(False)
+    fig.colorbar(image, ax=axes[:2], label="mean attention weight", shrink=0.9)
+    q_high = fq.band_share(result.usage.heads("q"), band, "high")
+    layers = np.broadcast_to(np.arange(result.n_layers)[:, None], q_high.shape)
+    ax = axes[2]
+    points = ax.scatter(
+        q_high.ravel(), np.maximum(result.diagonal, result.previous).ravel(),
+        c=layers.ravel(), cmap="plasma", s=12,
+    )  # fmt: skip
+    ax.set(
+        title="fast pairs and positional attention", xlim=(0, 1), ylim=(0, 1),
+        xlabel=f"query norm share of the fastest {band:.0%} of pairs",
+        ylabel="max(diagonal, previous)",
+    )  # fmt: skip
+    fig.colorbar(points, ax=ax, label="layer")
+    fig.suptitle(f"{result.name}: positional-head scan ({result.usage.n_texts} prompts)")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# the report folder
+
+
+def _png(fig) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buffer = stdio.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _csv(rows: list[dict]) -> bytes:
+    buffer = stdio.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.items()})
+    return buffer.getvalue().encode()
+
+
+REPORT_FILES = (
+    "summary.txt", "frequency_layers.png", "frequency_heads.png", "positional_heads.png",
+    "heads.csv", "grid.json", "usage.npz",
+)  # fmt: skip
+
+
+def write_report(
+    result: CheckpointAnalysis, out: Path | str, *, band: float = 0.25, mass: float = 0.5
+) -> list[Path]:
+    """Write :data:`REPORT_FILES` into ``out`` (each atomically) and return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    out = Path(out)
+    figures = {
+        "frequency_layers.png": plot_layers,
+        "frequency_heads.png": plot_heads,
+        "positional_heads.png": lambda r: plot_positional(r, band),
+    }
+    for name, draw in figures.items():
+        write_bytes_atomic(out / name, _png(draw(result)))
+    write_bytes_atomic(out / "heads.csv", _csv(head_rows(result, band)))
+    grid = [
+        {
+            "layer": i, "layer_type": g.layer_type, "head_dim": g.head_dim,
+            "rotary_dim": g.rotary_dim, "rope_type": g.rope_type, "rope_theta": g.rope_theta,
+            "attention_scaling": g.attention_scaling, "source": g.source,
+            "inv_freq": [float(x) for x in g.inv_freq],
+        }
+        for i, g in enumerate(result.grids)
+    ]  # fmt: skip
+    write_json_atomic(out / "grid.json", grid)
+    arrays = {
+        **{f"{k}_norm": result.usage.heads(k) for k in KINDS},
+        **{f"{k}_isotropic": result.baseline[k] for k in KINDS},
+        "frequencies": result.frequencies, "diagonal": result.diagonal,
+        "previous": result.previous,
+    }  # fmt: skip
+    buffer = stdio.BytesIO()
+    np.savez(buffer, **arrays)
+    write_bytes_atomic(out / "usage.npz", buffer.getvalue())
+    text = summary(result, band=band, mass=mass, files=REPORT_FILES)
+    write_bytes_atomic(out / "summary.txt", text.encode())
+    return [out / name for name in REPORT_FILES]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ropebook analyse PATH [--out DIR] [--dtype float32|bfloat16] [--tokens N]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ropebook analyse",
+        description="Frequency-usage figures, positional-head scan and a summary for a local "
+        "Hugging Face RoPE checkpoint (config.json + *.safetensors; nothing is downloaded).",
+    )
+    parser.add_argument("path", help="checkpoint folder")
+    parser.add_argument("--out", help="output folder (default: ./analysis-<folder name>)")
+    parser.add_argument("--dtype", choices=capture.DTYPES, default="float32")
+    parser.add_argument("--tokens", type=int, default=64, help="tokens per prompt (>= 2)")
+    parser.add_argument("--prompts", type=int, default=10, help="number of prompts (>= 1)")
+    parser.add_argument("--band", type=float, default=0.25, help="fastest/slowest band, (0, 1]")
+    parser.add_argument("--mass", type=float, default=0.5, help="positional threshold, [0, 1]")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    if args.tokens < 2 or args.prompts < 1 or not 0 < args.band <= 1 or not 0 <= args.mass <= 1:
+        parser.error("need --tokens >= 2, --prompts >= 1, --band in (0, 1], --mass in [0, 1]")
+    path = Path(args.path)
+    out = Path(args.out) if args.out else Path(f"analysis-{path.resolve().name}")
+    started = time.perf_counter()
+    try:
+        capture.check(path)  # every check that needs no weights, first
+        print(f"loading {path} ({args.dtype})", file=sys.stderr)
+        model = capture.load(path, dtype=args.dtype)
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    source, texts = prompt_texts(args.prompts, args.tokens)
+    vocab = capture.text_config(model.config).vocab_size
+    how, ids = tokenize(path, texts, args.tokens, vocab)
+    try:
+        result = analyse_checkpoint(model, ids, name=path.resolve().name, progress=not args.quiet)
+    except capture.CaptureError as error:
+        print(f"error: {path}: {error}", file=sys.stderr)
+        return 2
+    result.prompt_source, result.tokenizer = source, how
+    written = write_report(result, out, band=args.band, mass=args.mass)
+    print((out / "summary.txt").read_text(), end="")
+    print(
+        f"wrote {len(written)} files to {out} in {time.perf_counter() - started:.0f} s",
+        file=sys.stderr,
+    )
+    return 0

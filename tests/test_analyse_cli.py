@@ -1,0 +1,207 @@
+"""``python -m ropebook analyse PATH`` end to end on a tiny random Gemma 3 checkpoint (local and
+global RoPE bases), and its errors for a GPT-2 folder and a truncated safetensors file."""
+
+import csv
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+from ropebook import analyse, capture
+from ropebook.__main__ import main as ropebook_main
+from ropebook.analysis import frequencies as fq
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+build = capture.tiny_random_model
+
+
+@pytest.fixture(scope="module")
+def gemma3(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ckpt") / "tiny-gemma3"
+    build("gemma3_text", seed=7).save_pretrained(path, safe_serialization=True)
+    return path
+
+
+def test_cli_writes_the_report(gemma3, tmp_path, capsys):
+    out = tmp_path / "report"
+    argv = ["analyse", str(gemma3), "--out", str(out), "--tokens", "20", "--prompts", "3"]
+    assert ropebook_main(argv) == 0
+    captured = capsys.readouterr()
+    assert "prompts: 100%" in captured.err  # the progress bar
+    assert sorted(p.name for p in out.iterdir()) == sorted(analyse.REPORT_FILES)
+    for name in analyse.REPORT_FILES:
+        if name.endswith(".png"):
+            assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (out / "summary.txt").read_text()
+    assert captured.out == text
+    assert "gemma3_text: 2 layers, 4 heads / 2 KV heads, head_dim 16" in text
+    assert "layer 0: sliding_attention: all dims; theta 10,000" in text
+    assert "layer 1: full_attention: all dims; theta 1,000,000" in text
+    assert "prompts: 3 from" in text and "60 tokens in all" in text
+    assert "UTF-8 bytes" in text  # the tiny checkpoint has no tokenizer
+    rows = list(csv.DictReader((out / "heads.csv").open()))
+    assert len(rows) == 2 * 4 and {r["kv_head"] for r in rows} == {"0", "1"}
+    grid = json.loads((out / "grid.json").read_text())
+    model = capture.load(gemma3)
+    for layer, kind in zip(grid, ("sliding_attention", "full_attention"), strict=True):
+        inv_freq = getattr(model.model.rotary_emb, f"{kind}_inv_freq").double().numpy()
+        assert layer["layer_type"] == kind
+        np.testing.assert_array_equal(layer["inv_freq"], inv_freq)
+    arrays = np.load(out / "usage.npz")
+    assert arrays["q_norm"].shape == (2, 4, 8) and arrays["k_norm"].shape == (2, 2, 8)
+    assert arrays["q_isotropic"].shape == (2, 4) and arrays["diagonal"].shape == (2, 4)
+    # the saved numbers are what the library computes on the same prompts
+    _, texts = analyse.prompt_texts(3, 20)
+    _, ids = analyse.tokenize(gemma3, texts, 20, 97)
+    again = analyse.analyse_checkpoint(model, ids)
+    np.testing.assert_allclose(arrays["q_norm"], again.usage.q, rtol=1e-6)
+    np.testing.assert_allclose(arrays["previous"], again.previous, rtol=1e-6)
+    assert f"{rows[0]['diagonal']}" == f"{again.diagonal[0, 0]:.6g}"
+
+
+def test_bfloat16_run(gemma3, tmp_path):
+    out = tmp_path / "bf16"
+    argv = [str(gemma3), "--out", str(out), "--dtype", "bfloat16", "--tokens", "12"]
+    assert analyse.main([*argv, "--prompts", "2", "--quiet"]) == 0
+    assert "weights bfloat16" in (out / "summary.txt").read_text()
+
+
+def refuse_weight_reads(monkeypatch):
+    def no(*args, **kwargs):
+        raise AssertionError("weights were read before the folder was checked")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no)
+
+
+def test_gpt2_folder_is_refused_by_name(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "gpt2"
+    transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2)
+    ).save_pretrained(folder)
+    refuse_weight_reads(monkeypatch)
+    assert analyse.main([str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {folder / 'config.json'}: model_type 'gpt2' has no rotary" in err
+    assert "learned absolute position embeddings" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_truncated_safetensors_is_refused_by_name(gemma3, tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "cut"
+    folder.mkdir()
+    for file in gemma3.iterdir():
+        data = file.read_bytes()
+        (folder / file.name).write_bytes(data[:-64] if file.suffix == ".safetensors" else data)
+    refuse_weight_reads(monkeypatch)
+    assert analyse.main([str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {folder / 'model.safetensors'}: corrupt safetensors file" in err
+    assert "truncated" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_folder(tmp_path, capsys):
+    assert analyse.main([str(tmp_path / "nowhere"), "--quiet"]) == 2
+    assert "nowhere: checkpoint folder not found" in capsys.readouterr().err
+
+
+def test_isotropic_baseline_is_what_random_directions_give():
+    """Vectors with arbitrary lengths but uniformly random directions: every pair's mean norm
+    matches the baseline (closed form E‖u^(k)‖ = Γ(3/2)Γ(d/2)/Γ((d+1)/2) on the unit sphere)."""
+    rng = np.random.default_rng(0)
+    d = 16
+    directions = rng.standard_normal((4, 2000, 3, d))
+    directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
+    x = directions * rng.uniform(0.5, 3.0, size=(4, 2000, 3, 1))
+    ratio = fq.chunk_usage(x) / fq.isotropic_baseline(x)[:, None]
+    np.testing.assert_allclose(ratio, 1.0, atol=0.02)
+    assert fq.isotropic_factor(2) == pytest.approx(1.0)
+    # d = 4: E sqrt(Beta(1, 1)) = 2/3
+    assert fq.isotropic_factor(4) == pytest.approx(2 / 3)
+    # a vector living in one pair is far from isotropic there
+    y = np.zeros((1, 5, 1, d))
+    y[..., 0] = 1.0
+    assert (fq.chunk_usage(y) / fq.isotropic_baseline(y)[:, None])[0, 0] > 3
+
+
+def test_chapter_section_runs_the_same_code(gemma3, monkeypatch):
+    """The frequency-usage chapter's real-checkpoint section, run on the tiny checkpoint: it goes
+    through analyse_checkpoint (the CLI's code) and records both checkpoint claims."""
+    import types
+
+    import jupytext
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    chapter = jupytext.read(pathlib.Path(__file__).parents[1] / "chapters" / "frequency_usage.py")
+    cells, inside = [], False
+    for cell in chapter.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            inside = cell.source.startswith("## Real checkpoints")
+        elif inside and cell.cell_type == "code":
+            cells.append(cell.source)
+    assert any("analyse.analyse_checkpoint" in c for c in cells)
+    recorded = {}
+    texts = analyse.prompt_texts(2, 16)[1]
+    namespace = {
+        "checkpoint": str(gemma3), "checkpoint_dtype": "float32", "checkpoint_tokens": 16,
+        "band": 0.25, "positional_mass": 0.5, "quote_ids": [[0, i] for i in range(2)],
+        "data": types.SimpleNamespace(decode=lambda ids: texts[ids[0]]),
+        "fq": fq, "plots": __import__("ropebook.plots").plots, "plt": plt,
+        "Path": pathlib.Path, "display": lambda *a, **k: None,
+        "CLAIMS": types.SimpleNamespace(record=lambda i, v, m, **k: recorded.__setitem__(i, v)),
+    }  # fmt: skip
+    monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
+    for source in cells:
+        exec(compile(source, "frequency_usage.py", "exec"), namespace)  # noqa: S102
+    result = namespace["real_result"]
+    assert result.usage.q.shape == (2, 4, 8) and result.grids[1].rope_theta == 1_000_000.0
+    assert recorded["frequency_usage.hf_loader"] is True
+    assert recorded["frequency_usage.checkpoint_low_freq"] in ("held", "partly", "not held")
+    assert recorded["frequency_usage.checkpoint_diagonal_head"] in ("held", "partly", "not held")
+
+
+def test_cli_uses_the_checkpoints_own_tokenizer(gemma3, tmp_path):
+    """With tokenizer files in the folder, prompts are tokenized by them (BOS included)."""
+    import shutil
+
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    folder = tmp_path / "with-tokenizer"
+    shutil.copytree(gemma3, folder)
+    first = ["shall", "i", "compare", "thee"]
+    words = first + sorted({w for w in analyse.BUILTIN_TEXT.lower().split()} - set(first))[:90]
+    vocab = {"<unk>": 0, "<bos>": 1, "<eos>": 2, **{w: i + 3 for i, w in enumerate(words)}}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", special_tokens=[("<bos>", 1)]
+    )
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
+    ).save_pretrained(folder)
+    how, ids = analyse.tokenize(folder, ["shall i compare thee", "zzz"], 3, 97)
+    assert how.startswith("the checkpoint's tokenizer")
+    assert ids[0].tolist() == [1, vocab["shall"], vocab["i"]] and ids[1].tolist() == [1, 0]
+    out = tmp_path / "out"
+    assert analyse.main([str(folder), "--out", str(out), "--tokens", "12", "--quiet"]) == 0
+    assert "tokenized with the checkpoint's tokenizer" in (out / "summary.txt").read_text()
+
+
+def test_unreadable_rope_is_an_error_message(gemma3, tmp_path, capsys, monkeypatch):
+    """A model whose RoPE pairs dims otherwise than rotate_half: a one-line error, no report."""
+    import sys
+
+    module = sys.modules[type(capture.load(gemma3)).__module__]
+    rotate = module.apply_rotary_pos_emb
+    monkeypatch.setattr(
+        module, "apply_rotary_pos_emb", lambda q, k, cos, sin, *a, **kw: rotate(q, k, cos, -sin)
+    )
+    out = tmp_path / "out"
+    assert analyse.main([str(gemma3), "--out", str(out), "--tokens", "8", "--quiet"]) == 2
+    assert "does not rotate as x·cos + rotate_half(x)·sin" in capsys.readouterr().err
+    assert not out.exists()
