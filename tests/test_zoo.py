@@ -104,7 +104,7 @@ def test_default_jobs_cover_specs_and_table2_per_seed():
     )
     cpu = zoo.default_jobs("cpu")
     flagship = {(n, s) for n, s, _, r in cpu if r == "flagship"}
-    assert flagship == {(n, s) for n in zoo.FLAGSHIP for s in (0, 1)}
+    assert flagship == {(n, s) for n in zoo.FLAGSHIP for s in (0, 1, 2)}
     matched = [(n, s) for n, s, _, r in cpu if r == "matched"]
     assert len(matched) == 3 * len(zoo.MATCHED) and ("alibi", 2) in matched
 
