@@ -329,7 +329,8 @@ plt.show()
 
 # %% [markdown]
 # Both the control's queries and its keys must be flat for the control to confirm the reading;
-# one flat and one structured (or unclear) makes it *partly*.
+# one flat and one structured makes it *partly*; an undecided one with no flat one makes it
+# *cannot decide*.
 
 # %% tags=["hide-input"]
 control_verdicts = [fq.flat_verdict(trend[control_name, k], flat_bound)[0] for k in ("q", "k")]

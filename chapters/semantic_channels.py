@@ -692,7 +692,7 @@ _ = CLAIMS.record(
 # - **Model claims** (apostrophe head, its keys' low-frequency share, the content-driven head's
 #   queries, the BOS sink, extrapolation): held if the 95% interval lies wholly above the
 #   threshold (`lift_threshold`; the flat share ¼; the even split ½; a paired difference of 0),
-#   not held if wholly below, partly if it straddles it, and not testable here without a real
+#   not held if wholly below, cannot decide if it contains it, and not testable here without a real
 #   interval (a single sample). The apostrophe head's frequency profile is only tested when an
 #   apostrophe head was found.
 # - **Over training** (apostrophe lift of the flagship RoPE model): held if the paired change

@@ -260,7 +260,8 @@ def test_over_seeds_and_verdict_helpers():
     assert fq.flat_bound(2, 8) == pytest.approx(2 / np.sqrt(14))
     assert fq.flat_verdict([0.1], 0.5)[0] == "held"
     assert fq.flat_verdict([-0.9], 0.5)[0] == "not held"
-    assert fq.flat_verdict([0.4, 0.6], 0.5)[0] == "partly"  # the interval straddles the bound
+    assert fq.flat_verdict([0.4, 0.6], 0.5)[0] == "cannot decide"  # interval across the bound
+    assert fq.combine_verdicts(["cannot decide", "not held"]) == "cannot decide"
 
 
 def test_band_shares_trends_and_their_tables():

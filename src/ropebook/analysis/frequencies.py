@@ -522,11 +522,13 @@ def over_seeds(samples) -> SeedInterval:
 
 
 def combine_verdicts(verdicts: Sequence[str]) -> str:
-    """Verdicts of the parts of a claim → one: all held → held; all not held → not held; else
-    partly (a part that is itself "partly" makes the whole "partly")."""
+    """Verdicts of the parts of a claim → one: all held → held; all not held → not held; some
+    part held or partly → partly; otherwise (no part held, some undecided) → cannot decide."""
     if all(v == "held" for v in verdicts):
         return "held"
-    return "not held" if all(v == "not held" for v in verdicts) else "partly"
+    if all(v == "not held" for v in verdicts):
+        return "not held"
+    return "partly" if any(v in ("held", "partly") for v in verdicts) else "cannot decide"
 
 
 def interval_verdict(stats: SeedInterval, threshold: float) -> str:
@@ -547,12 +549,13 @@ def flat_bound(n_layers: int, n_chunks: int) -> float:
 
 def flat_verdict(samples, bound: float) -> tuple[str, SeedInterval]:
     """Is a per-seed trend flat? ``held`` if its interval lies within ``±bound``, ``not held`` if
-    it lies wholly outside, ``partly`` otherwise; with the interval."""
+    it lies wholly outside, ``cannot decide`` otherwise (the interval reaches across the bound);
+    with the interval."""
     stats = over_seeds(samples)
     if -bound < stats.low and stats.high < bound:
         return "held", stats
     outside = stats.low > bound or stats.high < -bound
-    return ("not held" if outside else "partly"), stats
+    return ("not held" if outside else "cannot decide"), stats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -633,7 +636,7 @@ def edge_layer_reading(usages: Sequence[FrequencyUsage], fraction: float) -> Edg
 def trend_table(trend: dict, shares: dict, models: Sequence[str], bound: float) -> list[dict]:
     """Rows (model, vectors, trend, slowest-band share, profile) per model and kind, from
     ``trend[(model, kind)] [seeds]`` and ``shares[(model, kind)] [seeds, layers]``."""
-    shape = {"held": "flat", "not held": "structured", "partly": "unclear"}
+    shape = {"held": "flat", "not held": "structured", "cannot decide": "unclear"}
     return [
         {
             "model": name, "vectors": KIND_NAMES[kind], "trend": float(trend[name, kind].mean()),
