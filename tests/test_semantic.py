@@ -274,7 +274,7 @@ def test_interval_text_and_verdicts():
     assert semantic.seed_or_window_interval([1.0, 3.0], [7.0], n_seeds=2).text.endswith("2 seeds")
     assert semantic.interval_verdict(0.2, 0.3, 0.1) == "held"
     assert semantic.interval_verdict(0.0, 0.05, 0.1) == "not held"
-    assert semantic.interval_verdict(0.05, 0.2, 0.1) == "partly"
+    assert semantic.interval_verdict(0.05, 0.2, 0.1) == "cannot decide"
     assert semantic.interval_verdict(0.2, 0.2, 0.1) == "not testable here"  # one sample
     assert semantic.interval_verdict(np.nan, np.nan, 0.1) == "not testable here"
 
