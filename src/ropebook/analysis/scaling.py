@@ -772,14 +772,10 @@ def transformers_agreement(
 
 
 def combine(verdicts: Sequence[str]) -> str:
-    """One verdict from several tests of a claim: the common one if all agree, ``not testable
-    here`` if any could not be tested, else ``partly``."""
-    verdicts = list(verdicts)
-    if not verdicts:
-        raise ValueError("no verdicts to combine")
-    if "not testable here" in verdicts:
-        return "not testable here"
-    return verdicts[0] if len(set(verdicts)) == 1 else "partly"
+    """One verdict from several tests of a claim (:func:`ablation.combine_verdicts`)."""
+    from ropebook.analysis.ablation import combine_verdicts
+
+    return combine_verdicts(verdicts)
 
 
 def verdict_higher(change: Change) -> str:
