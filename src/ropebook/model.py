@@ -132,12 +132,8 @@ def _intervene(
         angles = positions[..., None].astype(jnp.float32) * grid
         q_rot, k_rot = rope.rotate(q, angles, enc.pairing), rope.rotate(k, angles, enc.pairing)
     if intervention.keep_chunks is not None:
-        pairs = rope.chunk_indices(config.head_dim, enc.pairing)
-        dim_to_chunk = np.empty(config.head_dim, dtype=np.int32)
-        dim_to_chunk[pairs[:, 0]], dim_to_chunk[pairs[:, 1]] = (
-            np.arange(len(pairs)),
-            np.arange(len(pairs)),
-        )
+        pairs = rope.chunk_indices(config.head_dim, enc.pairing)  # [D/2, 2] dims of each chunk
+        dim_to_chunk = np.argsort(pairs.T.ravel()) % len(pairs)  # chunk of every dim
         keep = jnp.asarray(intervention.keep_chunks, q_rot.dtype)[..., dim_to_chunk]
         q_rot, k_rot = q_rot * keep, k_rot * keep
     return q_rot * jnp.asarray(intervention.logit_scale, q_rot.dtype), k_rot
