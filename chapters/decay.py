@@ -134,6 +134,7 @@ CLAIMS = claims.ClaimSet(
         claims.given,  # dy.trend_test(...).claim_verdict: paired over seeds
     ),
 )
+CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed intervals
 
 # %% [markdown]
 # ## Prop. 3.1: RoPE can peak at any distance
@@ -321,6 +322,7 @@ for claim_id, (value, low, high) in (
         f"mean-square ratio long/short {value:.3f}",
         interval=f"95% bootstrap [{low:.3f}, {high:.3f}]",
         seeds=n_draws,
+        basis=f"{n_draws} random draws of q and k (no trained model)",
     )
 
 # %% [markdown]
@@ -376,6 +378,7 @@ CLAIMS.record(
     + " tokens; Gaussian ratio > "
     + f"{decay_threshold} at every L: {decay.gaussian_unchanged(random_rope, decay_threshold)}",
     seeds=n_draws,
+    basis=f"{n_draws} random draws of q and k (no trained model)",
 )
 
 # %% [markdown]

@@ -182,6 +182,7 @@ print(
     f"{first.n_texts} prompts, {first.n_tokens} tokens; largest change of a chunk norm under "
     f"RoPE: {invariance:.1e} (relative to the largest chunk norm)"
 )
+CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed intervals
 
 # %% [markdown]
 # ## Queries, keys and values by layer (Figs 3 and 13)

@@ -248,6 +248,7 @@ display(
         f"head 1 down to {last:.2f} for head 12: the figure was drawn with the standard slopes."
     )
 )
+CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed intervals
 CLAIMS.record(
     "pe_zoo.alibi_slopes",
     alibi_ok,

@@ -163,6 +163,7 @@ CLAIMS = claims.ClaimSet(
         claims.given,  # probes.probe_reading: both parts held → held; one seed → cannot decide
     ),
 )
+CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed intervals
 
 # %% [markdown]
 # ## Def. 5.1 as code
@@ -279,6 +280,7 @@ CLAIMS.record(
     f"sympy proof; best of {iso.nope_fits} trained isolated NoPE heads: "
     f"α = 1/2 − {0.5 - iso.nope_bos_x_x:.1e} on [bos,x,x], max (α − 1/r) = {iso.nope_excess:.1e}",
     seeds=isolated_seeds,
+    basis=f"isolated heads fitted here, {isolated_seeds} seed(s) (no zoo model)",
 )
 CLAIMS.record(
     "positional_heads.isolated_rope",
@@ -286,6 +288,7 @@ CLAIMS.record(
     f"isolated RoPE heads: α = {iso.rope_bos_x_x.mean:.4f} on [bos,x,x]",
     interval=iso.rope_bos_x_x.text,
     seeds=isolated_seeds,
+    basis=f"isolated heads fitted here, {isolated_seeds} seed(s) (no zoo model)",
 )
 
 # %% [markdown]

@@ -173,6 +173,7 @@ _ = CLAIMS.record(
     f"sympy proof (also ≤ 1/(m+1) with m competitors); {bound.violations} violations in "
     f"{bound.checked:,} random non-maximal entries",
 )
+CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed intervals
 # %% [markdown]
 # ## The lever of the proof: one position turns the angle by $g$
 #

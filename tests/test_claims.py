@@ -56,3 +56,26 @@ def test_source_items_count_only_the_papers_the_book_reproduces():
     assert claims.source_items("CABLE Fig. 12 (Veisi et al. 2025)") == {"CABLE Fig. 12"}
     assert claims.source_items("Chen et al. 2023 (PI), Table 3") == set()
     assert claims.source_items("Peng et al. 2023 (YaRN), Tables 1-2") == set()
+
+
+def test_claim_set_basis_applies_to_measured_claims_only():
+    specs = claims.ClaimSet(
+        claims.ClaimSpec("c.proof", "Barbero et al. 2025, Prop. 3.1", "a proof"),
+        claims.ClaimSpec("c.model", "Barbero et al. 2025, Fig. 2", "a measurement"),
+        claims.ClaimSpec("c.own", "Barbero et al. 2025, Fig. 3", "its own basis"),
+        basis="lesson regime, 368,640 tokens per model",
+    )
+    specs.record("c.proof", True, "sympy")
+    specs.record("c.model", True, "0.3", seeds=3)
+    specs.record("c.own", True, "0.4", seeds=1, basis="1 random draw")
+    proof, measured, own = specs.claims()
+    assert proof.evidence is None and claims.evidence_text(proof) == "—"
+    assert measured.evidence == "3 seeds; lesson regime, 368,640 tokens per model"
+    assert own.evidence == "1 random draw"
+    assert "lesson" in zoo_budget()
+
+
+def zoo_budget() -> str:
+    from ropebook import zoo
+
+    return zoo.budget("cpu")

@@ -110,12 +110,13 @@ class ClaimSet:
     every declared claim was measured exactly once, so no claim silently drops out.
     """
 
-    def __init__(self, *specs: ClaimSpec) -> None:
+    def __init__(self, *specs: ClaimSpec, basis: str | None = None) -> None:
         ids = [s.id for s in specs]
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate claim ids: {ids}")
         self.specs = {s.id: s for s in specs}
         self.records: dict[str, Claim] = {}
+        self.basis = basis  # what a measured claim rests on unless it says otherwise
 
     def record(
         self,
@@ -134,6 +135,8 @@ class ClaimSet:
         if claim_id in self.records:
             raise ValueError(f"claim {claim_id!r} recorded twice")
         spec = self.specs[claim_id]
+        if basis is None and seeds and self.basis:
+            basis = f"{seeds} seed{'s' if seeds != 1 else ''}; {self.basis}"
         claim = Claim(
             id=spec.id, source=spec.source, statement=spec.statement, measured=measured,
             verdict=spec.rule(evidence), interval=interval, seeds=seeds, evidence=basis,

@@ -348,6 +348,13 @@ MATCHED: tuple[str, ...] = (*TABLE2, "alibi")
 FLAGSHIP_SEEDS = 3
 
 
+def budget(profile: str, regime: str = "lesson") -> str:
+    """What one model of a regime saw, for claim records: ``"lesson regime, 368,640 tokens per
+    model"``."""
+    _, tc = configs("rope", profile=profile, regime=regime)
+    return f"{regime} regime, {tc.steps * tc.batch_size * tc.seq_len:,} tokens per model"
+
+
 def seeds_for(
     name: str, *, profile: str, domain: str = "shakespeare", regime: str = "lesson"
 ) -> tuple[int, ...]:
