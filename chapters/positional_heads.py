@@ -712,8 +712,9 @@ probes.probe_chart(probe)
 # %% [markdown]
 # The reading combines two paired contrasts: Δ attention(fastest) − Δ attention(slowest) with
 # an interval wholly below zero, and Δ loss(slowest) − Δ loss(random) wholly above zero; both →
-# *held*, both the other way → *not held*, one each → *partly*, any interval containing zero →
-# *cannot decide*. With one seed the intervals are over windows of one trained model, which
+# *held*; one held and the other not held or undecided → *partly*; none held → *not held* if
+# one is established the other way, else *cannot decide*. With one seed the intervals are over
+# windows of one trained model, which
 # says what this model does but not what training does, so the verdict reads *cannot decide*.
 
 # %% tags=["remove-input"]

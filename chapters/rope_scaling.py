@@ -458,7 +458,7 @@ CLAIMS.record(
     f"{100 * ft_tokens / pretrain_tokens:.1f} % of pre-training tokens)",
     seeds=len(seeds),
 )
-# "at least as good": held if lower, partly if not resolved, not held if higher
+# "at least as good": held if lower, cannot decide if not resolved, not held if higher
 CLAIMS.record(
     "rope_scaling.pi_after_finetune",
     pi_after.verdict_lower(),

@@ -79,3 +79,11 @@ def zoo_budget() -> str:
     from ropebook import zoo
 
     return zoo.budget("cpu")
+
+
+def test_combine_parts():
+    assert claims.combine(["held", "held"]) == "held"
+    assert claims.combine(["held", "cannot decide"]) == "partly"
+    assert claims.combine(["not held", "cannot decide"]) == "not held"
+    assert claims.combine(["cannot decide", "cannot decide"]) == "cannot decide"
+    assert claims.combine(["held", "not testable here"]) == "not testable here"

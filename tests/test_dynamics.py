@@ -203,7 +203,9 @@ def test_combined_verdict():
     assert dy.combined_verdict([trend(dy.TOWARD), trend(dy.TOWARD)]) == "held"
     assert dy.combined_verdict([trend(dy.AWAY), trend(dy.AWAY)]) == "not held"
     assert dy.combined_verdict([trend(dy.TOWARD), trend(dy.AWAY)]) == "partly"
-    assert dy.combined_verdict([trend(dy.TOWARD), trend(dy.UNDECIDED)]) == "cannot decide"
+    assert dy.combined_verdict([trend(dy.TOWARD), trend(dy.UNDECIDED)]) == "partly"
+    assert dy.combined_verdict([trend(dy.AWAY), trend(dy.UNDECIDED)]) == "not held"
+    assert dy.combined_verdict([trend(dy.UNDECIDED), trend(dy.UNDECIDED)]) == "cannot decide"
 
 
 def test_trend_table_and_chart():

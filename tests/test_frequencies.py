@@ -261,7 +261,8 @@ def test_over_seeds_and_verdict_helpers():
     assert fq.flat_verdict([0.1], 0.5)[0] == "held"
     assert fq.flat_verdict([-0.9], 0.5)[0] == "not held"
     assert fq.flat_verdict([0.4, 0.6], 0.5)[0] == "cannot decide"  # interval across the bound
-    assert fq.combine_verdicts(["cannot decide", "not held"]) == "cannot decide"
+    assert fq.combine_verdicts(["cannot decide", "not held"]) == "not held"
+    assert fq.combine_verdicts(["cannot decide", "cannot decide"]) == "cannot decide"
 
 
 def test_band_shares_trends_and_their_tables():

@@ -81,6 +81,22 @@ def interval_below(threshold: float) -> Rule:
     return lambda interval: verdict_from_interval(*interval, threshold=threshold, above=False)
 
 
+def combine(verdicts) -> str:
+    """One verdict for a claim tested in several parts (domains, lengths, q and k): ``not
+    testable here`` if any part is; ``held`` if all are; ``partly`` if some part held (or
+    partly); else ``not held`` if some part is established false, ``cannot decide`` if none is."""
+    verdicts = list(verdicts)
+    if not verdicts:
+        raise ValueError("no verdicts to combine")
+    if "not testable here" in verdicts:
+        return "not testable here"
+    if all(v == "held" for v in verdicts):
+        return "held"
+    if any(v in ("held", "partly") for v in verdicts):
+        return "partly"
+    return "not held" if "not held" in verdicts else "cannot decide"
+
+
 def given(evidence: str) -> str:
     """The evidence is already a verdict, decided by a library function (checked here)."""
     if evidence not in VERDICTS:

@@ -474,14 +474,11 @@ def plane_scores(
 
 
 def combine_verdicts(verdicts: Sequence[str]) -> str:
-    """One verdict for a claim tested several times (e.g. on two domains): the common verdict if
-    all agree, ``not testable here`` if any could not be tested, else ``partly``."""
-    verdicts = list(verdicts)
-    if not verdicts:
-        raise ValueError("no verdicts to combine")
-    if "not testable here" in verdicts:
-        return "not testable here"
-    return verdicts[0] if len(set(verdicts)) == 1 else "partly"
+    """One verdict for a claim tested several times (e.g. on two domains):
+    :func:`ropebook.claims.combine`."""
+    from ropebook.claims import combine
+
+    return combine(verdicts)
 
 
 # ---------------------------------------------------------------- the p-RoPE chapter

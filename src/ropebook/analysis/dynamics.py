@@ -431,14 +431,12 @@ def trend_test(trajectory: Trajectory) -> Trend:
 
 
 def combined_verdict(trends: Sequence[Trend]) -> str:
-    """Claim verdict over several trends (e.g. queries and keys): all toward → held, all away →
-    not held, any undecided → cannot decide, a mix of toward and away → partly."""
-    verdicts = {t.verdict for t in trends}
-    if verdicts == {TOWARD}:
-        return "held"
-    if verdicts == {AWAY}:
-        return "not held"
-    return "cannot decide" if UNDECIDED in verdicts else "partly"
+    """Claim verdict over several trends (e.g. queries and keys), by :func:`ropebook.claims
+    .combine` of toward → held, away → not held, undecided → cannot decide."""
+    from ropebook.claims import combine
+
+    parts = {TOWARD: "held", AWAY: "not held", UNDECIDED: "cannot decide"}
+    return combine([parts[t.verdict] for t in trends])
 
 
 def trend_table(trends: Sequence[Trend], digits: int = 3) -> list[dict]:

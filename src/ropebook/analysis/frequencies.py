@@ -522,13 +522,10 @@ def over_seeds(samples) -> SeedInterval:
 
 
 def combine_verdicts(verdicts: Sequence[str]) -> str:
-    """Verdicts of the parts of a claim → one: all held → held; all not held → not held; some
-    part held or partly → partly; otherwise (no part held, some undecided) → cannot decide."""
-    if all(v == "held" for v in verdicts):
-        return "held"
-    if all(v == "not held" for v in verdicts):
-        return "not held"
-    return "partly" if any(v in ("held", "partly") for v in verdicts) else "cannot decide"
+    """Verdicts of the parts of a claim → one (:func:`ropebook.claims.combine`)."""
+    from ropebook.claims import combine
+
+    return combine(verdicts)
 
 
 def interval_verdict(stats: SeedInterval, threshold: float) -> str:

@@ -257,22 +257,19 @@ class ProbeReading:
 def probe_reading(result: ProbeResult) -> ProbeReading:
     """Part 1: removing the fastest planes lowers previous-token attention more than removing the
     slowest (interval of the paired difference below 0). Part 2: removing the slowest planes costs
-    more loss than removing random ones (interval above 0). Both held → held, both not held →
-    not held, held and not held → partly, otherwise cannot decide; one seed → cannot decide (the
-    window intervals describe one trained model, not training)."""
-    from ropebook.claims import verdict_from_interval
+    more loss than removing random ones (interval above 0). The parts combine by
+    :func:`ropebook.claims.combine`; one seed → cannot decide (the window intervals describe one
+    trained model, not training)."""
+    from ropebook.claims import combine, verdict_from_interval
 
     pos = result.delta("previous", "fastest") - result.delta("previous", "slowest")
     sem = result.delta("loss", "slowest") - result.delta("loss", "random")
     p, s = paired_estimate(pos), paired_estimate(sem)
-    parts = {
+    parts = [
         verdict_from_interval(*p.bounds, threshold=0.0, above=False),
         verdict_from_interval(*s.bounds, threshold=0.0, above=True),
-    }
-    if len(result.seeds) < 2 or "cannot decide" in parts:
-        verdict = "cannot decide"
-    else:
-        verdict = parts.pop() if len(parts) == 1 else "partly"
+    ]
+    verdict = "cannot decide" if len(result.seeds) < 2 else combine(parts)
     return ProbeReading(p, s, min_detectable(pos), min_detectable(sem), len(result.seeds), verdict)
 
 

@@ -374,7 +374,7 @@ class Change:
             return "not testable here"
         if self.low == self.high == 0:
             return "not held"
-        return "held" if self.high < 0 else "not held" if self.low > 0 else "partly"
+        return "held" if self.high < 0 else "not held" if self.low > 0 else "cannot decide"
 
 
 def paired_change(
