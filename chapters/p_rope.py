@@ -140,6 +140,17 @@ CLAIMS = claims.ClaimSet(
         "perplexity",
         claims.given,  # ablation.noise_target_verdict
     ),
+    claims.ClaimSpec(
+        "p_rope.flagship_p075_vs_rope", f"{table2_pair} (flagship runs, 10× the tokens)",
+        "0.75-RoPE has lower perplexity than RoPE after longer training (the flagship runs)",
+        claims.given,  # Comparison.verdict on the last validation step
+    ),
+    claims.ClaimSpec(
+        "p_rope.flagship_noise", f"{TABLE2} (resolution of our flagship runs)",
+        "Training longer brings paired seed noise under 1 % of perplexity (0.75-RoPE vs RoPE at "
+        "the flagship's last step)",
+        claims.given,  # ablation.noise_target_verdict
+    ),
     # ablation.noise_verdict: paired gap / s.d. > 1 on both domains (held), one (partly), none
     claims.ClaimSpec(
         "p_rope.seed_noise", f"{TABLE2} (resolution of our runs)",
@@ -720,6 +731,57 @@ display(
         "would usually miss: such orderings are reported as bounds, not as agreement."
     )
 )
+
+# %% [markdown]
+# ### Does more training shrink the noise?
+#
+# If the paired noise came from models still far from convergence, more tokens would shrink it.
+# The flagship runs test this directly: RoPE, 0.75-RoPE and NoPE in the matched regime's shape,
+# trained on the same seeds for longer than the matched runs, each recording its validation loss
+# (on the same windows) at every snapshot. Below, every recorded step gives one paired
+# comparison over seeds; the chart shows how the standard deviation of the paired difference
+# moves with tokens seen. With few seeds a sample s.d. is itself uncertain: the band is its
+# interval from the chi-square distribution with $n-1$ degrees of freedom (columns *s.d. low*
+# and *s.d. high*).
+
+# %%
+flagship = {name: runs for (name, _), runs in ablation.load_runs(
+    zoo.FLAGSHIP, ["shakespeare"], profile=profile, regime="flagship").items()}  # fmt: skip
+over_training = {
+    f"{NAMES[a]} vs {NAMES[b]}": ablation.comparisons_over_training(
+        NAMES[a], flagship[a], NAMES[b], flagship[b], confidence
+    )
+    for a, b in (("p-rope-0.75", "rope"), ("rope", "nope"))
+}
+noise_rows = ablation.training_noise_rows(over_training, confidence)
+display(ablation.training_noise_chart(noise_rows, confidence=confidence))
+plots.table(noise_rows)
+
+# %% tags=["remove-input"]
+near_tie = over_training[f"{NAMES['p-rope-0.75']} vs {NAMES['rope']}"]
+last_tokens, last = max(near_tie.items())
+last_sd = ablation.paired_sd_percent(last)
+flagship_basis = f"flagship runs, {last.difference.n} seeds × {last_tokens:,} tokens"
+CLAIMS.record(
+    "p_rope.flagship_p075_vs_rope",
+    last.verdict(last.a),
+    f"paired Δ {last.difference.format(2)}"
+    + (f" ({last.bound})" if last.verdict(last.a) == "cannot decide" else ""),
+    seeds=last.difference.n,
+    basis=f"{flagship_basis}; " + ablation.resolution_text(last, confidence),
+)
+CLAIMS.record(
+    "p_rope.flagship_noise",
+    ablation.noise_target_verdict(last_sd),
+    f"s.d. of the paired difference {last_sd:.2f} % of perplexity at {last_tokens:,} tokens "
+    f"(matched runs, {matched_tokens:,} tokens: "
+    f"{ablation.paired_sd_percent(matched_cmp['p-rope-0.75', 'rope']):.2f} %)",
+    seeds=last.difference.n,
+    basis=flagship_basis,
+)
+paper_gap = 100 * abs(np.log(PAPER_TABLE2["Wiki"]["p-rope-0.75"] / PAPER_TABLE2["Wiki"]["rope"]))
+display(Markdown(ablation.training_noise_text(
+    near_tie, matched_cmp["p-rope-0.75", "rope"], matched_tokens, paper_gap, confidence)))  # fmt: skip
 
 # %% [markdown]
 # ## Beyond the paper: length extrapolation

@@ -487,3 +487,41 @@ def test_profile_rows_describe_the_zoo():
     assert set(rows) == {"smoke (this run)", "cpu", "gpu"}
     assert rows["smoke (this run)"]["L × H × d_h"] == "2 × 4 × 16"
     assert rows["cpu"]["seeds"] == 3 and rows["smoke (this run)"]["tokens/model"] == "30,720"
+
+
+def _val_run(name, seed, losses, steps=(10, 20, 40), tokens_per_step=100):
+    from types import SimpleNamespace as Run
+
+    return Run(
+        name=name, seed=seed, tokens_seen=tokens_per_step * steps[-1],
+        history={"val": [{"step": s, "loss": v} for s, v in zip(steps, losses, strict=True)],
+                 "train": [{"step": steps[-1]}]},
+    )  # fmt: skip
+
+
+def test_noise_over_training_pairs_seeds_at_every_recorded_step():
+    base = np.array([[3.0, 2.5, 2.0], [3.1, 2.4, 2.1], [2.9, 2.6, 1.9]])
+    shift = np.array([[0.0, 0.01, -0.02], [0.0, 0.03, 0.00], [0.0, 0.02, 0.01]])
+    runs_a = [_val_run("a", s, base[s] + shift[s]) for s in range(3)]
+    runs_b = [_val_run("b", s, base[s]) for s in range(3)]
+    tokens, losses = ablation.validation_curve(runs_a)
+    assert tokens.tolist() == [1000, 2000, 4000] and losses.shape == (3, 3)
+    series = ablation.comparisons_over_training("A", runs_a, "B", runs_b)
+    assert list(series) == [1000, 2000, 4000]
+    for j, c in enumerate(series.values()):  # paired difference = shift, in % of perplexity
+        assert c.difference.mean == pytest.approx(100 * np.expm1(shift[:, j].mean()), rel=1e-6)
+        assert ablation.paired_sd_percent(c) == pytest.approx(100 * shift[:, j].std(ddof=1))
+    rows = ablation.training_noise_rows({"A vs B": series})
+    last = rows[-1]
+    assert last["s.d. of Δ (%)"] == pytest.approx(1.5275, abs=1e-3)  # sd of (-2, 0, 1) %
+    assert last["s.d. low"] < last["s.d. of Δ (%)"] < last["s.d. high"]
+    assert rows[0]["s.d. of Δ (%)"] == 0 and rows[0]["verdict"] == "cannot decide"
+    text = ablation.training_noise_text(series, series[2000], 2000, paper_gap_percent=0.5)
+    assert "1.53 %" in text and "2.0× the matched runs" in text
+    chart = ablation.training_noise_chart(rows).to_dict()
+    # the zero-noise step is not drawn; the other data set is the target rule
+    assert sorted(len(v) for v in chart["datasets"].values()) == [1, 2]
+    with pytest.raises(ValueError, match="same seeds"):
+        ablation.comparisons_over_training("A", runs_a[:2], "B", runs_b[1:])
+    one = ablation.comparisons_over_training("A", runs_a[:1], "B", runs_b[:1])
+    assert "One seed" in ablation.training_noise_text(one, one[2000], 2000, 0.5)

@@ -52,3 +52,17 @@ def test_straddling_interval_cannot_decide():
     assert claims.verdict_from_interval(-0.3, -0.2, threshold=0.0, above=True) == "not held"
     assert claims.interval_below(0.5)((0.4, 0.6)) == "cannot decide"
     assert "cannot decide" in claims.VERDICTS and np.unique(claims.VERDICTS).size == 5
+
+
+def test_sd_interval_uses_chi_square_quantiles():
+    # two degrees of freedom: chi2 quantiles have the closed form -2 ln(1 - q)
+    low_q, high_q = -2 * math.log(1 - 0.025), -2 * math.log(1 - 0.975)
+    low, high = power.sd_interval(1.0, 3)
+    assert low == pytest.approx(math.sqrt(2 / high_q)) and high == pytest.approx(
+        math.sqrt(2 / low_q)
+    )
+    assert (low, high) == pytest.approx((0.5207, 6.2847), abs=1e-4)
+    # scales with the sample s.d.; narrows as seeds grow
+    assert power.sd_interval(2.0, 3) == pytest.approx((2 * low, 2 * high))
+    wide, narrow = power.sd_interval(1.0, 5), power.sd_interval(1.0, 50)
+    assert wide[0] < narrow[0] < 1 < narrow[1] < wide[1]

@@ -30,7 +30,12 @@ import numpy as np
 
 from ropebook import rope
 from ropebook.analysis import mean_interval
-from ropebook.analysis.power import bound_text, min_detectable_effect, percent_of_perplexity
+from ropebook.analysis.power import (
+    bound_text,
+    min_detectable_effect,
+    percent_of_perplexity,
+    sd_interval,
+)
 
 # ---------------------------------------------------------------- estimates over seeds
 
@@ -1147,6 +1152,147 @@ def noise_target_verdict(noise_percent: float, target: float = 1.0) -> str:
     if not np.isfinite(noise_percent):
         return "not testable here"
     return "held" if noise_percent <= target else "not held"
+
+
+# -------- paired noise over training (flagship runs)
+
+
+def validation_curve(runs: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """``(tokens [S], losses [seeds, S])``: the validation losses a zoo model's seeds recorded
+    while training (at every evaluation and snapshot step, on the same windows), at the steps all
+    seeds recorded."""
+    if not runs:
+        raise ValueError("validation_curve needs at least one run")
+    recorded = [{e["step"]: e["loss"] for e in m.history["val"]} for m in runs]
+    steps = sorted(set.intersection(*(set(r) for r in recorded)))
+    if not steps:
+        raise ValueError(f"the seeds of {runs[0].name!r} share no validation step")
+    final = int(runs[0].history["train"][-1]["step"])
+    tokens = np.array([runs[0].tokens_seen * s // final for s in steps])
+    return tokens, np.array([[r[s] for s in steps] for r in recorded])
+
+
+def comparisons_over_training(
+    a: str, runs_a: Sequence, b: str, runs_b: Sequence, confidence: float = 0.95
+) -> dict[int, Comparison]:
+    """``{tokens seen: paired log-scale Comparison of a vs b}`` at every validation step both
+    models' seeds recorded (same seeds on both sides)."""
+    if [m.seed for m in runs_a] != [m.seed for m in runs_b]:
+        raise ValueError(f"{a} and {b} must be trained on the same seeds to be paired")
+    tokens_a, losses_a = validation_curve(runs_a)
+    tokens_b, losses_b = validation_curve(runs_b)
+    shared = np.intersect1d(tokens_a, tokens_b)
+    pick_a, pick_b = np.searchsorted(tokens_a, shared), np.searchsorted(tokens_b, shared)
+    return {
+        int(t): compare(a, np.exp(losses_a[:, i]), b, np.exp(losses_b[:, j]), confidence, log=True)
+        for t, i, j in zip(shared, pick_a, pick_b, strict=True)
+    }
+
+
+def training_noise_rows(
+    series: Mapping[str, Mapping[int, Comparison]], confidence: float = 0.95, power: float = 0.8
+) -> list[dict]:
+    """One row per comparison and validation step: tokens seen, the paired difference, the s.d.
+    of the paired difference (% of perplexity) with its ``confidence`` interval (chi-square,
+    :func:`~ropebook.analysis.power.sd_interval`), the detectable effect and the verdict on the
+    comparison's first model being better."""
+    rows = []
+    for label, by_tokens in series.items():
+        for tokens, c in by_tokens.items():
+            sd = paired_sd_percent(c)
+            low, high = sd_interval(sd, c.difference.n, confidence) if c.paired else (sd, sd)
+            rows.append(
+                {
+                    "comparison": label,
+                    "tokens": tokens,
+                    "paired Δ": c.difference.format(2),
+                    "s.d. of Δ (%)": round(sd, 3),
+                    "s.d. low": round(low, 3),
+                    "s.d. high": round(high, 3),
+                    "detectable": _percent(c.min_detectable(confidence, power)),
+                    "verdict": c.verdict(c.a),
+                }
+            )
+    return rows
+
+
+def training_noise_chart(rows: Sequence[dict], target: float = 1.0, confidence: float = 0.95):
+    """Figure: :func:`training_noise_rows`' s.d. of the paired difference against tokens seen
+    (log axes, ``confidence`` band), one line per comparison, the target as a dashed rule."""
+    import altair as alt
+
+    shown = [r for r in rows if r["s.d. of Δ (%)"] > 0 and r["tokens"] > 0]
+    x = alt.X("tokens:Q", scale=alt.Scale(type="log"), title="tokens seen")
+    y = alt.Y("s.d. of Δ (%):Q", scale=alt.Scale(type="log"),
+              title="s.d. of the paired difference (% of perplexity)")  # fmt: skip
+    color = alt.Color("comparison:N", legend=alt.Legend(orient="bottom", title=None))
+    base = alt.Chart(alt.InlineData(values=shown))
+    return (
+        alt.layer(
+            base.mark_area(opacity=0.15).encode(x=x, y="s.d. low:Q", y2="s.d. high:Q", color=color),
+            base.mark_line(point=True).encode(
+                x=x,
+                y=y,
+                color=color,
+                tooltip=["comparison:N", "tokens:Q", "paired Δ:N", "s.d. of Δ (%):Q"],
+            ),  # fmt: skip
+            alt.Chart(alt.InlineData(values=[{"target": target}]))
+            .mark_rule(strokeDash=[4, 4], color="grey")
+            .encode(y="target:Q"),
+        ).properties(
+            width=520,
+            height=260,
+            title=f"Paired seed noise over training ({confidence:.0%} band from the chi-square "
+            "distribution; dashed: the 1 % target)",
+        )  # fmt: skip
+    )
+
+
+def training_noise_text(
+    by_tokens: Mapping[int, Comparison],
+    earlier: Comparison,
+    earlier_tokens: int,
+    paper_gap_percent: float,
+    confidence: float = 0.95,
+    power: float = 0.8,
+) -> str:
+    """A paragraph on one comparison's paired noise over training (``by_tokens`` from
+    :func:`comparisons_over_training`): its last step against an ``earlier`` run of the same
+    comparison (the matched regime), the range of the s.d. over the second half of training in
+    log tokens, the rank correlation of s.d. with tokens there, and the paired seeds the paper's
+    gap (``paper_gap_percent``, a log-ratio in %) would need at the last step's noise."""
+    from scipy import stats
+
+    from ropebook.analysis.power import seeds_needed
+
+    last_tokens, last = max(by_tokens.items())
+    sd = paired_sd_percent(last)
+    if not np.isfinite(sd):
+        return "One seed per model: no paired noise to follow over training in this profile."
+    half = math.sqrt(min(t for t in by_tokens if t > 0) * last_tokens)
+    late = {t: paired_sd_percent(c) for t, c in by_tokens.items() if t >= half}
+    rho = stats.spearmanr(list(late), list(late.values())).statistic if len(late) > 2 else math.nan
+    trend = (
+        "falls steadily"
+        if rho <= -0.8
+        else "rises steadily"
+        if rho >= 0.8
+        else "does not fall steadily"
+    )
+    low, high = sd_interval(sd, last.difference.n, confidence)
+    return (
+        f"At the last step ({last_tokens:,} tokens, {last_tokens / earlier_tokens:.1f}× the "
+        f"matched runs) {last.a} vs {last.b} differs by {last.difference.format(2)}, with a "
+        f"paired s.d. of **{sd:.2f} %** of perplexity ({confidence:.0%} interval "
+        f"{low:.2f}–{high:.2f} %; matched runs: {paired_sd_percent(earlier):.2f} %). Over the "
+        f"second half of training (from {min(late):,} tokens) the s.d. ranges "
+        f"{min(late.values()):.2f}–{max(late.values()):.2f} % and {trend} (Spearman ρ = "
+        f"{rho:.2f} with tokens). The smallest effect {last.difference.n} seeds detect is "
+        f"{last.min_detectable(confidence, power):.2f} %, against the paper's gap of "
+        f"{paper_gap_percent:.2f} %, which would need about "
+        f"{seeds_needed(sd, paper_gap_percent, confidence=confidence, power=power)} paired "
+        f"seeds at this noise ({power:.0%} power)."
+    )
 
 
 # -------- length extrapolation and the p sweep

@@ -86,3 +86,15 @@ def percent_of_perplexity(loss_difference: float) -> float:
 def bound_text(low: float, high: float, *, unit: str = "%") -> str:
     """A non-significant interval read as a bound on the effect: ``"|Δ| < 0.8 %"``."""
     return f"|Δ| < {max(abs(low), abs(high)):.2g} {unit}"
+
+
+def sd_interval(sd: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided ``confidence`` interval for a normal population's standard deviation from a
+    sample s.d. ``sd`` of ``n`` values: ``sd·√((n−1)/χ²_{1−α/2, n−1}) .. sd·√((n−1)/χ²_{α/2, n−1})``.
+    With 3 seeds (2 degrees of freedom) it spans 0.52× to 6.3× the sample s.d."""
+    _check(n, confidence, 0.5)
+    df, tail = n - 1, (1 - confidence) / 2
+    return (
+        float(sd * math.sqrt(df / stats.chi2.ppf(1 - tail, df))),
+        float(sd * math.sqrt(df / stats.chi2.ppf(tail, df))),
+    )
