@@ -5,7 +5,8 @@ RoPE with the half pairing, causal attention, ReLU² MLP, tied output, AdamW wit
 clipping), same batch. PyTorch uses ``scaled_dot_product_attention(is_causal=True)``. Runs
 alternate between the two frameworks so machine load affects both alike.
 
-Prints tokens/s of each, the ratio ours / PyTorch, and model FLOPs utilisation (MFU) against the
+Each framework runs in its own process (one at a time, rounds alternating), since PyTorch's
+OpenMP threads slow JAX in a shared process. Prints tokens/s of each, the ratio ours / PyTorch, and model FLOPs utilisation (MFU) against the
 float32 matmul throughput measured on this machine (so MFU is relative to what this CPU can
 actually do, not a datasheet number).
 
@@ -46,9 +47,10 @@ def jax_runner(cfg, tc, tokens):
 
     params = model.init_params(jax.random.key(0), cfg)
     optimizer = train.make_optimizer(tc)
-    state = optimizer.init(params)
+    batch_sharding, replicated = train._shardings(tc.batch_size)  # as train.train places them
+    params, state = jax.device_put((params, optimizer.init(params)), replicated)
     step = train._train_step(cfg, tc)
-    batch = jax.numpy.asarray(tokens)
+    batch = jax.device_put(tokens.astype(np.int32), batch_sharding)
 
     def run(n: int) -> None:
         nonlocal params, state
@@ -121,43 +123,78 @@ def torch_runner(cfg, tc, tokens, compile: bool = False):
     return run
 
 
-def main() -> None:
+RUNNERS = {
+    "ours (JAX)": lambda cfg, tc, tokens: jax_runner(cfg, tc, tokens),
+    "PyTorch eager": lambda cfg, tc, tokens: torch_runner(cfg, tc, tokens),
+    "torch.compile": lambda cfg, tc, tokens: torch_runner(cfg, tc, tokens, compile=True),
+}
+
+
+def worker(conn, name: str, profile: str, regime: str, steps: int) -> None:
+    """One framework in its own process: build and warm up, then time ``steps`` steps whenever
+    the parent asks, replying seconds per step (or the error that stopped it)."""
     from ropebook import zoo
+
+    cfg, tc = zoo.configs("rope", seed=0, profile=profile, regime=regime)
+    tokens = np.random.default_rng(0).integers(0, cfg.vocab_size, (tc.batch_size, cfg.context + 1))
+    try:
+        run = RUNNERS[name](cfg, tc, tokens)
+        run(3)  # compile / warm up
+    except Exception as error:  # inductor needs a working C++ toolchain
+        conn.send(f"{type(error).__name__}: {error}")
+        return
+    conn.send("ready")
+    while conn.recv():
+        start = time.perf_counter()
+        run(steps)
+        conn.send((time.perf_counter() - start) / steps)
+
+
+def main() -> None:
+    import multiprocessing
+
+    from ropebook import runtime, zoo
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
     parser.add_argument("--regime", default="lesson", choices=zoo.REGIMES)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=15)
     args = parser.parse_args()
     cfg, tc = zoo.configs("rope", seed=0, profile=args.profile, regime=args.regime)
-    tokens = np.random.default_rng(0).integers(0, cfg.vocab_size, (tc.batch_size, cfg.context + 1))
-    from ropebook import runtime
-
-    runners = {
-        "ours (JAX)": jax_runner(cfg, tc, tokens),
-        "PyTorch eager": torch_runner(cfg, tc, tokens),
-        "torch.compile": torch_runner(cfg, tc, tokens, compile=True),
-    }
-    for name, run in list(runners.items()):
-        try:
-            run(3)  # compile / warm up
-        except Exception as error:  # inductor needs a working C++ toolchain
-            print(f"{name}: skipped, it failed to run here ({type(error).__name__}: {error})")
-            del runners[name]
+    peak = peak_matmul_flops()
+    # Each framework in its own process: in one process, PyTorch's OpenMP threads alone slowed
+    # the JAX step by ~15 %. Only one process runs at a time; rounds alternate between them.
+    context = multiprocessing.get_context("spawn")
+    runners = {}
+    for name in RUNNERS:
+        parent, child = context.Pipe()
+        process = context.Process(
+            target=worker, args=(child, name, args.profile, args.regime, args.steps)
+        )
+        process.start()
+        reply = parent.recv()  # one warms up at a time
+        if reply == "ready":
+            runners[name] = (parent, process)
+        else:
+            print(f"{name}: skipped, it failed to run here ({reply})")
+            process.join()
     seconds = {name: [] for name in runners}
     for _ in range(args.rounds):
-        for name, run in runners.items():
-            start = time.perf_counter()
-            run(args.steps)
-            seconds[name].append((time.perf_counter() - start) / args.steps)
+        for name, (conn, _) in runners.items():
+            conn.send(True)
+            seconds[name].append(conn.recv())
+    for conn, process in runners.values():
+        conn.send(False)
+        process.join()
     tokens_per_step = tc.batch_size * cfg.context
-    peak = peak_matmul_flops()
     flops = model_flops_per_token(cfg)
     print(f"model: {args.profile} profile, {args.regime} regime, {cfg.n_layers} layers, d={cfg.d_model}, "
           f"{cfg.n_heads}x{cfg.head_dim} heads, batch {tc.batch_size}x{cfg.context}")  # fmt: skip
     print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s")
-    print(f"allocator tuned (ropebook.runtime, applies to every framework in this process): "
+    print(f"JAX CPU devices: {runtime.split_cpu_devices()} (ropebook.runtime: one per core, each "
+          "batch sharded over them)")  # fmt: skip
+    print(f"allocator tuned (ropebook.runtime, applies to every framework's process): "
           f"{runtime.tune_allocator()}")  # fmt: skip
     rate = {}
     for name, times in seconds.items():

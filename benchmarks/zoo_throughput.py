@@ -5,7 +5,9 @@ Seeds of a spec differ only in their initial weights and batches, so one compile
 them all on stacked parameters, handing the CPU batched matrix products instead of one model's.
 The run checks that the vmapped models end with exactly the weights of the sequential ones, then
 prints tokens/s summed over models for both and the ratio (> 1: vmapping wins). ``make zoo``
-trains sequentially unless this ratio says otherwise on the profile's model.
+trains sequentially unless this ratio says otherwise on the profile's model. Both place batches
+as :func:`ropebook.train.train` does: split over the CPU devices ``ropebook.runtime`` makes (one
+per core), parameters replicated.
 
     .venv/bin/python benchmarks/zoo_throughput.py [--profile cpu] [--models 3] [--steps 5]
 """
@@ -19,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.sharding import NamedSharding, PartitionSpec
 
 from ropebook import model, train, zoo
 
@@ -44,8 +47,12 @@ def main() -> None:
     params = [model.init_params(jax.random.key(s), cfg) for s in seeds]
     states = [optimizer.init(p) for p in params]
     rng = np.random.default_rng(0)
-    batches = jnp.asarray(
-        rng.integers(0, cfg.vocab_size, (args.models, tc.batch_size, cfg.context + 1)), jnp.int32
+    batches = rng.integers(0, cfg.vocab_size, (args.models, tc.batch_size, cfg.context + 1))
+    split, replicated = train._shardings(tc.batch_size)
+    params, states = jax.device_put((params, states), replicated)
+    one_each = [jax.device_put(b.astype(np.int32), split) for b in batches]
+    batches = jax.device_put(
+        batches.astype(np.int32), NamedSharding(split.mesh, PartitionSpec(None, "data"))
     )
 
     def stack(trees):
@@ -54,7 +61,7 @@ def main() -> None:
     def run_sequential(n):
         out = [(p, s) for p, s in zip(params, states, strict=True)]
         for _ in range(n):
-            out = [single(p, s, batches[i])[:2] for i, (p, s) in enumerate(out)]
+            out = [single(p, s, one_each[i])[:2] for i, (p, s) in enumerate(out)]
         return jax.block_until_ready(out)
 
     def run_stacked(n):
@@ -77,6 +84,7 @@ def main() -> None:
             seconds[label].append(time.perf_counter() - start)
     tokens = args.models * args.steps * tc.batch_size * cfg.context
     print(f"{args.models} x {args.name}, {args.profile} profile, {args.steps} steps each, "
+          f"{len(split.mesh.devices.flat)} CPU device(s), "
           f"largest weight difference vmapped vs sequential after 2 steps: {diff:.1e}")  # fmt: skip
     rates = {k: tokens / min(v) for k, v in seconds.items()}
     for label, rate in rates.items():

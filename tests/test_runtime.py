@@ -88,3 +88,19 @@ def test_two_shard_processes_train_each_model_once_with_unchanged_results(tmp_pa
         model = zoo.load(name, profile="smoke", progress=False)
         assert not model.trained_now
         assert model.history["val"][-1]["loss"] == pytest.approx(loss, rel=1e-5)
+
+
+def test_split_cpu_devices_sets_the_flag_once(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setenv("ROPEBOOK_CPU_DEVICES", "3")
+    assert runtime.split_cpu_devices() == 3
+    assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=3"
+    assert runtime.split_cpu_devices(5) == 3  # a count already in XLA_FLAGS is kept
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    monkeypatch.delenv("ROPEBOOK_CPU_DEVICES")
+    assert runtime.split_cpu_devices() == len(os.sched_getaffinity(0))
+    assert os.environ["XLA_FLAGS"].startswith("--xla_cpu_enable_fast_math=false --xla_force")
+    for bad in ("0", "two", "-2"):
+        monkeypatch.setenv("ROPEBOOK_CPU_DEVICES", bad)
+        with pytest.raises(ValueError, match=f"ROPEBOOK_CPU_DEVICES must be .* got '{bad}'"):
+            runtime.split_cpu_devices()

@@ -186,32 +186,35 @@ def test_evaluate_and_loss_by_position_beyond_context():
 
 
 SHARDED = """
-import json, sys
+import json, os, sys
 import jax, numpy as np
 from ropebook import train
 sys.path.insert(0, {tests!r})
 from test_train import TRAIN, tiny, schedule
-assert jax.device_count() == 2, jax.devices()
+count = int(os.environ["ROPEBOOK_CPU_DEVICES"])
+assert jax.device_count() == count, jax.devices()
 batch = jax.device_put(train.batch_at(TRAIN, schedule(), 0), train._shardings(4)[0])
-assert len(batch.sharding.device_set) == 2
+assert len(batch.sharding.device_set) == count
 result = train.train(tiny(), schedule(6), TRAIN, progress=False)
 print(json.dumps([row["loss"] for row in result.history["train"]]))
 """
 
 
-def test_data_parallel_on_two_host_devices_matches_one_device():
-    env = os.environ | {
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-        "JAX_PLATFORMS": "cpu",
-    }
+def _train_on_devices(count: int) -> list[float]:
+    """Train the tiny model in a fresh process that ``import ropebook`` splits into ``count``
+    XLA CPU devices (``runtime.split_cpu_devices``; ``XLA_FLAGS`` left unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env |= {"ROPEBOOK_CPU_DEVICES": str(count), "JAX_PLATFORMS": "cpu"}
     script = textwrap.dedent(SHARDED.format(tests=str(Path(__file__).parent)))
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    sharded = json.loads(done.stdout.strip().splitlines()[-1])
-    single = train.train(tiny(), schedule(6), TRAIN, progress=False)
-    np.testing.assert_allclose(sharded, [row["loss"] for row in single.history["train"]], rtol=1e-5)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_data_parallel_on_two_host_devices_matches_one_device():
+    np.testing.assert_allclose(_train_on_devices(2), _train_on_devices(1), rtol=1e-5)
 
 
 def test_snapshots_keep_params_at_their_steps_and_survive_resume(tmp_path):

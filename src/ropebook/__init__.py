@@ -18,3 +18,4 @@ CACHE_DIR = Path(os.environ.get("ROPEBOOK_CACHE", DATA_DIR / "cache"))
 from ropebook import runtime  # noqa: E402
 
 runtime.tune_allocator()
+runtime.split_cpu_devices()

@@ -181,8 +181,9 @@ def _window_losses(
     windows: np.ndarray,
     intervention: model.Intervention | None = None,
 ) -> np.ndarray:
-    batch_sharding, _ = _shardings(len(windows))
-    windows = jax.device_put(windows, batch_sharding)
+    batch_sharding, replicated = _shardings(len(windows))
+    # params trained here live on every device; a batch that does not split evenly uses fewer
+    params, windows = jax.device_put((params, windows), (replicated, batch_sharding))
     return np.asarray(_token_losses(params, windows, config, intervention))
 
 
