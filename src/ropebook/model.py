@@ -12,9 +12,11 @@ competitive with GELU and SwiGLU for small language models.
 
 Attention has two paths that share projections, rotation and bias: training uses
 :func:`_attend`, tuned for CPU and keeping nothing; ``return_internals=True`` spells the maths out
-and returns every intermediate for the chapters. With float32 and a fused ``qkv`` matmul, a
-training step of the ``cpu`` zoo model ran at ~0.85× the speed of the same model in PyTorch eager
-with ``scaled_dot_product_attention`` on 2 CPU cores (``dot_product_attention`` + GELU: ~0.45×).
+and returns every intermediate for the chapters. With float32, a fused ``qkv`` matmul and one
+XLA device per core (:mod:`ropebook.runtime`), a training step of the ``cpu`` zoo model runs at
+about the speed of the same model in PyTorch eager with ``scaled_dot_product_attention`` on 2 CPU
+cores (0.87–1.06× over four runs, ``benchmarks/train_throughput.py``; ``dot_product_attention`` +
+GELU on one device: ~0.45×).
 
 Params are a plain pytree (dicts and a list of layers), so checkpoints name tensors by their path
 (``layers.0.qkv``) and chapters can read any weight directly.
