@@ -15,7 +15,7 @@ Attention has two paths that share projections, rotation and bias: training uses
 and returns every intermediate for the chapters. With float32, a fused ``qkv`` matmul and one
 XLA device per core (:mod:`ropebook.runtime`), a training step of the ``cpu`` zoo model runs at
 about the speed of the same model in PyTorch eager with ``scaled_dot_product_attention`` on 2 CPU
-cores (0.87–1.06× over four runs, ``benchmarks/train_throughput.py``; ``dot_product_attention`` +
+cores (median 1.00× over three launches, ``benchmarks/train_throughput.py``; ``dot_product_attention`` +
 GELU on one device: ~0.45×).
 
 Params are a plain pytree (dicts and a list of layers), so checkpoints name tensors by their path
