@@ -147,8 +147,8 @@ CLAIMS = claims.ClaimSet(
     ),
     claims.ClaimSpec(
         "p_rope.flagship_noise", f"{TABLE2} (resolution of our flagship runs)",
-        "Training longer brings paired seed noise under 1 % of perplexity (0.75-RoPE vs RoPE at "
-        "the flagship's last step)",
+        "At the flagship budget the paired seed noise of 0.75-RoPE vs RoPE is at most 1 % of "
+        "perplexity (its last step)",
         claims.given,  # ablation.noise_target_verdict
     ),
     # ablation.noise_verdict: paired gap / s.d. > 1 on both domains (held), one (partly), none
