@@ -2,7 +2,9 @@
 
 Same shapes (the zoo's ``cpu`` profile by default), same maths (pre-norm RMSNorm, fused QKV,
 RoPE with the half pairing, causal attention, ReLU² MLP, tied output, AdamW with global-norm
-clipping), same batch. PyTorch uses ``scaled_dot_product_attention(is_causal=True)``. Runs
+clipping), same batch. PyTorch uses ``scaled_dot_product_attention(is_causal=True)``; ours uses the fused
+C++ attention kernel (:mod:`ropebook.fused_attention`), and "ours, XLA attn" is the same step
+with XLA's attention (``ROPEBOOK_ATTENTION=xla``), to show what the kernel buys. Runs
 alternate between the two frameworks so machine load affects both alike.
 
 Each framework runs in its own process (one at a time, rounds alternating), since PyTorch's
@@ -41,7 +43,10 @@ def peak_matmul_flops(n: int = 1024, repeats: int = 10) -> float:
     return 2 * n**3 * repeats / (time.perf_counter() - start)
 
 
-def jax_runner(cfg, tc, tokens):
+def jax_runner(cfg, tc, tokens, attention: str = "auto"):
+    import os
+
+    os.environ["ROPEBOOK_ATTENTION"] = attention  # read when the step is traced
     import jax
 
     from ropebook import model, train
@@ -126,6 +131,7 @@ def torch_runner(cfg, tc, tokens, compile: bool = False):
 
 RUNNERS = {
     "ours (JAX)": lambda cfg, tc, tokens: jax_runner(cfg, tc, tokens),
+    "ours, XLA attn": lambda cfg, tc, tokens: jax_runner(cfg, tc, tokens, attention="xla"),
     "PyTorch eager": lambda cfg, tc, tokens: torch_runner(cfg, tc, tokens),
     "torch.compile": lambda cfg, tc, tokens: torch_runner(cfg, tc, tokens, compile=True),
 }
@@ -212,6 +218,13 @@ def main() -> None:
     print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s")
     print(f"JAX CPU devices: {runtime.split_cpu_devices()} (ropebook.runtime: one per core, each "
           "batch sharded over them)")  # fmt: skip
+    import jax.numpy as jnp
+
+    from ropebook import fused_attention
+
+    fused = fused_attention.applies(jnp.zeros((1, 1, cfg.n_heads, cfg.head_dim)), None)
+    print(f"attention in ours: {'fused C++ kernel (ropebook.fused_attention)' if fused else 'XLA'}"
+          "; 'ours, XLA attn' is the same step with ROPEBOOK_ATTENTION=xla")  # fmt: skip
     print(f"allocator tuned (ropebook.runtime, applies to every framework's process): "
           f"{runtime.tune_allocator()}")  # fmt: skip
     rate = {}

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ropebook import encodings, rope, runtime
+from ropebook import encodings, fused_attention, rope, runtime
 
 runtime.enable_compilation_cache()
 
@@ -197,8 +197,11 @@ def _attend(
     plain batched matmuls; the causal mask is one additive ``[T, T]`` constant folded into the
     bias; and the softmax is normalised *after* multiplying by ``v`` (``(e @ v) / sum(e)``), which
     skips a full ``[B, H, T, T]`` pass forward and backward. Attention forward+backward ran 2×
-    faster than ``jax.nn.dot_product_attention(is_causal=True)``.
+    faster than ``jax.nn.dot_product_attention(is_causal=True)``. Where it applies (float32, no
+    bias, CPU; see :mod:`ropebook.fused_attention`) a fused C++ kernel replaces all of this.
     """
+    if fused_attention.applies(q, bias):
+        return fused_attention.causal_attention(q, k, v)
     t = q.shape[1]
     q, k, v = (jnp.swapaxes(a, 1, 2) for a in (q, k, v))  # [B, H, T, D]
     mask = jnp.where(jnp.tril(jnp.ones((t, t), dtype=bool)), 0.0, -1e30).astype(q.dtype)

@@ -1,0 +1,255 @@
+// Causal softmax attention for XLA's CPU backend, forward and backward, as XLA FFI handlers
+// (used by ropebook.fused_attention; compiled on first use, see that module).
+//
+// q, k, v are [..., T, H, D] float32 (the layout the model's projections produce; leading dims
+// are batch), D a multiple of 16; the scale is 1/sqrt(D). Each (batch, head) is done in tiles
+// that stay in L1: keys transposed to [D, T] so the key index j runs along 16-float vectors,
+// query rows in blocks of R. Only the causal half (j <= i, rounded up to whole vectors) is
+// computed, forward and backward, and the backward pass recomputes the probabilities from the
+// saved log-sum-exp, as FlashAttention does, so no [T, T] array ever reaches memory. Vectors use
+// the GCC/Clang vector extension, so the same source compiles to AVX-512, AVX2 or NEON.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+constexpr int64_t W = 16;  // floats per vector
+constexpr int64_t R = 8;   // query rows per block
+typedef float vf __attribute__((vector_size(W * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(W * sizeof(int32_t))));
+typedef float vf_unaligned __attribute__((vector_size(W * sizeof(float)), aligned(4)));
+
+inline vf load(const float* p) { return *reinterpret_cast<const vf_unaligned*>(p); }
+inline void store(float* p, vf x) { *reinterpret_cast<vf_unaligned*>(p) = x; }
+inline vf splat(float x) { return vf{} + x; }
+inline float sum(vf x) {
+  float s = 0.0f;
+  for (int64_t l = 0; l < W; ++l) s += x[l];
+  return s;
+}
+
+// exp of a vector, Cephes' expf polynomial (relative error ~2e-7), inputs clamped to +-87
+inline vf exp(vf x) {
+  x = x < splat(-87.0f) ? splat(-87.0f) : x;
+  x = x > splat(87.0f) ? splat(87.0f) : x;
+  const vf t = x * 1.44269504088896341f + 0.5f;
+  vf n = __builtin_convertvector(__builtin_convertvector(t, vi), vf);
+  n = n > t ? n - 1.0f : n;  // floor
+  const vf r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  vf p = splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
+  return p * reinterpret_cast<const vf&>(bits);
+}
+
+// One (batch, head) slice of [B, T, H, D] arrays, copied into padded tiles.
+struct Head {
+  int64_t seq, padded, heads, dim;
+
+  int64_t offset(int64_t b, int64_t t, int64_t h) const { return ((b * seq + t) * heads + h) * dim; }
+
+  // rows [padded, D], times factor; rows past seq stay zero
+  void load_rows(const float* x, int64_t b, int64_t h, float factor, float* rows) const {
+    std::fill(rows, rows + padded * dim, 0.0f);
+    for (int64_t t = 0; t < seq; ++t)
+      for (int64_t d = 0; d < dim; ++d) rows[t * dim + d] = factor * x[offset(b, t, h) + d];
+  }
+  // transposed [D, padded]; columns past seq stay zero
+  void load_columns(const float* x, int64_t b, int64_t h, float* cols) const {
+    std::fill(cols, cols + padded * dim, 0.0f);
+    for (int64_t t = 0; t < seq; ++t)
+      for (int64_t d = 0; d < dim; ++d) cols[d * padded + t] = x[offset(b, t, h) + d];
+  }
+  void store_columns(const float* cols, int64_t b, int64_t h, float* x) const {
+    for (int64_t t = 0; t < seq; ++t)
+      for (int64_t d = 0; d < dim; ++d) x[offset(b, t, h) + d] = cols[d * padded + t];
+  }
+  // key blocks a query block starting at row i0 needs (keys j <= i0 + R - 1)
+  int64_t key_end(int64_t i0) const { return std::min(padded, ((i0 + R - 1) / W + 1) * W); }
+};
+
+// out[r, j] = <rows[r], cols[:, j]> for R rows and j < end
+void products(const float* rows, const float* cols, const Head& s, int64_t end, float* out) {
+  for (int64_t j = 0; j < end; j += W) {
+    vf acc[R] = {};
+    for (int64_t d = 0; d < s.dim; ++d) {
+      const vf c = load(cols + d * s.padded + j);
+      for (int64_t r = 0; r < R; ++r) acc[r] += rows[r * s.dim + d] * c;
+    }
+    for (int64_t r = 0; r < R; ++r) store(out + r * s.padded + j, acc[r]);
+  }
+}
+
+// out[r, :] = sum_j weights[r, j] rows[j, :] for j < end; D is a multiple of W
+void weighted_sums(const float* weights, const float* rows, const Head& s, int64_t end,
+                   float* out) {
+  for (int64_t d = 0; d < s.dim; d += W) {
+    vf acc[R] = {};
+    for (int64_t j = 0; j < end; ++j) {
+      const vf x = load(rows + j * s.dim + d);
+      for (int64_t r = 0; r < R; ++r) acc[r] += weights[r * s.padded + j] * x;
+    }
+    for (int64_t r = 0; r < R; ++r) store(out + r * s.dim + d, acc[r]);
+  }
+}
+
+// cols[d, j] += sum_r rows[r, d] weights[r, j] for j < end
+void accumulate_outer(const float* rows, const float* weights, const Head& s, int64_t end,
+                      float* cols) {
+  for (int64_t d = 0; d < s.dim; ++d) {
+    for (int64_t j = 0; j < end; j += W) {
+      vf acc = load(cols + d * s.padded + j);
+      for (int64_t r = 0; r < R; ++r) acc += rows[r * s.dim + d] * load(weights + r * s.padded + j);
+      store(cols + d * s.padded + j, acc);
+    }
+  }
+}
+
+Head head_of(const ffi::Buffer<ffi::F32>& x) {
+  auto d = x.dimensions();
+  const size_t n = d.size();
+  return {d[n - 3], (d[n - 3] + W - 1) / W * W, d[n - 2], d[n - 1]};
+}
+
+// product of the leading (batch) dimensions
+int64_t batch_of(const ffi::Buffer<ffi::F32>& x) {
+  auto d = x.dimensions();
+  int64_t batch = 1;
+  for (size_t i = 0; i + 3 < d.size(); ++i) batch *= d[i];
+  return batch;
+}
+
+ffi::Error Forward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v,
+                   ffi::ResultBuffer<ffi::F32> out, ffi::ResultBuffer<ffi::F32> lse) {
+  const Head s = head_of(q);
+  const int64_t batch = batch_of(q), tile = s.padded * s.dim;
+  if (s.dim % W != 0) return ffi::Error::InvalidArgument("head dimension must be a multiple of 16");
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.dim));
+  std::vector<float> qs(tile), kt(tile), vr(tile), p(R * s.padded), o(R * s.dim);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      s.load_rows(q.typed_data(), b, h, scale, qs.data());
+      s.load_columns(k.typed_data(), b, h, kt.data());
+      s.load_rows(v.typed_data(), b, h, 1.0f, vr.data());
+      float* lse_bh = lse->typed_data() + (b * s.heads + h) * s.seq;
+      for (int64_t i0 = 0; i0 < s.seq; i0 += R) {
+        const int64_t end = s.key_end(i0);
+        products(qs.data() + i0 * s.dim, kt.data(), s, end, p.data());
+        float inverse[R];
+        for (int64_t r = 0; r < R; ++r) {
+          float* row = p.data() + r * s.padded;
+          const int64_t n = i0 + r + 1;  // keys 0..i
+          std::fill(row + n, row + end, -INFINITY);
+          vf top = splat(-INFINITY);
+          for (int64_t j = 0; j < end; j += W) top = top > load(row + j) ? top : load(row + j);
+          float m = top[0];
+          for (int64_t l = 1; l < W; ++l) m = std::max(m, top[l]);
+          for (int64_t j = 0; j < end; j += W) store(row + j, exp(load(row + j) - m));
+          std::fill(row + n, row + end, 0.0f);
+          vf totals = {};
+          for (int64_t j = 0; j < end; j += W) totals += load(row + j);
+          const float total = sum(totals);
+          inverse[r] = 1.0f / total;
+          if (i0 + r < s.seq) lse_bh[i0 + r] = m + std::log(total);
+        }
+        weighted_sums(p.data(), vr.data(), s, end, o.data());
+        for (int64_t r = 0; r < R && i0 + r < s.seq; ++r)
+          for (int64_t d = 0; d < s.dim; ++d)
+            out->typed_data()[s.offset(b, i0 + r, h) + d] = o[r * s.dim + d] * inverse[r];
+      }
+    }
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v,
+                    ffi::Buffer<ffi::F32> out, ffi::Buffer<ffi::F32> lse,
+                    ffi::Buffer<ffi::F32> dout, ffi::ResultBuffer<ffi::F32> dq,
+                    ffi::ResultBuffer<ffi::F32> dk, ffi::ResultBuffer<ffi::F32> dv) {
+  const Head s = head_of(q);
+  const int64_t batch = batch_of(q), tile = s.padded * s.dim;
+  if (s.dim % W != 0) return ffi::Error::InvalidArgument("head dimension must be a multiple of 16");
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.dim));
+  std::vector<float> qs(tile), g(tile), kt(tile), kr(tile), vt(tile), dkt(tile), dvt(tile);
+  std::vector<float> p(R * s.padded), dp(R * s.padded), dq_rows(R * s.dim);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      s.load_rows(q.typed_data(), b, h, scale, qs.data());
+      s.load_rows(dout.typed_data(), b, h, 1.0f, g.data());
+      s.load_columns(k.typed_data(), b, h, kt.data());
+      s.load_columns(v.typed_data(), b, h, vt.data());
+      s.load_rows(k.typed_data(), b, h, 1.0f, kr.data());
+      std::fill(dkt.begin(), dkt.end(), 0.0f);
+      std::fill(dvt.begin(), dvt.end(), 0.0f);
+      const float* lse_bh = lse.typed_data() + (b * s.heads + h) * s.seq;
+      for (int64_t i0 = 0; i0 < s.seq; i0 += R) {
+        const int64_t end = s.key_end(i0);
+        products(qs.data() + i0 * s.dim, kt.data(), s, end, p.data());
+        products(g.data() + i0 * s.dim, vt.data(), s, end, dp.data());
+        for (int64_t r = 0; r < R; ++r) {
+          float* p_row = p.data() + r * s.padded;
+          float* ds_row = dp.data() + r * s.padded;
+          const int64_t i = i0 + r;
+          if (i >= s.seq) {  // padding rows contribute nothing
+            std::fill(p_row, p_row + end, 0.0f);
+            std::fill(ds_row, ds_row + end, 0.0f);
+            continue;
+          }
+          float delta = 0.0f;
+          for (int64_t d = 0; d < s.dim; ++d)
+            delta += g[i * s.dim + d] * out.typed_data()[s.offset(b, i, h) + d];
+          for (int64_t j = 0; j < end; j += W) {
+            const vf p_j = exp(load(p_row + j) - lse_bh[i]);
+            store(p_row + j, p_j);
+            store(ds_row + j, p_j * (load(ds_row + j) - delta));
+          }
+          std::fill(p_row + i + 1, p_row + end, 0.0f);
+          std::fill(ds_row + i + 1, ds_row + end, 0.0f);
+        }
+        // ds is the gradient of the scaled scores: dq = scale ds k, dk = ds (scale q)
+        weighted_sums(dp.data(), kr.data(), s, end, dq_rows.data());
+        for (int64_t r = 0; r < R && i0 + r < s.seq; ++r)
+          for (int64_t d = 0; d < s.dim; ++d)
+            dq->typed_data()[s.offset(b, i0 + r, h) + d] = scale * dq_rows[r * s.dim + d];
+        accumulate_outer(qs.data() + i0 * s.dim, dp.data(), s, end, dkt.data());
+        accumulate_outer(g.data() + i0 * s.dim, p.data(), s, end, dvt.data());
+      }
+      s.store_columns(dkt.data(), b, h, dk->typed_data());
+      s.store_columns(dvt.data(), b, h, dv->typed_data());
+    }
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(RopebookCausalAttentionForward, Forward,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(RopebookCausalAttentionBackward, Backward,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());

@@ -1,0 +1,140 @@
+"""The fused C++ attention kernel against the spelled-out attention, sharded, vmapped, and built."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ropebook
+from ropebook import fused_attention, model
+
+
+def reference(q, k, v):
+    return model._attend_explicit(q, k, v, None)[0]
+
+
+def _inputs(shape, scale=1.0, seed=0):
+    keys = jax.random.split(jax.random.key(seed), 4)
+    return [scale * jax.random.normal(key, shape, jnp.float32) for key in keys]
+
+
+def _assert_close(got, want, rtol=2e-5):
+    np.testing.assert_allclose(got, want, rtol=0, atol=rtol * float(jnp.abs(want).max()))
+
+
+# T not a multiple of the 16-float vector or of the 4-row block; D = 16, 32; large scores
+@pytest.mark.parametrize(
+    "shape, scale",
+    [((2, 37, 3, 16), 1.0), ((1, 128, 2, 32), 1.0), ((3, 5, 1, 16), 1.0), ((2, 64, 2, 16), 12.0)],
+)
+def test_forward_and_gradients_equal_spelled_out_attention(shape, scale):
+    assert fused_attention.applies(jnp.zeros(shape), None)
+    q, k, v, d_out = _inputs(shape, scale)
+    out, pullback = jax.vjp(fused_attention.causal_attention, q, k, v)
+    want, want_pullback = jax.vjp(reference, q, k, v)
+    assert jnp.isfinite(out).all()
+    _assert_close(out, want)
+    for got, expected in zip(pullback(d_out), want_pullback(d_out), strict=True):
+        _assert_close(got, expected)
+
+
+def test_first_position_attends_only_to_itself():
+    q, k, v, _ = _inputs((1, 9, 2, 16))
+    out = fused_attention.causal_attention(q, k, v)
+    np.testing.assert_allclose(out[:, 0], v[:, 0], rtol=1e-6)
+    # the future does not leak: changing the last key and value leaves earlier outputs alone
+    later = fused_attention.causal_attention(q, k.at[:, -1].add(5.0), v.at[:, -1].add(5.0))
+    np.testing.assert_array_equal(out[:, :-1], later[:, :-1])
+
+
+def test_vmap_folds_the_mapped_axis_into_the_batch():
+    q, k, v, _ = _inputs((3, 2, 20, 2, 16))
+    loss = lambda q, k, v: jnp.sum(fused_attention.causal_attention(q, k, v) ** 2)  # noqa: E731
+    grads = jax.jit(jax.vmap(jax.grad(loss, argnums=(0, 1, 2))))(q, k, v)
+    for i in range(3):
+        single = jax.grad(loss, argnums=(0, 1, 2))(q[i], k[i], v[i])
+        for got, want in zip(grads, single, strict=True):
+            np.testing.assert_allclose(got[i], want, rtol=1e-6, atol=1e-6)
+    # an unbatched argument is broadcast
+    shared = jax.vmap(fused_attention.causal_attention, in_axes=(0, None, None))(q, k[0], v[0])
+    _assert_close(shared[1], reference(q[1], k[0], v[0]))
+
+
+def test_model_uses_it_only_where_it_applies(monkeypatch):
+    x = jnp.zeros((1, 8, 2, 16))
+    assert fused_attention.applies(x, None)
+    assert not fused_attention.applies(x, jnp.zeros((2, 8, 8)))  # ALiBi, Kerple, FIRE
+    assert not fused_attention.applies(jnp.zeros((1, 8, 2, 8)), None)  # head dim 8
+    assert not fused_attention.applies(x.astype(jnp.bfloat16), None)
+    monkeypatch.setenv("ROPEBOOK_ATTENTION", "xla")
+    assert not fused_attention.applies(x, None)
+    monkeypatch.setenv("ROPEBOOK_ATTENTION", "flash")
+    with pytest.raises(ValueError, match="ROPEBOOK_ATTENTION.*'flash'"):
+        fused_attention.applies(x, None)
+
+
+def test_model_loss_and_gradients_match_xla_attention(monkeypatch):
+    config = model.ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=2, head_dim=16,
+                               d_ff=64, context=24, encoding="rope")  # fmt: skip
+    params = model.init_params(jax.random.key(1), config)
+    tokens = jax.random.randint(jax.random.key(2), (3, 25), 0, 64)
+    fused = jax.value_and_grad(model.loss_fn)(params, tokens, config)
+    monkeypatch.setenv("ROPEBOOK_ATTENTION", "xla")
+    xla = jax.value_and_grad(model.loss_fn)(params, tokens, config)
+    np.testing.assert_allclose(fused[0], xla[0], rtol=1e-6)
+    for got, want in zip(jax.tree.leaves(fused[1]), jax.tree.leaves(xla[1]), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_sharded_batch_runs_on_each_device_without_gathering():
+    """With the batch split over two devices, each runs the kernel on its own half."""
+    script = textwrap.dedent("""
+        import jax, jax.numpy as jnp, numpy as np
+        import ropebook
+        from ropebook import fused_attention
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+        mesh = Mesh(np.asarray(jax.devices()[:2]), ("data",))
+        q, k, v = (jax.random.normal(key, (4, 32, 2, 16)) for key in jax.random.split(jax.random.key(0), 3))
+        loss = lambda q, k, v: jnp.sum(fused_attention.causal_attention(q, k, v) ** 3)
+        step = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2)))
+        sharded = jax.device_put((q, k, v), NamedSharding(mesh, PartitionSpec("data")))
+        text = step.lower(*sharded).compile().as_text()
+        assert "all-gather" not in text and text.count("ropebook_causal_attention") >= 2, text
+        (value, grads), (want, want_grads) = step(*sharded), step(q, k, v)
+        assert grads[0].sharding.spec == PartitionSpec("data"), grads[0].sharding
+        np.testing.assert_allclose(value, want, rtol=1e-6)
+        for a, b in zip(grads, want_grads):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        print("ok")
+    """)
+    env = os.environ | {"ROPEBOOK_CPU_DEVICES": "2", "ROPEBOOK_ATTENTION": "fused"}
+    env.pop("XLA_FLAGS", None)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
+
+
+def test_build_is_cached_by_source_compiler_and_cpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
+    path = fused_attention.build()
+    assert path.parent == tmp_path / "kernels" and path.exists()
+    assert fused_attention.build() == path  # cached: same name, not rebuilt
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no partial files left
+    monkeypatch.setattr(fused_attention, "FLAGS", (*fused_attention.FLAGS, "-DSOMETHING"))
+    assert fused_attention.library_path() != path
+
+
+def test_failed_build_names_the_compiler_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
+    monkeypatch.setenv("CXX", "no-such-compiler")
+    with pytest.raises(fused_attention.KernelBuildError, match="no-such-compiler"):
+        fused_attention.build()
+    monkeypatch.setenv("CXX", "c++")
+    monkeypatch.setattr(fused_attention, "FLAGS", (*fused_attention.FLAGS, "--no-such-option"))
+    with pytest.raises(fused_attention.KernelBuildError, match="failed"):
+        fused_attention.build()
+    assert not any((tmp_path / "kernels").iterdir())
