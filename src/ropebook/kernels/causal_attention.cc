@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <vector>
+#include <cstdlib>
 
 #include "xla/ffi/api/ffi.h"
 
@@ -52,6 +52,26 @@ inline vf exp(vf x) {
   const vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
   return p * reinterpret_cast<const vf&>(bits);
 }
+
+// Scratch floats on 64-byte boundaries, so each vector load touches one cache line.
+class Tile {
+ public:
+  explicit Tile(int64_t n)
+      : size_(n), data_(static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64))) {
+    std::fill(begin(), end(), 0.0f);
+  }
+  ~Tile() { std::free(data_); }
+  Tile(const Tile&) = delete;
+  Tile& operator=(const Tile&) = delete;
+  float* data() { return data_; }
+  float* begin() { return data_; }
+  float* end() { return data_ + size_; }
+  float& operator[](int64_t i) { return data_[i]; }
+
+ private:
+  int64_t size_;
+  float* data_;
+};
 
 // One (batch, head) slice of [B, T, H, D] arrays, copied into padded tiles.
 struct Head {
@@ -136,7 +156,7 @@ ffi::Error Forward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer
   const int64_t batch = batch_of(q), tile = s.padded * s.dim;
   if (s.dim % W != 0) return ffi::Error::InvalidArgument("head dimension must be a multiple of 16");
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.dim));
-  std::vector<float> qs(tile), kt(tile), vr(tile), p(R * s.padded), o(R * s.dim);
+  Tile qs(tile), kt(tile), vr(tile), p(R * s.padded), o(R * s.dim);
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
       s.load_rows(q.typed_data(), b, h, scale, qs.data());
@@ -181,8 +201,8 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffe
   const int64_t batch = batch_of(q), tile = s.padded * s.dim;
   if (s.dim % W != 0) return ffi::Error::InvalidArgument("head dimension must be a multiple of 16");
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.dim));
-  std::vector<float> qs(tile), g(tile), kt(tile), kr(tile), vt(tile), dkt(tile), dvt(tile);
-  std::vector<float> p(R * s.padded), dp(R * s.padded), dq_rows(R * s.dim);
+  Tile qs(tile), g(tile), kt(tile), kr(tile), vt(tile), dkt(tile), dvt(tile);
+  Tile p(R * s.padded), dp(R * s.padded), dq_rows(R * s.dim);
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
       s.load_rows(q.typed_data(), b, h, scale, qs.data());
