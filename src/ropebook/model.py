@@ -15,9 +15,9 @@ Attention has two paths that share projections, rotation and bias: training uses
 and returns every intermediate for the chapters. On CPU, float32 models without a score bias
 (every rotary encoding, NoPE) attend through a fused C++ kernel (:mod:`ropebook.fused_attention`).
 With it, a fused ``qkv`` matmul and one XLA device per core (:mod:`ropebook.runtime`), a
-training step of the ``cpu`` zoo model runs ~1.15× as fast as the same model in PyTorch eager
-with ``scaled_dot_product_attention`` on 2 CPU cores (``benchmarks/train_throughput.py``; the
-README has the table).
+training step of the ``cpu`` zoo model runs 1.04–1.15× as fast as the same model in PyTorch
+eager with ``scaled_dot_product_attention`` on 2 CPU cores (median over launches,
+``benchmarks/train_throughput.py``; the README has the table).
 
 Params are a plain pytree (dicts and a list of layers), so checkpoints name tensors by their path
 (``layers.0.qkv``) and chapters can read any weight directly.
