@@ -122,10 +122,21 @@ def test_build_is_cached_by_source_compiler_and_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
     path = fused_attention.build()
     assert path.parent == tmp_path / "kernels" and path.exists()
-    assert fused_attention.build() == path  # cached: same name, not rebuilt
-    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no partial files left
+    built = path.stat().st_mtime_ns
+    assert fused_attention.build() == path and path.stat().st_mtime_ns == built  # not rebuilt
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted(
+        [path.name, path.with_suffix(".sha256").name]
+    )  # no partial files left
     monkeypatch.setattr(fused_attention, "FLAGS", (*fused_attention.FLAGS, "-DSOMETHING"))
     assert fused_attention.library_path() != path
+
+
+def test_damaged_cached_library_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
+    path = fused_attention.build()
+    intact = path.read_bytes()
+    path.write_bytes(intact[:1000])  # truncated: loading it would crash the process
+    assert fused_attention.build() == path and path.read_bytes() == intact
 
 
 def test_failed_build_names_the_compiler_and_leaves_nothing(tmp_path, monkeypatch):

@@ -13,7 +13,8 @@ in the backward pass from the saved log-sum-exp (as FlashAttention does); measur
 ``c++``) into ``CACHE_DIR/kernels``, under a name that hashes the source, the flags, the
 compiler's version and this CPU's instruction sets (it is built with ``-march=native``, so a
 cache shared by different machines holds one library per kind of CPU). The file is written
-under a temporary name and renamed, so concurrent processes never load half a library. Its two
+under a temporary name and renamed, so concurrent processes never load half a library, and its
+sha256 is recorded beside it and checked before every load. Its two
 handlers are registered as FFI targets; :func:`causal_attention` ties them together with
 ``jax.custom_vjp``, ``custom_partitioning`` (a batch sharded over devices stays sharded: each
 device runs the kernel on its own sequences) and ``custom_vmap`` (vmapped models fold the
@@ -43,6 +44,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
+
+from ropebook import io
 
 MODES = ("auto", "fused", "xla")
 SOURCE = Path(__file__).with_name("kernels") / "causal_attention.cc"
@@ -95,18 +98,23 @@ def library_path() -> Path:
 
 
 def build() -> Path:
-    """Compile the kernel unless this exact build is cached; returns the library's path."""
+    """Compile the kernel unless this exact build is cached and intact; returns its path.
+
+    A library whose sha256 does not match the one recorded beside it at build time (truncated
+    or changed on disk) is compiled again: loading a damaged shared library can crash the
+    process instead of raising an error.
+    """
     path = library_path()
-    if path.exists():
+    checksum = path.with_suffix(".sha256")
+    if path.exists() and checksum.exists() and io.sha256_file(path) == checksum.read_text():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    command = [_compiler(), *FLAGS, "-I", jax.ffi.include_dir(), str(SOURCE), "-o", str(partial)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise KernelBuildError(f"{' '.join(command)} failed:\n{result.stderr[-2000:]}")
-    os.replace(partial, path)
+    command = [_compiler(), *FLAGS, "-I", jax.ffi.include_dir(), str(SOURCE), "-o"]
+    with io.atomic_path(path) as partial:
+        result = subprocess.run([*command, str(partial)], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise KernelBuildError(f"{' '.join(command)} failed:\n{result.stderr[-2000:]}")
+        digest = io.sha256_file(partial)
+    io.write_bytes_atomic(checksum, digest.encode())
     return path
 
 
