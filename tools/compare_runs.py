@@ -1,0 +1,157 @@
+"""Compare two runs of the book: every glued value, every chart and every page's text.
+
+A refactor that should change no number is checked by running the chapters before and after
+(``executed/`` of each) and, optionally, building both sites::
+
+    python tools/compare_runs.py BEFORE/executed AFTER/executed [--html BEFORE/_build/html AFTER/_build/html]
+
+Glued values are compared by name (names only on one side are listed, not errors: a chapter may
+glue new values for its prose); Vega-Lite specs are compared in order, with the random element ids
+of the book's renderer removed; page text is the visible text of each built chapter page. Exit
+status 1 if any glued value present in both, any chart, or (with ``--html``) any page differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+RECORD_PREFIX = "application/papermill.record/"
+SPEC_PATTERN = re.compile(r"var spec = (\{.*?\});\n", re.S)
+
+
+def notebook_artifacts(path: Path) -> tuple[dict[str, str], list[str]]:
+    """``(glued values by name, chart specs in order)`` of one executed notebook."""
+    notebook = json.loads(path.read_text())
+    glued: dict[str, str] = {}
+    charts: list[str] = []
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            scrap = output.get("metadata", {}).get("scrapbook")
+            if scrap:
+                glued[scrap["name"]] = json.dumps(
+                    {k.removeprefix(RECORD_PREFIX): v for k, v in data.items()}, sort_keys=True
+                )
+            for match in SPEC_PATTERN.finditer("".join(data.get("text/html", ""))):
+                charts.append(json.dumps(json.loads(match.group(1)), sort_keys=True))
+    return glued, charts
+
+
+class _TextOfPage(HTMLParser):
+    """Visible text of a Jupyter Book page's article (scripts, styles and navigation dropped)."""
+
+    SKIP = {"script", "style", "nav", "header", "footer"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth_in_article = 0
+        self.skipping = 0
+        self.words: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "article" or self.depth_in_article:
+            self.depth_in_article += 1
+        if tag in self.SKIP:
+            self.skipping += 1
+
+    def handle_endtag(self, tag):
+        if self.depth_in_article:
+            self.depth_in_article -= 1
+        if tag in self.SKIP and self.skipping:
+            self.skipping -= 1
+
+    def handle_data(self, data):
+        if self.depth_in_article and not self.skipping:
+            self.words.extend(data.split())
+
+
+def page_text(path: Path) -> str:
+    parser = _TextOfPage()
+    parser.feed(path.read_text())
+    return " ".join(parser.words)
+
+
+def compare_executed(before: Path, after: Path, ignore: frozenset[str] = frozenset()) -> int:
+    problems = 0
+    for old in sorted(before.glob("*.ipynb")):
+        new = after / old.name
+        if not new.exists():
+            print(f"{old.stem}: missing after")
+            problems += 1
+            continue
+        old_glued, old_charts = notebook_artifacts(old)
+        new_glued, new_charts = notebook_artifacts(new)
+        changed = [
+            n
+            for n in old_glued
+            if n in new_glued and n not in ignore and old_glued[n] != new_glued[n]
+        ]
+        only_before = sorted(set(old_glued) - set(new_glued))
+        only_after = sorted(set(new_glued) - set(old_glued))
+        same_charts = old_charts == new_charts
+        print(
+            f"{old.stem}: {len(old_glued)} glued before, {len(new_glued)} after, "
+            f"{len(changed)} changed; charts {len(old_charts)} -> {len(new_charts)}, "
+            f"{'identical' if same_charts else 'DIFFERENT'}"
+        )
+        for name in changed:
+            print(
+                f"  changed {name}:\n    before {old_glued[name][:300]}\n    after  {new_glued[name][:300]}"
+            )
+        if only_before:
+            print(f"  only before: {', '.join(only_before)}")
+        if only_after:
+            print(f"  only after: {', '.join(only_after)}")
+        if not same_charts:
+            for i, (a, b) in enumerate(zip(old_charts, new_charts, strict=False)):
+                if a != b:
+                    print(f"  chart {i} differs")
+        problems += len(changed) + (not same_charts)
+    return problems
+
+
+def compare_pages(before: Path, after: Path) -> int:
+    problems = 0
+    for old in sorted((before / "executed").glob("*.html")):
+        new = after / "executed" / old.name
+        if not new.exists():
+            print(f"page {old.name}: missing after")
+            problems += 1
+            continue
+        a, b = page_text(old).split(" "), page_text(new).split(" ")
+        if a == b:
+            print(f"page {old.name}: text identical ({len(a)} words)")
+            continue
+        problems += 1
+        print(f"page {old.name}: text differs")
+        for line in difflib.unified_diff(a, b, lineterm="", n=4):
+            if not line.startswith(("---", "+++")):
+                print(f"    {line}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    parser.add_argument("--html", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    parser.add_argument(
+        "--ignore", action="append", default=["book.minutes"], metavar="NAME",
+        help="glued names that may differ (default: book.minutes, the run's own duration)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    problems = compare_executed(args.before, args.after, frozenset(args.ignore))
+    if args.html:
+        problems += compare_pages(*args.html)
+    print(f"{problems} difference(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
