@@ -52,7 +52,7 @@ class _TextOfPage(HTMLParser):
         super().__init__()
         self.depth_in_article = 0
         self.skipping = 0
-        self.words: list[str] = []
+        self.chunks: list[str] = []
 
     def handle_starttag(self, tag, attrs):
         if tag == "article" or self.depth_in_article:
@@ -68,13 +68,14 @@ class _TextOfPage(HTMLParser):
 
     def handle_data(self, data):
         if self.depth_in_article and not self.skipping:
-            self.words.extend(data.split())
+            self.chunks.append(data)
 
 
 def page_text(path: Path) -> str:
     parser = _TextOfPage()
     parser.feed(path.read_text())
-    return " ".join(parser.words)
+    # One split over the joined text: a glued number and its punctuation stay one word.
+    return " ".join("".join(parser.chunks).split())
 
 
 def compare_executed(before: Path, after: Path, ignore: frozenset[str] = frozenset()) -> int:
