@@ -8,7 +8,7 @@ CHAPTER ?=
 PARAMS ?=
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book setup assets data proofs zoo chapters run html check-site test lint sync browser clean
+.PHONY: book setup assets data proofs zoo chapters run html check-site test lint sync browser slurm cluster-zoo clean
 
 book: setup assets data proofs zoo chapters html
 
@@ -59,11 +59,27 @@ html: setup assets browser
 	$(VENV)/bin/jupyter-book build . $(BOOK_FLAGS)
 	$(PY) -m ropebook check-site _build/html --browser
 
-# Debian's Chromium for the browser checks (playwright's own browser download cannot work here).
+# Debian's Chromium for the browser checks (playwright's own browser download cannot work here),
+# and a Chinese font (WenQuanYi Micro Hei, 5 MB) for the Daodejing prompt the frequency chapter
+# prints: without one, the screenshots show boxes (check-site fails on text no font draws).
+BROWSER_PACKAGES := chromium fonts-wqy-microhei
 browser:
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	(command -v chromium && fc-list :lang=zh | grep -q .) >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq $(BROWSER_PACKAGES) >/dev/null)
 
-test: setup assets browser
+# Debian's Slurm (22.05) and munge for tests/test_cluster.py, which brings up a one-node cluster
+# (cluster/slurm up) and trains the smoke zoo on it with the job script users submit.
+SLURM_PACKAGES := slurmctld slurmd slurm-client munge
+slurm:
+	command -v slurmctld slurmd sbatch munged >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq --no-install-recommends $(SLURM_PACKAGES) >/dev/null)
+
+# make cluster-zoo PROFILE=cpu TASKS=16: the profile's zoo as one Slurm job array (cluster/submit).
+TASKS ?= 16
+cluster-zoo: setup data
+	cluster/submit --profile $(PROFILE) --tasks $(TASKS)
+
+test: setup assets browser slurm
 	$(PY) -m pytest -q
 
 lint: setup

@@ -2,10 +2,13 @@
 
 Same shapes (the zoo's ``cpu`` profile by default), same maths (pre-norm RMSNorm, fused QKV,
 RoPE with the half pairing, causal attention, ReLU² MLP, tied output, AdamW with global-norm
-clipping), same batch. PyTorch uses ``scaled_dot_product_attention(is_causal=True)``; ours uses the fused
-C++ attention kernel (:mod:`ropebook.fused_attention`), and "ours, XLA attn" is the same step
-with XLA's attention (``ROPEBOOK_ATTENTION=xla``), to show what the kernel buys. Runs
-alternate between the two frameworks so machine load affects both alike.
+clipping), same batch. PyTorch uses ``scaled_dot_product_attention(is_causal=True)``; ours runs
+twice: with the fused C++ attention kernel (:mod:`ropebook.fused_attention`,
+``ROPEBOOK_ATTENTION=fused``) and with XLA's attention (``ROPEBOOK_ATTENTION=xla``). "ours" is the
+one of the two that ``ROPEBOOK_ATTENTION=auto`` (the default) picks on this shape and machine, by
+its own measurement (printed, with its timings), so the run shows whether it picked the faster.
+``ROPEBOOK_KERNEL_LANES=16`` (or 8) compiles the kernel with other tiles than this CPU's vector
+width, to compare. Runs alternate between the frameworks so machine load affects all alike.
 
 Each framework runs in its own process (one at a time, rounds alternating), since PyTorch's
 OpenMP threads slow JAX in a shared process, and the whole set is launched ``--launches`` times
@@ -130,7 +133,7 @@ def torch_runner(cfg, tc, tokens, compile: bool = False):
 
 
 RUNNERS = {
-    "ours (JAX)": lambda cfg, tc, tokens: jax_runner(cfg, tc, tokens),
+    "ours, fused": lambda cfg, tc, tokens: jax_runner(cfg, tc, tokens, attention="fused"),
     "ours, XLA attn": lambda cfg, tc, tokens: jax_runner(cfg, tc, tokens, attention="xla"),
     "PyTorch eager": lambda cfg, tc, tokens: torch_runner(cfg, tc, tokens),
     "torch.compile": lambda cfg, tc, tokens: torch_runner(cfg, tc, tokens, compile=True),
@@ -190,6 +193,17 @@ def launch_and_time(args) -> dict[str, list[float]]:
     return seconds
 
 
+def auto_pick(cfg, tc):
+    """The runner ``ROPEBOOK_ATTENTION=auto`` amounts to for this model, and its measured choice
+    (``None`` where the kernel does not apply): its decision for the step's attention shape."""
+    from ropebook import fused_attention
+
+    if fused_attention.lanes() is None or cfg.head_dim % fused_attention.LANES:
+        return "ours, XLA attn", None
+    choice = fused_attention.choose((tc.batch_size, cfg.context, cfg.n_heads, cfg.head_dim))
+    return ("ours, fused" if choice.path == "fused" else "ours, XLA attn"), choice
+
+
 def main() -> None:
     from ropebook import runtime, zoo
 
@@ -201,6 +215,7 @@ def main() -> None:
     parser.add_argument("--launches", type=int, default=3, help="fresh sets of processes")
     args = parser.parse_args()
     cfg, tc = zoo.configs("rope", seed=0, profile=args.profile, regime=args.regime)
+    ours, choice = auto_pick(cfg, tc)  # before the workers start, so they do not slow it
     peak = peak_matmul_flops()
     seconds: dict[str, list[float]] = {}
     ratios = []
@@ -208,8 +223,8 @@ def main() -> None:
         these = launch_and_time(args)
         for name, times in these.items():
             seconds.setdefault(name, []).extend(times)
-        if "ours (JAX)" in these and "PyTorch eager" in these:
-            ratios.append(np.median(these["PyTorch eager"]) / np.median(these["ours (JAX)"]))
+        if ours in these and "PyTorch eager" in these:
+            ratios.append(np.median(these["PyTorch eager"]) / np.median(these[ours]))
             print(f"launch {launch + 1}: ours / PyTorch eager {ratios[-1]:.2f}")
     tokens_per_step = tc.batch_size * cfg.context
     flops = model_flops_per_token(cfg)
@@ -218,22 +233,20 @@ def main() -> None:
     print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s")
     print(f"JAX CPU devices: {runtime.split_cpu_devices()} (ropebook.runtime: one per core, each "
           "batch sharded over them)")  # fmt: skip
-    import jax.numpy as jnp
-
     from ropebook import fused_attention
 
-    fused = fused_attention.applies(jnp.zeros((1, 1, cfg.n_heads, cfg.head_dim)), None)
-    print(f"attention in ours: {'fused C++ kernel (ropebook.fused_attention)' if fused else 'XLA'}"
-          "; 'ours, XLA attn' is the same step with ROPEBOOK_ATTENTION=xla")  # fmt: skip
+    print(f"fused kernel tiles: {fused_attention.lanes()} floats per vector")
+    print(f"ROPEBOOK_ATTENTION=auto picks '{ours}': {choice or 'the kernel does not apply'}")
     print(f"allocator tuned (ropebook.runtime, applies to every framework's process): "
           f"{runtime.tune_allocator()}")  # fmt: skip
     rate = {}
     for name, times in seconds.items():
         rate[name] = tokens_per_step / float(np.median(times))
         print(f"{name:14s} {rate[name]:9,.0f} tokens/s   MFU {rate[name] * flops / peak:6.1%}")
+    print(f"ours (auto) = {ours}: {rate[ours]:,.0f} tokens/s")
     for name in seconds:
-        if name != "ours (JAX)":
-            print(f"ratio ours / {name} (all rounds pooled): {rate['ours (JAX)'] / rate[name]:.2f}")
+        if name != ours:
+            print(f"ratio ours / {name} (all rounds pooled): {rate[ours] / rate[name]:.2f}")
     if ratios:
         print(f"ratio ours / PyTorch eager, median over {len(ratios)} launches: "
               f"{np.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f})")  # fmt: skip

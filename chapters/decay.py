@@ -14,10 +14,10 @@
 # %% [markdown]
 # # Does RoPE decay?
 #
-# A common justification for RoPE, going back to its authors (Su et al., 2021), is that it makes
+# A common justification for RoPE, going back to its authors {cite:p}`su2024roformer`, is that it makes
 # attention *decay with distance*: the further a key is from a query, the smaller their score.
-# The argument takes queries and keys that are constant, all-ones vectors. Barbero et al. (2025,
-# Sec. 3) argue that this is an artefact of that choice:
+# The argument takes queries and keys that are constant, all-ones vectors.
+# {cite:t}`barbero2025round{Sec. 3}` argue that this is an artefact of that choice:
 #
 # - **Prop. 3.1** — for any query there is a key whose score is largest at *any* chosen distance
 #   $r$, not at distance $0$;
@@ -26,7 +26,7 @@
 # - **Fig. 2** — numerically, all-ones queries and keys give a decaying curve (a), independent
 #   Gaussian ones at every position do not (b); **Fig. 9** — nor does *one* Gaussian query and key
 #   repeated along the sequence;
-# - **Fig. 8 / App. B.3** — Random RoPE (Ruoss et al., 2023), which trains on sorted positions
+# - **Fig. 8 / App. B.3** — Random RoPE {cite:p}`ruoss2023randomized`, which trains on sorted positions
 #   sampled from a longer range $[0, L)$, makes the all-ones curve decay *faster* as $L$ grows,
 #   and leaves the Gaussian curves alone.
 #
@@ -67,6 +67,8 @@ from IPython.display import display
 from ropebook import claims, data, plots, train, zoo
 from ropebook.analysis import decay
 from ropebook.analysis import dynamics as dy
+from ropebook.present import decay as show
+from ropebook.present import dynamics as show_dy
 from ropebook.proofs import decay as decay_proofs
 
 plots.setup()
@@ -187,7 +189,7 @@ CLAIMS.record(
 
 # %%
 prop31 = decay.prop31_softmax_peaks(rng, seq_len, prop31_queries, head_dim, base=base)
-prop31.table()
+show.peak_table(prop31)
 
 # %% tags=["remove-input"]
 CLAIMS.record(
@@ -207,7 +209,7 @@ CLAIMS.record(
 
 # %%
 example_q = rng.standard_normal(head_dim)
-decay.plot_prop31_examples(example_q, (3, seq_len // 8, (3 * seq_len) // 4), seq_len, base=base)
+show.plot_prop31_examples(example_q, (3, seq_len // 8, (3 * seq_len) // 4), seq_len, base=base)
 plt.show()
 
 # %% [markdown]
@@ -235,7 +237,7 @@ decay_proofs.prop32()
 # %%
 mc = decay.gaussian_activation_samples(rng, distances, head_dim, mc_samples, base=base)  # [M, N]
 prop32 = decay.zero_mean_check(mc, confidence=0.95, mass=0.99)
-print(f"{prop32} (theory: variance d = {head_dim} at every r)")
+print(f"{show.zero_mean_summary(prop32)} (theory: variance d = {head_dim} at every r)")
 
 # %% tags=["remove-input"]
 CLAIMS.record(
@@ -246,7 +248,7 @@ CLAIMS.record(
 )
 
 # %%
-decay.plot_zero_mean(prop32, mc_samples)
+show.plot_zero_mean(prop32, mc_samples)
 plt.show()
 
 # %% [markdown]
@@ -255,8 +257,8 @@ plt.show()
 # The paper's synthetic experiment has one query attending back over a sequence of $N$ keys. We
 # keep its three set-ups apart:
 #
-# - **(a) all-ones** — the same all-ones query and key at every position (Su et al.'s argument);
-#   its curve is the closed form $\sum_k 2\cos(r g_k)$ (checked by sympy below and, against the
+# - **(a) all-ones** — the same all-ones query and key at every position, the argument of
+#   {cite:t}`su2024roformer`; its curve is the closed form $\sum_k 2\cos(r g_k)$ (checked by sympy below and, against the
 #   float32 code path, in the test suite);
 # - **(b) Gaussian, fresh per position** — independent $\mathcal N(0, I)$ query and key at every
 #   position (Fig. 2b);
@@ -285,7 +287,7 @@ ones_error = float(np.abs(curves["all-ones"] - ones_closed).max())
 print(f"all-ones curve vs closed form sum_k 2 cos(r g_k) / d: max deviation {ones_error:.1e}")
 
 # %%
-decay.plot_setups(curves, head_dim=head_dim, base=base)
+show.plot_setups(curves, head_dim=head_dim, base=base)
 plt.show()
 
 # %% [markdown]
@@ -301,7 +303,7 @@ plt.show()
 boot_rng = np.random.default_rng([seed, 2])
 ratios = decay.decay_ratios(curves, short, long, boot_rng)  # kind -> (ratio, low, high)
 ones_half = decay.half_distance(ones_closed)  # first r where the all-ones curve halves
-decay.ratio_table(ratios, decay_threshold)
+show.ratio_table(ratios, decay_threshold)
 
 # %% tags=["remove-input"]
 ones_ratio = ratios["all-ones"][0]
@@ -326,12 +328,27 @@ for claim_id, (value, low, high) in (
     )
 
 # %% [markdown]
+# **Explore the decay.** {cite:t}`su2024roformer{Sec. 3.4.3}` bound the score of *any* query and key by
+# $\max_k |h_{k+1} - h_k| \sum_j |S_j(r)|$, where $h_k$ is the query times the conjugate key in
+# plane $k$ (as complex numbers) and $S_j(r) = \sum_{k<j} e^{\,i r g_k}$. The chart recomputes,
+# in your browser, the all-ones curve of panel (a) (solid) and that bound relative to its value at
+# $r = 0$ (dashed) for the $d$, $\theta$ and largest distance on its sliders, starting at this
+# chapter's. The shaded band, $\pm 1/\sqrt d$, is where the Gaussian set-ups scatter. Raise
+# $\theta$ and the all-ones curve settles higher: more planes turn too slowly to disagree within
+# the distances shown.
+
+# %%
+from ropebook.present import explorers
+
+explorers.decay_explorer(head_dim, base, seq_len)
+
+# %% [markdown]
 # ## Fig. 8 / App. B.3: Random RoPE
 #
-# Ruoss et al. (2023) train with *randomised positions*: for a sequence of $N$ tokens they draw
+# {cite:t}`ruoss2023randomized` train with *randomised positions*: for a sequence of $N$ tokens they draw
 # $N$ distinct positions uniformly from $[0, L)$, $L > N$, sort them, and give RoPE those instead
 # of $0, \dots, N-1$. Consecutive tokens are then about $L/N$ positions apart, so a token
-# distance $r$ becomes a position distance of about $rL/N$. Barbero et al. (App. B.3) point out
+# distance $r$ becomes a position distance of about $rL/N$. {cite:t}`barbero2025round{App. B.3}` point out
 # that this makes the all-ones curve decay *faster* in token distance, while Gaussian curves do
 # not change. We redraw both set-ups for $L \in$ `random_rope_factors` $\times N$ ($L = N$ is
 # plain RoPE), with fresh positions for every draw.
@@ -351,7 +368,7 @@ for factor in random_rope_factors:
 # identity predicts at every distance.
 
 # %%
-decay.plot_random_rope(
+show.plot_random_rope(
     random_curves, random_rope_factors, short_window=short_window, head_dim=head_dim
 )
 plt.show()
@@ -367,7 +384,7 @@ plt.show()
 random_rope = decay.random_rope_summary(
     random_curves, random_rope_factors, ones_half, short, long, boot_rng
 )
-decay.random_rope_tables(random_rope)
+show.random_rope_tables(random_rope)
 
 # %% tags=["remove-input"]
 CLAIMS.record(
@@ -419,7 +436,7 @@ print(
 # and about 96 more spread over the rest of the context (hover a line to read its values):
 
 # %%
-decay.trained_chart(trained, model_names, seeds)
+show.trained_chart(trained, model_names, seeds)
 
 # %% [markdown]
 # A layer **decays** if its mean activation at short distances ($1 \le r \le$ `trained_short`) is
@@ -431,14 +448,14 @@ decay.trained_chart(trained, model_names, seeds)
 
 # %%
 trained_decay = decay.trained_decay(trained, model_names, seeds, trained_short)
-print(trained_decay)
-trained_decay.table()
+print(show.trained_summary(trained_decay))
+show.trained_table(trained_decay)
 
 # %% tags=["remove-input"]
 CLAIMS.record(
     "decay.trained",
     trained_decay.all_decay,
-    trained_decay.measured(),
+    show.trained_measured(trained_decay),
     seeds=len(seeds),
 )
 
@@ -478,7 +495,7 @@ flag_context = flagship["rope"][0].config.context
 flag_windows = train.sample_windows(
     test_tokens, flag_context, n_windows, np.random.default_rng([seed, 8])
 )
-print(dy.describe(flagship, regime))
+print(show_dy.describe(flagship, regime))
 
 # %% [markdown]
 # The chart shows the least-decaying layer's contrast against tokens seen (log axis), one line
@@ -493,8 +510,8 @@ decay_runs = {
     for name, models in flagship.items()
 }  # fmt: skip
 decay_trends = [dy.trend_test(run["least-decaying layer"]) for run in decay_runs.values()]
-display(dy.decay_chart(dy.trajectories(decay_runs, "least-decaying layer")))
-plots.table(dy.trend_table(decay_trends))
+display(show_dy.decay_chart(dy.trajectories(decay_runs, "least-decaying layer")))
+plots.table(show_dy.trend_table(decay_trends))
 
 # %% [markdown]
 # The verdict pairs each seed's untrained model with its last snapshot: a 95% interval over

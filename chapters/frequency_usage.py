@@ -16,14 +16,15 @@
 #
 # RoPE splits every query and key into $d/2$ two-dimensional *chunks* and turns chunk $k$ by
 # $g_k = \theta^{-2k/d}$ radians per token, from one radian per token ($k=0$) down to about
-# $1/\theta$. Does a trained model use all of them? Barbero et al. (2025, Sec. 4) answer with a
+# $1/\theta$. Does a trained model use all of them? {cite:t}`barbero2025round{Sec. 4}` answer with a
 # bound: the contribution of chunk $k$ to the score between query $i$ and key $j$ obeys
 #
 # $$ \bigl|\langle \mathbf q_i^{(k)}, \rho(g_k)^{j-i}\,\mathbf k_j^{(k)}\rangle\bigr| \le
 #    \lVert \mathbf q_i^{(k)}\rVert\,\lVert \mathbf k_j^{(k)}\rVert ,$$
 #
 # so a chunk whose norm is small cannot matter much, and the **mean 2-norm of each chunk** is a
-# map of which frequencies a model can use. For Gemma 7B they report (Figs 3, 4, 13, 19):
+# map of which frequencies a model can use. For Gemma 7B {cite:p}`gemma2024gemma` they report
+# (Figs 3, 4, 13, 19):
 #
 # 1. queries and keys put most of their norm on the **lowest** frequencies, at every layer, with
 #    some high-frequency use in the first and last layers;
@@ -32,10 +33,11 @@
 #    (diagonal or previous-token attention, Sec. 5, Fig. 14);
 # 4. the picture barely changes with the **input domain** (Italian, Chinese, code, arithmetic).
 #
-# Llama 3.1 8B shows the same (App. C, Figs 10–11). We measure all four on the book's RoPE model,
+# Llama 3.1 8B {cite:p}`llama2024herd` shows the same (App. C, Figs 10–11). We measure all four on the book's RoPE model,
 # add a control the paper could not run (the same architecture trained *without* RoPE), and end
 # with a loader that reads real Llama/Gemma checkpoints into the same analysis. The analysis
-# lives in `ropebook.analysis.frequencies` (imported as `fq`); the cells below call it.
+# lives in `ropebook.analysis.frequencies` (imported as `fq`), its figures and tables in
+# `ropebook.present.frequencies` (`show`); the cells below call them.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
@@ -58,11 +60,14 @@ import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
+from IPython.display import display
+from myst_nb import glue
 
 from ropebook import claims, data, plots, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies as fq
+from ropebook.present import dynamics as show_dy
+from ropebook.present import frequencies as show
 
 plots.setup()
 started = time.perf_counter()
@@ -161,7 +166,7 @@ CLAIMS = claims.ClaimSet(
 # %%
 quotes = fq.passages("shakespeare", n_prompts, n_tokens)
 quote_ids = [ids for _, ids in quotes]
-plots.table(fq.prompt_table(quotes))
+plots.table(show.prompt_table(quotes))
 
 # %% [markdown]
 # ## Measuring chunk norms
@@ -193,7 +198,7 @@ CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed inter
 # queries and keys and for its absence in the values.
 
 # %%
-fq.plot_layer_maps(
+show.plot_layer_maps(
     {fq.KIND_NAMES[kind]: first.layers(kind) for kind in fq.KINDS},
     first.wavelengths,
     f"'{model_name}' (seed {seeds[0]}): mean chunk norm per layer, {first.n_texts} Shakespeare prompts",
@@ -205,7 +210,7 @@ plt.show()
 # panel has its own colour scale, as in the paper).
 
 # %%
-fq.usage_heatmaps(
+show.usage_heatmaps(
     first, fq.KINDS, f"'{model_name}': mean chunk norm per layer (hover for wavelength)"
 )
 
@@ -217,7 +222,7 @@ fq.usage_heatmaps(
 # in the keys.
 
 # %%
-fq.usage_heatmaps(
+show.usage_heatmaps(
     first, ("q", "k"), f"'{model_name}', layer 0: mean chunk norm per head (hover for wavelength)",
     per_head=True, layers=[0],
 )  # fmt: skip
@@ -238,7 +243,7 @@ runs = {model_name: usage, control_name: control_usage}
 low = {(name, k): fq.band_shares(u, k, band, "low") for name, u in runs.items() for k in fq.KINDS}
 columns = [(model_name, k) for k in fq.KINDS] + [(control_name, k) for k in ("q", "k")]
 print(f"share of norm in the slowest {band_chunks} of {n_chunks} chunks (uniform: {uniform:.3f})")
-plots.table(fq.band_share_table(low, columns))
+plots.table(show.band_share_table(low, columns))
 
 # %%
 reading = fq.low_band_reading(low[model_name, "q"], low[model_name, "k"], uniform)
@@ -274,11 +279,12 @@ CLAIMS.record(
 edge = fq.edge_layer_reading(usage, band)
 
 # %% tags=["hide-input"]
-print(edge.measured, "→", edge.verdict)
+edge_measured = show.edge_layer_measured(edge)
+print(edge_measured, "→", edge.verdict)
 CLAIMS.record(
     "frequency_usage.edge_layers",
     edge.verdict,
-    edge.measured,
+    edge_measured,
     interval=edge.gap.text if edge.gap else None,
     seeds=n_seeds,
 )
@@ -301,7 +307,7 @@ trend = {(name, k): fq.trends(u, k) for name, u in runs.items() for k in fq.KIND
 flat_bound = fq.flat_bound(config.n_layers, n_chunks)
 values_verdict, values_stats = fq.flat_verdict(trend[model_name, "v"], flat_bound)
 print(f"flat means |trend| < {flat_bound:.3f}; values of '{model_name}': {values_verdict}")
-plots.table(fq.trend_table(trend, low, list(runs), flat_bound))
+plots.table(show.trend_table(trend, low, list(runs), flat_bound))
 
 # %% tags=["remove-input"]
 CLAIMS.record(
@@ -320,7 +326,7 @@ CLAIMS.record(
 # queries and keys as flat as values: there its chunks are as arbitrary as the values' are.
 
 # %%
-fq.plot_layer_maps(
+show.plot_layer_maps(
     {f"{control_name} {fq.KIND_NAMES[k]}": control_usage[0].layers(k) for k in ("q", "k")},
     first.wavelengths,
     f"Control '{control_name}' (no rotation): the same chunks, mean norm per layer",
@@ -370,7 +376,7 @@ flag_pairs = flag_config.head_dim // 2
 flag_prompts = [
     ids for _, ids in fq.passages("shakespeare", n_prompts, prompt_tokens or flag_config.context)
 ]
-print(dy.describe(flagship, regime))
+print(show_dy.describe(flagship, regime))
 
 # %% [markdown]
 # For every snapshot of every model and seed we measure the chunk norms on the same Shakespeare
@@ -388,11 +394,11 @@ share_runs = {
 }  # fmt: skip
 share_trends = [dy.trend_test(run[s]) for run in share_runs.values() for s in ("queries", "keys")]
 display(
-    dy.norm_share_chart(
+    show_dy.norm_share_chart(
         dy.trajectories(share_runs, "queries") + dy.trajectories(share_runs, "keys")
     )
 )
-plots.table(dy.trend_table(share_trends))
+plots.table(show_dy.trend_table(share_trends))
 
 # %% [markdown]
 # Where does the norm go? For the RoPE model (mean over seeds), each pair's share of the query
@@ -401,7 +407,7 @@ plots.table(dy.trend_table(share_trends))
 # gathering in the bottom rows (the slowest pairs) as the columns move right.
 
 # %%
-dy.pair_heatmap([share_runs["rope"]["queries per pair"], share_runs["rope"]["keys per pair"]])
+show_dy.pair_heatmap([share_runs["rope"]["queries per pair"], share_runs["rope"]["keys per pair"]])
 
 # %% [markdown]
 # The verdict is the paired change from the untrained model to the last snapshot, seed by seed:
@@ -431,7 +437,7 @@ CLAIMS.record(
 # %%
 head_high = [fq.head_high_share(u, band) for u in usage]  # per seed, [layers, heads]
 flagged = [share >= high_head_share for share in head_high]
-fq.head_strip_chart(usage, seeds, band, high_head_share)
+show.head_strip_chart(usage, seeds, band, high_head_share)
 
 # %% [markdown]
 # "A few" means at least one head and at most a quarter of them, in every seed; none, or more
@@ -470,7 +476,7 @@ CLAIMS.record(
 
 # %%
 positional = [fq.positional_attention(m, quote_ids) for m in models]  # [layers, 2, heads]
-plots.table(fq.top_heads_table(seeds, head_high, positional, positional_mass))
+plots.table(show.top_heads_table(seeds, head_high, positional, positional_mass))
 
 # %% [markdown]
 # The test: in every seed, is the head with the largest fastest-band share positional, and do
@@ -480,7 +486,7 @@ plots.table(fq.top_heads_table(seeds, head_high, positional, positional_mass))
 # %%
 heads = fq.positional_reading(head_high, positional, flagged, positional_mass)
 positional_verdict = claims.graded(heads.evidence)
-positional_measured = heads.measured(seeds)
+positional_measured = show.positional_measured(heads, seeds)
 
 # %% tags=["hide-input"]
 print(positional_measured, "→", positional_verdict)
@@ -499,7 +505,7 @@ CLAIMS.record(
 # %%
 top_layer, top_head = heads.top_heads[0]
 pattern = fq.attention_pattern(models[0], quote_ids[0], top_layer, top_head)
-fq.plot_head_closeup(
+show.plot_head_closeup(
     first, pattern, top_layer, top_head,
     f"Head with the largest fastest-band share ({head_high[0][top_layer, top_head]:.2f}): "
     f"{positional[0][top_layer, 0, top_head]:.2f} of its attention on itself, "
@@ -513,13 +519,14 @@ plt.show()
 # The paper shows query usage for an Italian and a Chinese prompt, Python code and additions of
 # large integers, and finds the maps "very similar". Our domains, all unseen in training:
 #
-# - **Shakespeare**: the held-out prompts above;
-# - **Python**: passages from the held-out Python split (`data.load_texts("python", "test")`);
+# - **Shakespeare** {cite:p}`data_shakespeare`: the held-out prompts above;
+# - **Python** {cite:p}`data_python_stdlib`: passages from the held-out Python split
+#   (`data.load_texts("python", "test")`);
 # - **arithmetic**: lines `a+b=c` with six-digit `a`, `b` drawn by `numpy.random.Generator(prompt_seed)`;
-# - **Italian**: the opening of Dante's *Inferno* (Canto I, lines 1–39; public domain, typed into
+# - **Italian**: the opening of Dante's *Inferno* {cite:p}`dante_inferno` (Canto I, lines 1–39; public domain, typed into
 #   `fq.DANTE` from memory of the standard text, so minor orthographic variants are possible);
 #   cut into consecutive windows;
-# - **Chinese**: chapters 1–3 of the *Daodejing* (public domain, typed into `fq.DAODEJING` in
+# - **Chinese**: chapters 1–3 of the *Daodejing* {cite:p}`laozi_daodejing` (public domain, typed into `fq.DAODEJING` in
 #   the same way), kept only if our tokenizer encodes it losslessly.
 #
 # The model was trained on Shakespeare only, so code, digits and the other languages are far
@@ -530,7 +537,7 @@ plt.show()
 domains = fq.domain_prompts(quote_ids, n_prompts, n_tokens, prompt_seed)
 if fq.CHINESE not in domains:
     print("The tokenizer does not round-trip the Chinese text; that domain is left out.")
-plots.table(fq.domain_table(domains))
+plots.table(show.domain_table(domains))
 
 # %% [markdown]
 # The query maps of every domain, for the first seed:
@@ -538,7 +545,7 @@ plots.table(fq.domain_table(domains))
 # %%
 domain_usage = [{name: fq.measure_zoo(m, p) for name, p in domains.items()} for m in models]
 names = list(domains)
-fq.plot_layer_maps(
+show.plot_layer_maps(
     {name: domain_usage[0][name].layers("q") for name in names},
     first.wavelengths,
     f"'{model_name}': query chunk norms per layer on each domain (seed {seeds[0]})",
@@ -560,7 +567,7 @@ reference = {
     "Shakespeare queries vs Shakespeare values": q_vs_v,
     f"Shakespeare queries vs '{control_name}' queries": q_vs_nope,
 }
-plots.table(fq.similarity_table(similarity, reference))
+plots.table(show.similarity_table(similarity, reference))
 
 # %% [markdown]
 # The reading holds if, over seeds, even the least similar pair of domains correlates above
@@ -594,7 +601,8 @@ CLAIMS.record(
 # 3072/16), grouped-query attention, `rope_theta`, `linear` and Llama 3.1's `llama3` RoPE scaling
 # (others, e.g. `yarn`, are refused by name), Gemma's $(1+w)$ RMSNorm, $\sqrt{d}$ embedding scale
 # and tanh-GELU MLP, Llama's SiLU MLP, and the `rotate_half` pairing. Malformed folders, corrupt
-# weights and non-RoPE configs (GPT-2) are rejected before any weight is read.
+# weights and configs without RoPE, such as GPT-2's {cite:p}`radford2019gpt2`, are rejected
+# before any weight is read.
 #
 # First, the loader itself: tiny random Llama and Gemma models built and saved by `transformers`
 # (hidden 64, 4 query heads sharing 2 KV heads; Gemma with head_dim 32 ≠ 64/4; every weight,
@@ -605,7 +613,7 @@ CLAIMS.record(
 # %%
 loader = fq.hf_loader_check(seed=0)
 loader_gap, loader_tolerance = fq.loader_gap(loader), 1e-5
-plots.table(fq.loader_table(loader), digits=2)
+plots.table(show.loader_table(loader), digits=2)
 
 # %% tags=["remove-input"]
 CLAIMS.record(
@@ -615,9 +623,12 @@ CLAIMS.record(
 )
 
 # %% [markdown]
-# `ropebook.capture` reads *any* causal LM that transformers runs with rotary embeddings (tested:
-# Llama, Mistral, Qwen 2/3, Gemma 1/2/3, Phi-3, OLMo 2, GPT-NeoX/Pythia): it lets transformers
-# run the model and records every layer's queries, keys (before and after RoPE), values and
+# `ropebook.capture` reads *any* causal LM that transformers {cite:p}`transformers` runs with
+# rotary embeddings. It is tested on Llama {cite:p}`touvron2023llama2,llama2024herd`, Mistral
+# {cite:p}`jiang2023mistral`, Qwen 2 and 3 {cite:p}`yang2024qwen2,yang2025qwen3`, Gemma 1, 2 and 3
+# {cite:p}`gemma2024gemma,gemma2024gemma2,gemma2025gemma3`, Phi-3 {cite:p}`abdin2024phi3`,
+# OLMo 2 {cite:p}`olmo2024olmo2` and GPT-NeoX {cite:p}`black2022gptneox` / Pythia
+# {cite:p}`biderman2023pythia`. It lets transformers run the model and records every layer's queries, keys (before and after RoPE), values and
 # attention through transformers' attention-function registry, with each layer's real RoPE grid —
 # which dims rotate (Pythia: the first 25 %) and at which frequencies (Gemma 3: a 10k base in
 # local layers, 1M in global ones). Both readers agree on Llama and Gemma (`tests/test_capture.py`).
@@ -668,7 +679,7 @@ if real is not None:
 if real is not None:
     last, members, top = real_result.n_layers - 1, real_head.members, real_head.top
     display(
-        fq.usage_heatmaps(
+        show.usage_heatmaps(
             real_usage, ("q",), f"Last layer, query heads {members[0]}–{members[-1]} (KV group "
             f"{top // len(members)}): mean chunk norm", per_head=True, layers=[last],
             heads=members, row_height=18,
@@ -716,29 +727,43 @@ qk_trend = (trend[model_name, "q"].mean() + trend[model_name, "k"].mean()) / 2
 toward = "slowest" if qk_trend > 0 else "fastest"
 slow_turn = float(config.context * first.frequencies[-1])
 strongest_top = heads.strongest[0][heads.top_heads[0]]
-display(
-    Markdown(
-        "\n".join(
-            [
-                f"- **Scale.** '{model_name}' has {config.n_layers} layers of {config.n_heads} heads, "
-                f"saw {models[0].tokens_seen:,} training tokens in windows of {config.context}; its "
-                f"slowest chunk turns {slow_turn:.3f} rad across one window.",
-                f"- **Queries and keys.** The slowest band holds {reading.q.mean:.0%} (queries) and "
-                f"{reading.k.mean:.0%} (keys) of the norm against a uniform {uniform:.0%}; norm "
-                f"tends to grow towards the **{toward}** chunks (trend {qk_trend:+.2f}) — "
-                f"{reading.verdict} for the paper's reading.",
-                f"- **Values and the control.** Values' trend {trend[model_name, 'v'].mean():+.2f}, the "
-                f"NoPE model's queries/keys {trend[control_name, 'q'].mean():+.2f} / "
-                f"{trend[control_name, 'k'].mean():+.2f} (flat within ±{flat_bound:.2f}).",
-                f"- **Heads.** {counts} of {n_heads_total} heads reach a fastest-band share of "
-                f"{high_head_share:.0%}; the strongest one puts {strongest_top:.2f} of "
-                f"its attention on a single offset.",
-                f"- **Domains.** The least similar pair of domains still correlates at "
-                f"{domain.least.mean:.2f}, against {domain.yardstick:.2f} for queries vs values.",
-            ]
-        )
-    )
-)
+found = {
+    "model_name": model_name, "n_layers": config.n_layers, "n_heads": config.n_heads,
+    "tokens_seen": int(models[0].tokens_seen), "context": config.context,
+    "slow_turn": slow_turn, "q_low": float(reading.q.mean), "k_low": float(reading.k.mean),
+    "uniform": float(uniform), "toward": toward, "qk_trend": float(qk_trend),
+    "low_verdict": reading.verdict, "v_trend": float(trend[model_name, "v"].mean()),
+    "control_q_trend": float(trend[control_name, "q"].mean()),
+    "control_k_trend": float(trend[control_name, "k"].mean()),
+    "flat_bound": float(flat_bound), "head_counts": str(counts), "n_heads_total": n_heads_total,
+    "high_head_share": float(high_head_share), "strongest_top": float(strongest_top),
+    "domain_least": float(domain.least.mean), "domain_yardstick": float(domain.yardstick),
+}  # fmt: skip
+for name, value in found.items():
+    glue(f"frequency_usage.{name}", value, display=False)
+
+# %% [markdown]
+# - **Scale.** '{glue:text}`frequency_usage.model_name`' has {glue:text}`frequency_usage.n_layers`
+#   layers of {glue:text}`frequency_usage.n_heads` heads, saw
+#   {glue:text}`frequency_usage.tokens_seen:,d` training tokens in windows of
+#   {glue:text}`frequency_usage.context`; its slowest chunk turns
+#   {glue:text}`frequency_usage.slow_turn:.3f` rad across one window.
+# - **Queries and keys.** The slowest band holds {glue:text}`frequency_usage.q_low:.0%` (queries)
+#   and {glue:text}`frequency_usage.k_low:.0%` (keys) of the norm against a uniform
+#   {glue:text}`frequency_usage.uniform:.0%`; norm tends to grow towards the
+#   **{glue:text}`frequency_usage.toward`** chunks (trend {glue:text}`frequency_usage.qk_trend:+.2f`)
+#   — {glue:text}`frequency_usage.low_verdict` for the paper's reading.
+# - **Values and the control.** Values' trend {glue:text}`frequency_usage.v_trend:+.2f`, the NoPE
+#   model's queries/keys {glue:text}`frequency_usage.control_q_trend:+.2f` /
+#   {glue:text}`frequency_usage.control_k_trend:+.2f` (flat within
+#   ±{glue:text}`frequency_usage.flat_bound:.2f`).
+# - **Heads.** {glue:text}`frequency_usage.head_counts` of
+#   {glue:text}`frequency_usage.n_heads_total` heads reach a fastest-band share of
+#   {glue:text}`frequency_usage.high_head_share:.0%`; the strongest one puts
+#   {glue:text}`frequency_usage.strongest_top:.2f` of its attention on a single offset.
+# - **Domains.** The least similar pair of domains still correlates at
+#   {glue:text}`frequency_usage.domain_least:.2f`, against
+#   {glue:text}`frequency_usage.domain_yardstick:.2f` for queries vs values.
 
 # %% [markdown]
 # ## What we claim and what we measured

@@ -15,16 +15,26 @@
 # # Round and round: why RoPE works
 #
 # Rotary position embeddings (RoPE) are the positional encoding of most open language models.
-# The common story says they help because attention *decays* with distance. Barbero et al.
-# (*Round and Round We Go! What makes RoPE useful?*, ICLR 2025) argue otherwise: models use
-# RoPE's **high frequencies** to build precise positional heads, and its **low frequencies** as
-# semantic channels that are not robust over long contexts — which motivates *p*-RoPE, which
-# drops the lowest frequencies. The CABLE paper (Veisi et al., 2025) draws the attention maps and
-# biases of RoPE, ALiBi, Kerple and FIRE side by side.
+# The common story says they help because attention *decays* with distance. In *Round and Round
+# We Go! What makes Rotary Positional Encodings useful?*, {cite:t}`barbero2025round` argue
+# otherwise: models use RoPE's **high frequencies** to build precise positional heads, and its
+# **low frequencies** as semantic channels that are not robust over long contexts — which
+# motivates *p*-RoPE, which drops the lowest frequencies. The CABLE paper
+# {cite:p}`veisi2025cable` draws the attention maps and biases of RoPE, ALiBi, Kerple and FIRE
+# side by side.
 #
-# This book re-derives each claim symbolically (sympy, executed on the page), measures it on small
-# transformers we train ourselves in JAX, and says plainly whether it held. Every page is an
-# executed notebook; every number on it was computed when the page was built.
+# This book re-derives each claim symbolically (SymPy {cite:p}`sympy`, executed on the page),
+# measures it on small transformers we train ourselves in JAX {cite:p}`jax` with Optax
+# {cite:p}`optax`, and says plainly whether it held. Every page is an executed notebook; every
+# number on it was computed when the page was built. The arrays are NumPy {cite:p}`numpy` and
+# SciPy {cite:p}`scipy`, the figures Altair {cite:p}`altair` on Vega-Lite {cite:p}`vegalite` (with
+# Matplotlib {cite:p}`matplotlib` for a few), the tokenizer Hugging Face Tokenizers
+# {cite:p}`tokenizers`, the weights safetensors {cite:p}`safetensors`; the tests hold our code to
+# transformers {cite:p}`transformers` on PyTorch {cite:p}`pytorch`. Chapters are Jupytext
+# {cite:p}`jupytext` scripts run by papermill {cite:p}`papermill` into the pages of Jupyter Book
+# {cite:p}`jupyterbook`, whose [references](../references.md) come from sphinxcontrib-bibtex
+# {cite:p}`sphinxcontribbibtex` and whose formulas MathJax {cite:p}`mathjax` draws. The versions
+# are listed there.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "cpu"  # smoke | cpu | gpu (recorded only: this page reads the other chapters)
@@ -50,8 +60,10 @@ plots.chapter_findings(records)
 # ## Re-running a chapter
 #
 # Each chapter is a plain Python file, `chapters/<name>.py`, in jupytext's percent format; its
-# cell tagged `parameters` lists what can be changed. To re-run one chapter with other values and
-# rebuild the site:
+# cell tagged `parameters` lists what can be changed. Every chapter page opens with a **Rerun this
+# chapter** box generated from that cell: each parameter with its default and the values it
+# accepts, the command that produced the page, and links to download the executed notebook and
+# its `.py` source. To re-run one chapter with other values and rebuild the site:
 #
 # ```bash
 # make run CHAPTER=decay PARAMS="seed=1"        # CPU, default profile

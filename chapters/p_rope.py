@@ -16,14 +16,14 @@
 #
 # The book so far splits RoPE's planes by speed. The **fast** planes turn by about a radian per
 # token: a query and key that agree in them score highest at one exact distance, which is how a
-# head attends to "the previous token" (Barbero et al., 2025, Thm 5.3). The **slow** planes barely
+# head attends to "the previous token" {cite:p}`barbero2025round{Thm 5.3}`. The **slow** planes barely
 # turn over a training context, so a head can use them to match *content* whatever the distance —
 # but only approximately: over long enough distances every plane turns, and Thm 6.1 shows that a
 # semantic match carried by a rotating plane can always be broken.
 #
 # Sec. 6.1 of the paper turns this into an encoding. **p-RoPE** keeps the fastest fraction $p$
 # of RoPE's frequencies and sets the slowest $1-p$ to zero, so those planes are never rotated:
-# $p = 0$ is NoPE and $p = 1$ is RoPE. The paper trains Gemma 2B models with seven encodings and
+# $p = 0$ is NoPE and $p = 1$ is RoPE. The paper trains Gemma 2B {cite:p}`gemma2024gemma` models with seven encodings and
 # reports that 0.75-RoPE has the lowest validation perplexity (its Table 2). This chapter
 #
 # 1. backs each cell of the paper's Table 1 with a check (here or in another chapter);
@@ -43,9 +43,12 @@ epsilon = 0.01  # in (0, 1): Table 1 constructions must reach attention > 1 - ep
 # %% tags=["hide-input"]
 import numpy as np
 from IPython.display import Markdown, display
+from myst_nb import glue
 
-from ropebook import claims, data, plots, rope, zoo
+from ropebook import claims, data, plots, rope, seedplan, zoo
 from ropebook.analysis import ablation
+from ropebook.present import ablation as show
+from ropebook.present import seedplan as show_plan
 
 plots.setup()
 seeds = zoo.seeds_for("rope", profile=profile)  # the same for every Table 2 model on both domains
@@ -193,7 +196,21 @@ grids = {
     for label, (variant, p) in ablation.TABLE1_VARIANTS.items()  # NoPE, RoPE, 0.75-RoPE
 }
 rotating = grids["0.75-RoPE"] > 0
-plots.table(ablation.plane_rows(grids["RoPE"], rotating))
+plots.table(show.plane_rows(grids["RoPE"], rotating))
+
+# %% [markdown]
+# **Explore the cut-off.** The chart recomputes, in your browser, which planes p-RoPE keeps
+# rotating (black) and which it frees (orange, drawn at the turns they made under RoPE) for the
+# $p$, $\theta$, $d$ and context on its sliders, starting at our lesson models; a click on a model
+# in the list loads its settings. Whether freeing planes can matter depends on how far the freed
+# planes turned under RoPE (the last line of its readout): planes that never complete a turn over
+# the context change little when they stop turning.
+
+# %%
+from ropebook.present import explorers
+
+p_cut = ablation.TABLE1_VARIANTS["0.75-RoPE"][1]
+explorers.cutoff_explorer(explorers.presets(profile), initial=f"lesson (ours, {profile})", p=p_cut)
 
 # %% [markdown]
 # (p-rope-positional)=
@@ -219,35 +236,42 @@ cases = [
     ("0.75-RoPE", ~rotating, ablation.FREE_PLANES),
     ("NoPE", every_plane, ablation.ALL_PLANES),
 ]
-positional_rows = [
-    ablation.construction_row(
+constructions = [
+    ablation.construction(
         label, planes, n, where=where, head_dim=head_dim, base=base, epsilon=epsilon
     )
     for n in (context, max_factor * context)
     for label, planes, where in cases
 ]
-plots.table(positional_rows, digits=4)
+plots.table(show.construction_rows(constructions), digits=4)
 
 # %% tags=["remove-input"]
-positional = ablation.positional_check(positional_rows, epsilon)
-assert all(positional.ok.values()), positional_rows
+positional = ablation.positional_check(constructions, epsilon)
+assert all(positional.ok.values()), constructions
 CLAIMS.record(
     "p_rope.table1_positional",
     positional.ok["0.75-RoPE"] and positional.ok["NoPE"],
     f"worst target attention {positional.fast_worst:.4f} (0.75-RoPE, fast planes) vs "
     f"{positional.uniform_best:.4f} (NoPE / free planes), N ≤ {max_factor * context}",
 )
-display(
-    Markdown(
-        f"On its fast planes 0.75-RoPE builds both heads exactly as RoPE does: the worst query "
-        f"puts at least {positional.fast_worst:.4f} of its attention on the target "
-        f"(ε = {epsilon}), at {context} and at {max_factor * context} tokens. The same "
-        f"construction on the free planes — or with NoPE — gives every key the same score, so "
-        f"attention is uniform and the worst query puts only {positional.uniform_best:.4f} on "
-        f"the target, for any scale: the free planes are NoPE, and Prop. 5.2's repeated-token "
-        f"argument applies to them."
-    )
-)
+for name, value in {
+    "fast_worst": positional.fast_worst,
+    "uniform_best": positional.uniform_best,
+    "epsilon": epsilon,
+    "context": context,
+    "max_factor": max_factor,
+    "long_context": max_factor * context,
+}.items():
+    glue(f"p_rope.{name}", value, display=False)
+
+# %% [markdown]
+# On its fast planes 0.75-RoPE builds both heads exactly as RoPE does: the worst query puts at
+# least {glue:text}`p_rope.fast_worst:.4f` of its attention on the target
+# (ε = {glue:text}`p_rope.epsilon`), at {glue:text}`p_rope.context` and at
+# {glue:text}`p_rope.long_context` tokens. The same construction on the free planes — or with
+# NoPE — gives every key the same score, so attention is uniform and the worst query puts only
+# {glue:text}`p_rope.uniform_best:.4f` on the target, for any scale: the free planes are NoPE, and
+# Prop. 5.2's repeated-token argument applies to them.
 
 # %% [markdown]
 # (p-rope-semantic)=
@@ -275,7 +299,7 @@ slow_scores = ablation.plane_scores(slow_psi, distances, base=base, variant="rop
 # true match *below* a key that carries nothing.
 
 # %%
-ablation.score_distance_chart(head_dim, base, proportion=0.75)
+show.score_distance_chart(head_dim, base, proportion=0.75)
 
 # %% tags=["remove-input"]
 g_slow = grids["RoPE"][-1]
@@ -295,25 +319,37 @@ CLAIMS.record(
     f"max score deviation {free_deviation:.1g} over r ≤ {distances[-1]:,}; "
     f"RoPE's slowest plane turns negative at r = {first_negative:,}",
 )
-display(
-    Markdown(
-        f"On the free planes the score never moves: the largest deviation from its value at "
-        f"distance 0 over {len(distances)} distances up to {distances[-1]:,} tokens is "
-        f"**{free_deviation:.1g}** (the rotation angle is exactly 0, so cos = 1 and sin = 0). "
-        f"RoPE's slowest plane ($g = {g_slow:.3g}$ rad/token, wavelength "
-        f"{2 * np.pi / g_slow:,.0f} tokens) first scores a match *negatively* at "
-        f"{first_negative:,} tokens. Among {n_keys} keys, at the scale $s = {scale:.1f}$ at which "
-        f"a perfect match takes $1-\\epsilon$ of the attention, a match on a free plane takes "
-        f"{ablation.match_attention(1.0, n_keys, scale):.4f} of the attention at any distance; "
-        f"on RoPE's slowest plane it takes "
-        f"{ablation.match_attention(float(np.cos(context * g_slow)), n_keys, scale):.4f} at "
-        f"{context} tokens but {ablation.match_attention(float(slow_scores.min()), n_keys, scale):.2g} "
-        f"where the plane points backwards — Thm 6.1 in one plane. Note how far that is: at "
-        f"{max_factor}× our training context ({max_factor * context} tokens) the slowest plane "
-        f"has turned only {max_factor * context * g_slow:.2f} rad, so the *failure* of RoPE's "
-        f"semantic channels lies beyond the lengths our small models are tested at."
-    )
-)
+for name, value in {
+    "n_distances": len(distances),
+    "max_distance": int(distances[-1]),
+    "free_deviation": free_deviation,
+    "g_slow": Markdown(f"$g = {g_slow:.3g}$"),  # math: glued as Markdown
+    "wavelength": float(2 * np.pi / g_slow),
+    "first_negative": first_negative,
+    "n_keys": n_keys,
+    "match_scale": Markdown(f"$s = {scale:.1f}$"),
+    "match_free": ablation.match_attention(1.0, n_keys, scale),
+    "match_context": ablation.match_attention(float(np.cos(context * g_slow)), n_keys, scale),
+    "match_backwards": ablation.match_attention(float(slow_scores.min()), n_keys, scale),
+    "long_turn": float(max_factor * context * g_slow),
+}.items():
+    glue(f"p_rope.{name}", value, display=False)
+
+# %% [markdown]
+# On the free planes the score never moves: the largest deviation from its value at distance 0
+# over {glue:text}`p_rope.n_distances` distances up to {glue:text}`p_rope.max_distance:,d` tokens
+# is **{glue:text}`p_rope.free_deviation:.1g`** (the rotation angle is exactly 0, so cos = 1 and
+# sin = 0). RoPE's slowest plane ({glue:md}`p_rope.g_slow` rad/token, wavelength
+# {glue:text}`p_rope.wavelength:,.0f` tokens) first scores a match *negatively* at
+# {glue:text}`p_rope.first_negative:,d` tokens. Among {glue:text}`p_rope.n_keys` keys, at the scale
+# {glue:md}`p_rope.match_scale` at which a perfect match takes $1-\epsilon$ of the attention, a
+# match on a free plane takes {glue:text}`p_rope.match_free:.4f` of the attention at any distance;
+# on RoPE's slowest plane it takes {glue:text}`p_rope.match_context:.4f` at
+# {glue:text}`p_rope.context` tokens but {glue:text}`p_rope.match_backwards:.2g` where the plane
+# points backwards — Thm 6.1 in one plane. Note how far that is: at
+# {glue:text}`p_rope.max_factor`× our training context ({glue:text}`p_rope.long_context` tokens)
+# the slowest plane has turned only {glue:text}`p_rope.long_turn:.2f` rad, so the *failure* of
+# RoPE's semantic channels lies beyond the lengths our small models are tested at.
 
 # %% [markdown]
 # ### Table 1 with its evidence
@@ -339,19 +375,22 @@ paper_table1 = {
     "semantic": {"NoPE": True, "RoPE": False, "0.75-RoPE": True},
 }
 measured_table1 = ablation.table1_measured(positional.ok, semantic_ok)
-table1_rows = ablation.table1_rows(measured_table1, paper_table1)
+table1_rows = show.table1_rows(measured_table1, paper_table1)
 plots.table(table1_rows)
 
 # %% tags=["remove-input"]
 table1_agrees = measured_table1 == paper_table1
-CLAIMS.record("p_rope.table1", table1_agrees, ablation.table1_text(table1_rows))
-display(
-    Markdown(
-        "Every measured mark agrees with the paper's."
-        if table1_agrees
-        else "Some measured marks differ from the paper's (see the table)."
-    )
+CLAIMS.record("p_rope.table1", table1_agrees, show.table1_text(table1_rows))
+glue(  # the sentence turns on the result: glued whole
+    "p_rope.table1_agreement",
+    "Every measured mark agrees with the paper's."
+    if table1_agrees
+    else "Some measured marks differ from the paper's (see the table).",
+    display=False,
 )
+
+# %% [markdown]
+# {glue:text}`p_rope.table1_agreement`
 
 # %% [markdown]
 # ## Table 2 reproduced: seven encodings, trained identically
@@ -422,25 +461,40 @@ assert len(tokens_seen) == 1, f"models saw different amounts of data: {tokens_se
 n_params = ablation.n_parameters(models["rope", "shakespeare"][0].params)
 paper_tokens = 10_000 * 512 * 8_192  # steps × batch × sequence length, paper App. D
 train_tokens = {d: len(data.load_tokens(d, "train")) for d in DOMAINS}
-plots.table(ablation.budget_rows(models, LABELS))
+plots.table(show.budget_rows(models, LABELS))
 
 # %% tags=["remove-input"]
-display(
-    Markdown(
-        f"Every model saw **{', '.join(f'{t:,}' for t in tokens_seen)}** training tokens "
-        f"({train_config.steps} steps × {train_config.batch_size} windows × "
-        f"{train_config.seq_len} tokens) — "
-        + ", ".join(
-            f"{tokens_seen[0] / n:.2g} passes over the {n:,}-token {d} training split"
-            for d, n in train_tokens.items()
-        )
-        + f". The paper's models saw 10,000 steps × 512 sequences × 8,192 tokens = "
-        f"{paper_tokens:.2g} tokens (its App. D), about {paper_tokens / tokens_seen[0]:,.0f} "
-        f"times more. Each of our `{profile}` models has {model_config.n_layers} layers, "
-        f"{model_config.n_heads} heads of dimension {head_dim}, width {model_config.d_model} "
-        f"and {n_params:,} parameters (Gemma 2B: about 2.5 billion)."
-    )
-)
+for name, value in {
+    "tokens_seen": int(tokens_seen[0]),
+    "steps": train_config.steps,
+    "batch_size": train_config.batch_size,
+    "seq_len": train_config.seq_len,
+    **{f"passes.{d}": tokens_seen[0] / n for d, n in train_tokens.items()},
+    **{f"train_tokens.{d}": n for d, n in train_tokens.items()},
+    "paper_tokens": paper_tokens,
+    "paper_times": paper_tokens / tokens_seen[0],
+    "profile": Markdown(f"`{profile}`"),  # inline code: glued as Markdown
+    "n_layers": model_config.n_layers,
+    "n_heads": model_config.n_heads,
+    "head_dim": head_dim,
+    "d_model": model_config.d_model,
+    "n_params": n_params,
+}.items():
+    glue(f"p_rope.{name}", value, display=False)
+
+# %% [markdown]
+# Every model saw **{glue:text}`p_rope.tokens_seen:,d`** training tokens
+# ({glue:text}`p_rope.steps` steps × {glue:text}`p_rope.batch_size` windows ×
+# {glue:text}`p_rope.seq_len` tokens) — {glue:text}`p_rope.passes.shakespeare:.2g` passes over the
+# {glue:text}`p_rope.train_tokens.shakespeare:,d`-token shakespeare training split,
+# {glue:text}`p_rope.passes.python:.2g` passes over the
+# {glue:text}`p_rope.train_tokens.python:,d`-token python training split. The paper's models saw
+# 10,000 steps × 512 sequences × 8,192 tokens = {glue:text}`p_rope.paper_tokens:.2g` tokens (its
+# App. D), about {glue:text}`p_rope.paper_times:,.0f` times more. Each of our
+# {glue:md}`p_rope.profile` models has {glue:text}`p_rope.n_layers` layers,
+# {glue:text}`p_rope.n_heads` heads of dimension {glue:text}`p_rope.head_dim`, width
+# {glue:text}`p_rope.d_model` and {glue:text}`p_rope.n_params:,d` parameters (Gemma 2B: about 2.5
+# billion).
 
 # %% [markdown]
 # The same chapter runs on bigger models with `make book PROFILE=gpu` (or
@@ -448,7 +502,7 @@ display(
 # head dimension, model width, context, training tokens per model, seeds per Table 2 model):
 
 # %% tags=["hide-input"]
-plots.table(ablation.profile_rows(profile))
+plots.table(show.profile_rows(profile))
 
 # %% [markdown]
 # The tables: our validation perplexity (geometric mean over seeds and its interval at the
@@ -459,7 +513,7 @@ plots.table(ablation.profile_rows(profile))
 
 # %% tags=["hide-input"]
 for domain, column in DOMAINS.items():
-    display(plots.table(ablation.table2_rows(table2[domain], PAPER_TABLE2[column], LABELS)))
+    display(plots.table(show.table2_rows(table2[domain], PAPER_TABLE2[column], LABELS)))
 
 # %% [markdown]
 # One thing to keep in mind before reading the orderings: p-RoPE differs from RoPE only in the
@@ -473,27 +527,34 @@ for domain, column in DOMAINS.items():
 paper_head_dim, paper_context = 256, 8192  # Gemma 2B (Gemma Team 2024); paper App. D
 longest = max_factor * context
 matched_config = zoo.configs("rope", profile=profile, regime="matched")[0]
-settings = {
-    "the paper's setting (d = 256, θ = 10k, 8,192 tokens)": (paper_head_dim, 1e4, paper_context),
-    f"the lesson regime (d = {head_dim}, θ = 10k, {context} tokens)": (head_dim, base, context),
-    f"the lesson regime at {max_factor}× ({longest} tokens)": (head_dim, base, longest),
-    f"the matched regime (d = {matched_config.head_dim}, θ = {matched_config.rope_base:g}, "
-    f"{context} tokens)": (matched_config.head_dim, matched_config.rope_base, context),
+settings = {  # (head_dim, θ, context)
+    "paper": (paper_head_dim, 1e4, paper_context),
+    "lesson": (head_dim, base, context),
+    "lesson_long": (head_dim, base, longest),
+    "matched": (matched_config.head_dim, matched_config.rope_base, context),
 }
 turns = {where: ablation.dropped_turn(d, n, b) for where, (d, b, n) in settings.items()}
 
 # %% tags=["remove-input"]
-display(
-    Markdown(
-        "Under RoPE, the fastest of the planes that 0.75-RoPE frees turns by "
-        + "; ".join(f"**{v:.2f} rad** in {k}" for k, v in turns.items())
-        + ". Where that angle is small, RoPE's slow planes already act almost as free planes and "
-        "RoPE and 0.75-RoPE are nearly the same model — with the same initial weights and "
-        "batches, their perplexities can differ only a little at the training length. In the "
-        "lesson regime that is the prediction for 0.75-RoPE against RoPE θ=10k: a null, by "
-        "construction, whatever the paper's claim."
-    )
-)
+for where, turn in turns.items():
+    glue(f"p_rope.turn.{where}", turn, display=False)
+glue("p_rope.matched_head_dim", matched_config.head_dim, display=False)
+glue("p_rope.matched_base", float(matched_config.rope_base), display=False)
+
+# %% [markdown]
+# Under RoPE, the fastest of the planes that 0.75-RoPE frees turns by
+# **{glue:text}`p_rope.turn.paper:.2f` rad** in the paper's setting (d = 256, θ = 10k, 8,192
+# tokens); **{glue:text}`p_rope.turn.lesson:.2f` rad** in the lesson regime
+# (d = {glue:text}`p_rope.head_dim`, θ = 10k, {glue:text}`p_rope.context` tokens);
+# **{glue:text}`p_rope.turn.lesson_long:.2f` rad** in the lesson regime at
+# {glue:text}`p_rope.max_factor`× ({glue:text}`p_rope.long_context` tokens);
+# **{glue:text}`p_rope.turn.matched:.2f` rad** in the matched regime
+# (d = {glue:text}`p_rope.matched_head_dim`, θ = {glue:text}`p_rope.matched_base:g`,
+# {glue:text}`p_rope.context` tokens). Where that angle is small, RoPE's slow planes already act
+# almost as free planes and RoPE and 0.75-RoPE are nearly the same model — with the same initial
+# weights and batches, their perplexities can differ only a little at the training length. In the
+# lesson regime that is the prediction for 0.75-RoPE against RoPE θ=10k: a null, by construction,
+# whatever the paper's claim.
 
 # %% [markdown]
 # ### Do the rankings agree?
@@ -506,7 +567,7 @@ display(
 # %%
 taus = ablation.kendall_taus(table2, PAPER_TABLE2, confidence)
 tau_paper = ablation.kendall_tau(PAPER_TABLE2["Wiki"], PAPER_TABLE2["FlanV2"])
-plots.table(ablation.tau_rows(taus, PAPER_TABLE2))
+plots.table(show.tau_rows(taus, PAPER_TABLE2))
 
 # %% tags=["remove-input"]
 tau_wiki, tau_flan = taus["shakespeare", "Wiki"], taus["python", "FlanV2"]
@@ -518,14 +579,15 @@ CLAIMS.record(
     interval=f"per-seed τ: shakespeare {tau_wiki[2].format(2)}, python {tau_flan[2].format(2)}",
     seeds=len(seeds),
 )
-display(
-    Markdown(
-        "Against the paper's order, our Shakespeare ranking has "
-        f"τ = {tau_wiki[0]:.2f} (p = {tau_wiki[1]:.2g}) and our Python ranking "
-        f"τ = {tau_flan[0]:.2f} (p = {tau_flan[1]:.2g}); the paper's own two columns agree to "
-        f"τ = {tau_paper[0]:.2f}."
-    )
-)
+for name, (tau, pvalue, *_) in {"wiki": tau_wiki, "flan": tau_flan, "paper": tau_paper}.items():
+    glue(f"p_rope.tau.{name}", tau, display=False)
+    glue(f"p_rope.tau_p.{name}", pvalue, display=False)
+
+# %% [markdown]
+# Against the paper's order, our Shakespeare ranking has τ = {glue:text}`p_rope.tau.wiki:.2f`
+# (p = {glue:text}`p_rope.tau_p.wiki:.2g`) and our Python ranking
+# τ = {glue:text}`p_rope.tau.flan:.2f` (p = {glue:text}`p_rope.tau_p.flan:.2g`); the paper's own
+# two columns agree to τ = {glue:text}`p_rope.tau.paper:.2f`.
 
 # %% [markdown]
 # ### Which orderings survive seed noise?
@@ -564,7 +626,7 @@ comparisons = {
 
 # %% tags=["hide-input"]
 for domain, column in DOMAINS.items():
-    display(plots.table(ablation.pair_rows(comparisons, PAPER_TABLE2[column], domain)))
+    display(plots.table(show.pair_rows(comparisons, PAPER_TABLE2[column], domain)))
 
 # %% tags=["remove-input"]
 pair_verdicts = ablation.pair_verdicts(comparisons, PAIRS)
@@ -573,13 +635,11 @@ for better, worse, cid in PAIRS[:-1]:  # every pair but RoPE vs NoPE is a claim
     CLAIMS.record(
         f"p_rope.{cid}",
         pair_verdicts[cid],
-        ablation.pair_text(by_domain, 3),
-        interval=ablation.difference_text(by_domain, 2),
+        show.pair_text(by_domain, 3),
+        interval=show.difference_text(by_domain, 2),
         seeds=len(seeds),
         basis="lesson regime; "
-        + "; ".join(
-            f"{d}: {ablation.resolution_text(c, confidence)}" for d, c in by_domain.items()
-        ),
+        + "; ".join(f"{d}: {show.resolution_text(c, confidence)}" for d, c in by_domain.items()),
     )
 
 # NoPE against the worst of the other six (if NoPE is not last, that rival beats it).
@@ -600,7 +660,7 @@ CLAIMS.record(
     ),
     seeds=len(seeds),
 )
-display(Markdown(ablation.ordering_summary(comparisons, profile)))
+display(Markdown(show.ordering_summary(comparisons, profile)))
 
 # %% [markdown]
 # ### Effect sizes on a common scale
@@ -612,9 +672,9 @@ display(Markdown(ablation.ordering_summary(comparisons, profile)))
 # the effect the paper reports.
 
 # %%
-relative = ablation.relative_rows(table2, PAPER_TABLE2, DOMAINS, LABELS, confidence)
+relative = show.relative_rows(table2, PAPER_TABLE2, DOMAINS, LABELS, confidence)
 paper_order = [LABELS[n] for n in ablation.rank_order(PAPER_TABLE2["Wiki"])]
-ablation.relative_chart(relative, paper_order, confidence)
+show.relative_chart(relative, paper_order, confidence)
 
 # %% [markdown]
 # ### Is seed noise smaller than the differences?
@@ -627,7 +687,7 @@ ablation.relative_chart(relative, paper_order, confidence)
 
 # %%
 noise = ablation.seed_noise(table2, PAPER_TABLE2)
-plots.table(ablation.noise_rows(noise, DOMAINS))
+plots.table(show.noise_rows(noise, DOMAINS))
 
 # %% tags=["remove-input"]
 CLAIMS.record(
@@ -642,21 +702,7 @@ CLAIMS.record(
     ),
     seeds=len(seeds),
 )
-if noise.paired["shakespeare"] is None:
-    display(Markdown("One seed: no measure of seed noise in this profile."))
-else:
-    display(
-        Markdown(
-            " ".join(
-                f"On {d}, the median gap between two encodings is "
-                f"{noise.unpaired[d]['ratio']:.1f}× the median seed standard deviation unpaired "
-                f"and {noise.paired[d]['ratio']:.1f}× paired; our seed s.d. is "
-                f"{100 * noise.seed_cv[d]:.2f}% of the perplexity, against a median gap of "
-                f"{100 * noise.paper_gap[c]:.2f}% between the paper's encodings."
-                for d, c in DOMAINS.items()
-            )
-        )
-    )
+display(Markdown(show.seed_noise_text(noise, DOMAINS)))  # its wording depends on the seeds
 
 # %% [markdown]
 # ## Table 2 where the slow planes turn: the matched regime
@@ -674,7 +720,7 @@ regime_settings = {
     "lesson regime": (head_dim, base, context),
     "matched regime": (matched_config.head_dim, matched_config.rope_base, matched_config.context),
 }
-plots.table(ablation.regime_rows(regime_settings))
+plots.table(show.regime_rows(regime_settings))
 
 # %% [markdown]
 # The seven encodings trained in the matched regime on Shakespeare (same seeds, batches and
@@ -686,20 +732,23 @@ plots.table(ablation.regime_rows(regime_settings))
 
 # %%
 matched = ablation.load_runs(zoo.TABLE2, ["shakespeare"], profile=profile, regime="matched")
-matched_ppl = {name: [m.val_ppl for m in runs] for (name, _), runs in matched.items()}
 NAMES = LABELS | {"rope": "RoPE", "rope-500k": "RoPE, 50× θ"}  # θ is the matched base here
+matched_pairs = {  # paired on the seeds both models have (the seed plan adds some to a few)
+    (better, worse): ablation.shared_runs(matched[better, "shakespeare"], matched[worse, "shakespeare"])
+    for better, worse, _ in PAIRS
+}
 matched_cmp = {
     (better, worse): ablation.compare(
-        NAMES[better], matched_ppl[better], NAMES[worse], matched_ppl[worse], confidence,
+        NAMES[better], [m.val_ppl for m in a], NAMES[worse], [m.val_ppl for m in b], confidence,
         log=True,
     )
-    for better, worse, _ in PAIRS
+    for (better, worse), (a, b) in matched_pairs.items()
 }  # fmt: skip
-plots.table(ablation.resolution_rows(matched_cmp, PAPER_TABLE2["Wiki"], confidence))
+plots.table(show.resolution_rows(matched_cmp, PAPER_TABLE2["Wiki"], confidence))
 
 # %% tags=["remove-input"]
 matched_tokens = ablation.tokens_seen(matched)[0]
-matched_seeds = len(matched_ppl["rope"])
+matched_seeds = min(len(runs) for runs in matched.values())  # every encoding has these
 matched_noise = ablation.matched_noise(matched_cmp)
 for better, worse, cid in PAIRS[:-1]:
     c = matched_cmp[better, worse]
@@ -708,9 +757,9 @@ for better, worse, cid in PAIRS[:-1]:
         c.verdict(c.a),
         f"{c.a} {c.a_est.format(2)} vs {c.b} {c.b_est.format(2)}; paired Δ {c.difference.format(2)}"
         + (f" ({c.bound})" if c.verdict(c.a) == "cannot decide" else ""),
-        seeds=matched_seeds,
+        seeds=c.difference.n,
         basis=f"matched regime, {matched_tokens:,} tokens/model; "
-        + ablation.resolution_text(c, confidence),
+        + show.resolution_text(c, confidence),
     )
 CLAIMS.record(
     "p_rope.matched_noise",
@@ -721,16 +770,19 @@ CLAIMS.record(
     seeds=matched_seeds,
     basis=f"matched regime, {matched_seeds} seeds × {matched_tokens:,} tokens",
 )
-display(
-    Markdown(
-        f"Each matched-regime model saw {matched_tokens:,} tokens ({matched_seeds} seed(s) per "
-        f"encoding). The median standard deviation of the paired differences is "
-        f"**{matched_noise:.2f} %** of the perplexity, against the book's target of 1 % and the "
-        f"paper's median gap of {100 * ablation.paper_gap(PAPER_TABLE2['Wiki']):.2f} % between "
-        "two of its encodings. An effect smaller than the 'detectable' column is one this run "
-        "would usually miss: such orderings are reported as bounds, not as agreement."
-    )
-)
+glue("p_rope.matched_tokens", int(matched_tokens), display=False)
+glue("p_rope.matched_seeds", matched_seeds, display=False)
+glue("p_rope.matched_noise", matched_noise, display=False)
+glue("p_rope.paper_gap_wiki", 100 * ablation.paper_gap(PAPER_TABLE2["Wiki"]), display=False)
+
+# %% [markdown]
+# Each matched-regime model saw {glue:text}`p_rope.matched_tokens:,d` tokens
+# ({glue:text}`p_rope.matched_seeds` seed(s) per encoding; 0.75-RoPE and RoPE get more, chosen
+# by power below, and each ordering pairs the seeds both sides have). The median standard deviation of the
+# paired differences is **{glue:text}`p_rope.matched_noise:.2f` %** of the perplexity, against the
+# book's target of 1 % and the paper's median gap of {glue:text}`p_rope.paper_gap_wiki:.2f` %
+# between two of its encodings. An effect smaller than the 'detectable' column is one this run
+# would usually miss: such orderings are reported as bounds, not as agreement.
 
 # %% [markdown]
 # ### Does more training shrink the noise?
@@ -749,12 +801,13 @@ flagship = {name: runs for (name, _), runs in ablation.load_runs(
     zoo.FLAGSHIP, ["shakespeare"], profile=profile, regime="flagship").items()}  # fmt: skip
 over_training = {
     f"{NAMES[a]} vs {NAMES[b]}": ablation.comparisons_over_training(
-        NAMES[a], flagship[a], NAMES[b], flagship[b], confidence
+        NAMES[a], shared[0], NAMES[b], shared[1], confidence
     )
     for a, b in (("p-rope-0.75", "rope"), ("rope", "nope"))
+    for shared in [ablation.shared_runs(flagship[a], flagship[b])]
 }
-noise_rows = ablation.training_noise_rows(over_training, confidence)
-display(ablation.training_noise_chart(noise_rows, confidence=confidence))
+noise_rows = show.training_noise_rows(over_training, confidence)
+display(show.training_noise_chart(noise_rows, confidence=confidence))
 plots.table(noise_rows)
 
 # %% tags=["remove-input"]
@@ -768,7 +821,7 @@ CLAIMS.record(
     f"paired Δ {last.difference.format(2)}"
     + (f" ({last.bound})" if last.verdict(last.a) == "cannot decide" else ""),
     seeds=last.difference.n,
-    basis=f"{flagship_basis}; " + ablation.resolution_text(last, confidence),
+    basis=f"{flagship_basis}; " + show.resolution_text(last, confidence),
 )
 CLAIMS.record(
     "p_rope.flagship_noise",
@@ -780,8 +833,55 @@ CLAIMS.record(
     basis=flagship_basis,
 )
 paper_gap = 100 * abs(np.log(PAPER_TABLE2["Wiki"]["p-rope-0.75"] / PAPER_TABLE2["Wiki"]["rope"]))
-display(Markdown(ablation.training_noise_text(
-    near_tie, matched_cmp["p-rope-0.75", "rope"], matched_tokens, paper_gap, confidence)))  # fmt: skip
+over_flagship = ablation.training_noise(
+    near_tie, matched_cmp["p-rope-0.75", "rope"], paper_gap, confidence
+)  # its wording depends on the seeds:
+display(Markdown(show.training_noise_text(over_flagship, matched_tokens, paper_gap, confidence)))
+
+# %% [markdown]
+# ### Seeds chosen by power
+#
+# How many seeds a comparison needs follows from its paired noise: a paired t-test on $n$ seeds
+# whose differences have s.d. $\sigma$ detects an effect $\delta$ with 80 % power (95 %,
+# two-sided) once $n$ is large enough (`analysis.power.seeds_needed`). The book's fresh-clone
+# build measured that noise; `data/seed_plan.json` records it with its source, and the targets:
+# 0.75-RoPE vs RoPE resolved to {glue:text}`p_rope.plan.matched_target:.1f` % of perplexity in the
+# matched regime and {glue:text}`p_rope.plan.flagship_target:.0f` % in the flagship one. Within
+# the build budget the zoo trains the seeds below (in the `cpu` profile; added seeds come after
+# the profile's own, so no trained model changes), 0.75-RoPE vs RoPE first. The last three
+# columns are this run's own.
+
+# %%
+plan = seedplan.load_plan()
+choices = seedplan.choose(plan)
+p025_runs, rope_runs = ablation.shared_runs(
+    matched["p-rope-0.25", "shakespeare"], matched["rope", "shakespeare"]
+)
+planned_here = {  # this run's comparison behind each planned one
+    "matched: 0.75-RoPE vs RoPE": matched_cmp["p-rope-0.75", "rope"],
+    "flagship: 0.75-RoPE vs RoPE": last,
+    "matched: 0.25-RoPE vs RoPE": ablation.compare(
+        NAMES["p-rope-0.25"], [m.val_ppl for m in p025_runs],
+        NAMES["rope"], [m.val_ppl for m in rope_runs], confidence, log=True,
+    ),
+    "matched: NoPE vs RoPE": matched_cmp["rope", "nope"],
+}  # fmt: skip
+plots.table(show_plan.plan_rows(choices, planned_here, confidence))
+
+# %% tags=["remove-input"]
+by_id = {c.id: c for c in choices}
+glue("p_rope.plan.matched_target", by_id["matched: 0.75-RoPE vs RoPE"].target, display=False)
+glue("p_rope.plan.flagship_target", by_id["flagship: 0.75-RoPE vs RoPE"].target, display=False)
+glue(  # the sentence turns on what the budget affords: glued whole
+    "p_rope.plan.shortfall",
+    show_plan.shortfall_text(choices, seedplan.spare_seconds(plan) / 60),
+    display=False,
+)
+
+# %% [markdown]
+# The table reads as the build's plan: *MDE planned* is the smallest effect the planned seeds
+# detect if the noise stays what the book measured; *MDE here* is what this run's seeds and
+# measured noise resolve. {glue:text}`p_rope.plan.shortfall`
 
 # %% [markdown]
 # ## Beyond the paper: length extrapolation
@@ -807,16 +907,19 @@ curves = {
 extrapolation = ablation.extrapolation_table(curves, factors, confidence)
 
 # %% tags=["remove-input"]
-display(
-    Markdown(
-        f"Perplexity of windows of $L$ tokens ({n_windows_long} windows per model, mean ± "
-        f"{confidence:.0%} interval over {len(seeds)} seed(s)); column headers give $L$ as a "
-        f"multiple of the training context and in tokens. Shakespeare, then Python:"
-    )
-)
+glue("p_rope.n_windows_long", n_windows_long, display=False)
+glue("p_rope.confidence", confidence, display=False)
+glue("p_rope.n_seeds", len(seeds), display=False)
+
+# %% [markdown]
+# Perplexity of windows of $L$ tokens ({glue:text}`p_rope.n_windows_long` windows per model, mean ±
+# {glue:text}`p_rope.confidence:.0%` interval over {glue:text}`p_rope.n_seeds` seed(s)); column
+# headers give $L$ as a multiple of the training context and in tokens. Shakespeare, then Python:
+
+# %% tags=["remove-input"]
 for domain in DOMAINS:
     display(
-        plots.table(ablation.extrapolation_rows(extrapolation, zoo.TABLE2, domain, LABELS, context))
+        plots.table(show.extrapolation_rows(extrapolation, zoo.TABLE2, domain, LABELS, context))
     )
 
 # %% [markdown]
@@ -827,7 +930,7 @@ for domain in DOMAINS:
 
 # %%
 table2_curves = {key: cs for key, cs in curves.items() if key[0] in zoo.TABLE2}
-ablation.extrapolation_chart(table2_curves, LABELS, max_factor=max_factor, confidence=confidence)
+show.extrapolation_chart(table2_curves, LABELS, max_factor=max_factor, confidence=confidence)
 
 # %% [markdown]
 # Does 0.75-RoPE extrapolate better than RoPE? We compare the two, seed by seed, at the longest
@@ -849,22 +952,37 @@ summary = {
 CLAIMS.record(
     "p_rope.extrapolation",
     ablation.combine_verdicts([c.verdict(c.a) for c in extrapolation_cmp.values()]),
-    ablation.pair_text(extrapolation_cmp, 2, names=False),
-    interval=ablation.difference_text(extrapolation_cmp, 2),
+    show.pair_text(extrapolation_cmp, 2, names=False),
+    interval=show.difference_text(extrapolation_cmp, 2),
     seeds=len(seeds),
 )
-display(
-    Markdown(
-        " ".join(
-            f"On {d} at {long_factor}× context, 0.75-RoPE has perplexity "
-            f"{c.a_est.format(2)} against RoPE's {c.b_est.format(2)} (paired: "
-            f"{c.paired_status}; intervals: {c.status}); the lowest perplexity at that length "
-            f"is {LABELS[summary[d]['best']]}'s, and the growth from 1× ranges from "
-            f"{summary[d]['growth_min']:.2f}× to {summary[d]['growth_max']:.2f}×."
-            for d, c in extrapolation_cmp.items()
-        )
-    )
-)
+glue("p_rope.long_factor", long_factor, display=False)
+for d, c in extrapolation_cmp.items():
+    for name, value in {
+        "p075": c.a_est.format(2),
+        "rope": c.b_est.format(2),
+        "paired": c.paired_status,
+        "intervals": c.status,
+        "best": LABELS[summary[d]["best"]],
+        "growth_min": summary[d]["growth_min"],
+        "growth_max": summary[d]["growth_max"],
+    }.items():
+        glue(f"p_rope.long.{d}.{name}", value, display=False)
+
+# %% [markdown]
+# On shakespeare at {glue:text}`p_rope.long_factor`× context, 0.75-RoPE has perplexity
+# {glue:text}`p_rope.long.shakespeare.p075` against RoPE's {glue:text}`p_rope.long.shakespeare.rope`
+# (paired: {glue:text}`p_rope.long.shakespeare.paired`; intervals:
+# {glue:text}`p_rope.long.shakespeare.intervals`); the lowest perplexity at that length is
+# {glue:text}`p_rope.long.shakespeare.best`'s, and the growth from 1× ranges from
+# {glue:text}`p_rope.long.shakespeare.growth_min:.2f`× to
+# {glue:text}`p_rope.long.shakespeare.growth_max:.2f`×. On python at
+# {glue:text}`p_rope.long_factor`× context, 0.75-RoPE has perplexity
+# {glue:text}`p_rope.long.python.p075` against RoPE's {glue:text}`p_rope.long.python.rope`
+# (paired: {glue:text}`p_rope.long.python.paired`; intervals:
+# {glue:text}`p_rope.long.python.intervals`); the lowest perplexity at that length is
+# {glue:text}`p_rope.long.python.best`'s, and the growth from 1× ranges from
+# {glue:text}`p_rope.long.python.growth_min:.2f`× to {glue:text}`p_rope.long.python.growth_max:.2f`×.
 
 # %% [markdown]
 # ## A p sweep: from NoPE to RoPE
@@ -877,8 +995,8 @@ display(
 
 # %%
 sweep_lengths = sorted({1, sweep_factor})
-sweep_rows = ablation.sweep_rows(extrapolation, SWEEP, sweep_lengths, LABELS, context)
-ablation.sweep_chart(
+sweep_rows = show.sweep_rows(extrapolation, SWEEP, sweep_lengths, LABELS, context)
+show.sweep_chart(
     sweep_rows, title="Shakespeare: perplexity as a function of p (0 = NoPE, 1 = RoPE)"
 )
 
@@ -914,16 +1032,18 @@ CLAIMS.record(
     f"({sweep_lengths[-1]}×)",
     seeds=len(seeds),
 )
-display(
-    Markdown(
-        " ".join(
-            f"At {f}× context the lowest perplexity is at p = {best_p[f]}; steps of p: "
-            + "; ".join(f"{c.a} vs {c.b}: {c.paired_status}" for c in cmps)
-            + "."
-            for f, cmps in sweep_cmp.items()
-        )
-    )
-)
+# At the training length and at the longest sweep length (the same if sweep_factor = 1):
+for tag, f in (("short", sweep_lengths[0]), ("long", sweep_lengths[-1])):
+    glue(f"p_rope.sweep.{tag}.factor", f, display=False)
+    glue(f"p_rope.sweep.{tag}.best_p", best_p[f], display=False)
+    steps_text = "; ".join(f"{c.a} vs {c.b}: {c.paired_status}" for c in sweep_cmp[f])
+    glue(f"p_rope.sweep.{tag}.steps", steps_text, display=False)
+
+# %% [markdown]
+# At {glue:text}`p_rope.sweep.short.factor`× context the lowest perplexity is at
+# p = {glue:text}`p_rope.sweep.short.best_p`; steps of p: {glue:text}`p_rope.sweep.short.steps`.
+# At {glue:text}`p_rope.sweep.long.factor`× context the lowest perplexity is at
+# p = {glue:text}`p_rope.sweep.long.best_p`; steps of p: {glue:text}`p_rope.sweep.long.steps`.
 
 # %% [markdown]
 # ## What we claim and what we measured

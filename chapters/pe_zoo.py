@@ -21,15 +21,15 @@
 #
 # | encoding | bias $b_h(i,j)$, $r = i - j \ge 0$ | learned |
 # |---|---|---|
-# | ALiBi (Press et al., 2022) | $-m_h\, r$, with slopes $m_h = 2^{-8h/H}$, $h = 1..H$ | nothing |
-# | Kerple, log variant (Chi et al., 2022) | $-r_{1,h}\,\log(1 + r_{2,h}\, r)$ | $r_1, r_2 > 0$ per head |
-# | FIRE (Li et al., 2023) | $f_\theta\big(\psi(r) / \psi(\max(L, i))\big)$, $\psi(x) = \log(cx + 1)$ | MLP $f_\theta$, $c$, $L$ |
+# | ALiBi {cite:p}`press2022alibi` | $-m_h\, r$, with slopes $m_h = 2^{-8h/H}$, $h = 1..H$ | nothing |
+# | Kerple, log variant {cite:p}`chi2022kerple` | $-r_{1,h}\,\log(1 + r_{2,h}\, r)$ | $r_1, r_2 > 0$ per head |
+# | FIRE {cite:p}`li2024fire` | $f_\theta\big(\psi(r) / \psi(\max(L, i))\big)$, $\psi(x) = \log(cx + 1)$ | MLP $f_\theta$, $c$, $L$ |
 #
-# The CABLE paper (Veisi et al., 2025) draws each of them for the final layer of a GPT-2 Small
-# (12 heads, context 512) in its appendix: RoPE's final attention scores (its Fig. 15) and the
+# The CABLE paper {cite:p}`veisi2025cable` draws each of them for the final layer of a GPT-2
+# Small {cite:p}`radford2019gpt2` (12 heads, context 512) in its appendix: RoPE's final attention scores (its Fig. 15) and the
 # biases of ALiBi (Fig. 12), Kerple (Fig. 10) and FIRE (Fig. 13), whose captions read "the
-# uniform patterns across tokens highlight the context-independent nature" of each bias. Barbero
-# et al. (2025, App. B) make the matching point from RoPE's side: ALiBi clearly decays attention
+# uniform patterns across tokens highlight the context-independent nature" of each bias.
+# {cite:t}`barbero2025round{App. B}` make the matching point from RoPE's side: ALiBi clearly decays attention
 # with distance, RoPE does not.
 #
 # This chapter redraws the four figures from the book's zoo models, checks numerically what they
@@ -58,9 +58,11 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
+from myst_nb import glue
 
 from ropebook import claims, data, plots, zoo
 from ropebook.analysis import biases
+from ropebook.present import biases as show
 
 plots.setup()
 started = time.perf_counter()
@@ -175,7 +177,7 @@ print(repr(data.decode(np.asarray(window[0, :40]), vocab_size=config.vocab_size)
 
 # %%
 title = f"RoPE: final-layer attention scores, {n_heads} heads, {figure_length} tokens (cf. CABLE Fig. 15)"
-biases.head_grid(final["rope"]["scores"], title, "score (logit)", max_image)
+show.head_grid(final["rope"]["scores"], title, "score (logit)", max_image)
 plt.show()
 
 # %% [markdown]
@@ -189,7 +191,7 @@ for name in BIASED:
         f"{LABELS[name]}: final-layer positional bias, {n_heads} heads, {figure_length} tokens "
         f"(cf. CABLE Fig. {biases.CABLE_FIG[name]})"
     )
-    biases.head_grid(final[name]["bias"], title, "bias (logit)", max_image)
+    show.head_grid(final[name]["bias"], title, "bias (logit)", max_image)
     plt.show()
 
 # %% [markdown]
@@ -210,7 +212,7 @@ for name in BIASED:
 # ticks are quoted in `biases.CABLE_TICKS`.
 
 # %% tags=["remove-input"]
-for rows in biases.colour_range_tables(final):
+for rows in show.colour_range_tables(final):
     display(plots.table(rows))
 
 # %% [markdown]
@@ -238,16 +240,19 @@ in_bracket = sum(row["fits"] == "yes" for row in bracket_rows)
 display(plots.table(bracket_rows, digits=4))
 alibi_ok = slope_error < 1e-5 and bias_error < 1e-5 * max(1.0, alibi_scale)
 first, last = bracket_rows[0]["511·m_h"], bracket_rows[-1]["511·m_h"]
-display(
-    Markdown(
-        f"In our ALiBi model ({n_layers} layers × {n_heads} heads) the fitted slopes match "
-        f"$2^{{-8h/{n_heads}}}$ to a relative error of {slope_error:.1e}, and every bias entry "
-        f"matches $-m_h(i-j)$ to {bias_error:.1e} (biases reach {alibi_scale:.3g} in this "
-        f"window). At CABLE's size the encoding's range $511\\,m_h$ falls inside the colour bar "
-        f"of the figure for **{in_bracket} of {biases.CABLE_HEADS}** heads, from {first:.0f} for "
-        f"head 1 down to {last:.2f} for head 12: the figure was drawn with the standard slopes."
-    )
-)
+for name, value in {
+    "n_layers": n_layers,
+    "n_heads": n_heads,
+    "slopes": Markdown(f"$2^{{-8h/{n_heads}}}$"),  # math: glued as Markdown
+    "slope_error": float(slope_error),
+    "bias_error": float(bias_error),
+    "alibi_scale": float(alibi_scale),
+    "in_bracket": in_bracket,
+    "cable_heads": biases.CABLE_HEADS,
+    "first_range": float(first),
+    "last_range": float(last),
+}.items():
+    glue(f"pe_zoo.{name}", value, display=False)
 CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed intervals
 CLAIMS.record(
     "pe_zoo.alibi_slopes",
@@ -260,6 +265,16 @@ CLAIMS.record(
     "pe_zoo.fig12_alibi", (in_bracket >= biases.CABLE_HEADS / 2, in_bracket == biases.CABLE_HEADS),
     f"{in_bracket}/{biases.CABLE_HEADS} heads' 511·m_h inside the figure's tick brackets",
 )  # fmt: skip
+
+# %% [markdown]
+# In our ALiBi model ({glue:text}`pe_zoo.n_layers` layers × {glue:text}`pe_zoo.n_heads` heads)
+# the fitted slopes match {glue:md}`pe_zoo.slopes` to a relative error of
+# {glue:text}`pe_zoo.slope_error:.1e`, and every bias entry matches $-m_h(i-j)$ to
+# {glue:text}`pe_zoo.bias_error:.1e` (biases reach {glue:text}`pe_zoo.alibi_scale:.3g` in this
+# window). At CABLE's size the encoding's range $511\,m_h$ falls inside the colour bar of the
+# figure for **{glue:text}`pe_zoo.in_bracket` of {glue:text}`pe_zoo.cable_heads`** heads, from
+# {glue:text}`pe_zoo.first_range:.0f` for head 1 down to {glue:text}`pe_zoo.last_range:.2f` for
+# head 12: the figure was drawn with the standard slopes.
 
 # %% [markdown]
 # ### Which matrices are functions of $i - j$ only?
@@ -290,7 +305,7 @@ final_fire_dev = biases.max_relative_deviation(final["fire"]["bias"])
 # is still finite at the longer length.
 
 # %% tags=["remove-input"]
-plain_rows, fire_rows = biases.toeplitz_tables(toeplitz_rows, seed, figure_length, long_length)
+plain_rows, fire_rows = show.toeplitz_tables(toeplitz_rows, seed, figure_length, long_length)
 plots.table(plain_rows, digits=3)
 
 # %% [markdown]
@@ -301,19 +316,13 @@ plots.table(plain_rows, digits=3)
 display(plots.table(fire_rows, digits=3))
 final_fire_l = next(r["L (tokens)"] for r in fire_rows if r["layer"] == n_layers - 1)
 s = spreads
-display(
-    Markdown(
-        f"ALiBi's and Kerple's biases are Toeplitz to rounding in every layer and seed, at "
-        f"{figure_length} and at {long_length} tokens (largest relative diagonal spread "
-        f"{s['alibi']:.1g} and {s['kerple']:.1g}). FIRE's learned thresholds lie between "
-        f"{s['fire_min_l']:.1f} and {s['fire_max_l']:.1f} tokens (training context {context}). "
-        f"On the rows $i < L$ its bias is Toeplitz (spread {s['fire_below']:.1g}); on the rows "
-        f"$i \\ge L$ it is not: the largest relative spread along a diagonal there is "
-        f"**{s['fire_above']:.3g}**. In the final-layer figure ({figure_length} tokens, $L$ = "
-        f"{final_fire_l:.1f}) the spread is {final_fire_dev:.2g}. The bias stays finite at "
-        f"{long_length} tokens: {s['fire_finite']}."
-    )
-)
+glue("pe_zoo.figure_length", figure_length, display=False)
+glue("pe_zoo.long_length", long_length, display=False)
+glue("pe_zoo.context", context, display=False)
+glue("pe_zoo.final_fire_l", float(final_fire_l), display=False)
+glue("pe_zoo.final_fire_dev", float(final_fire_dev), display=False)
+for name, value in spreads.items():  # worst spreads, FIRE's thresholds, finiteness
+    glue(f"pe_zoo.spread.{name}", value if isinstance(value, bool) else float(value), display=False)
 kerple_ok = s["kerple"] < toeplitz_tol
 fire_within, fire_beyond = s["fire_below"] < toeplitz_tol, s["fire_above"] < toeplitz_tol
 fire_figure_ok = s["fire_short"] < toeplitz_tol
@@ -336,6 +345,19 @@ CLAIMS.record(
     f"relative diagonal spread {s['fire_short']:.1g} at {figure_length} tokens (learned L ≥ "
     f"{s['fire_min_l']:.0f})", seeds=len(seeds),
 )  # fmt: skip
+
+# %% [markdown]
+# ALiBi's and Kerple's biases are Toeplitz to rounding in every layer and seed, at
+# {glue:text}`pe_zoo.figure_length` and at {glue:text}`pe_zoo.long_length` tokens (largest
+# relative diagonal spread {glue:text}`pe_zoo.spread.alibi:.1g` and
+# {glue:text}`pe_zoo.spread.kerple:.1g`). FIRE's learned thresholds lie between
+# {glue:text}`pe_zoo.spread.fire_min_l:.1f` and {glue:text}`pe_zoo.spread.fire_max_l:.1f` tokens
+# (training context {glue:text}`pe_zoo.context`). On the rows $i < L$ its bias is Toeplitz (spread
+# {glue:text}`pe_zoo.spread.fire_below:.1g`); on the rows $i \ge L$ it is not: the largest
+# relative spread along a diagonal there is **{glue:text}`pe_zoo.spread.fire_above:.3g`**. In the
+# final-layer figure ({glue:text}`pe_zoo.figure_length` tokens, $L$ =
+# {glue:text}`pe_zoo.final_fire_l:.1f`) the spread is {glue:text}`pe_zoo.final_fire_dev:.2g`. The
+# bias stays finite at {glue:text}`pe_zoo.long_length` tokens: {glue:text}`pe_zoo.spread.fire_finite`.
 
 # %% [markdown]
 # ### RoPE's scores are not, and neither are anyone's *scores*
@@ -368,25 +390,13 @@ bias_r2 = {  # the final-layer bias alone, at the training length, per head (see
 # scores (mean and minimum), and the $R^2$ of the bias alone (its minimum over heads).
 
 # %% tags=["remove-input"]
-display(plots.table(biases.score_table(summary, bias_r2)))
+display(plots.table(show.score_table(summary, bias_r2)))
 rope = summary["rope"]
-others = [n for n in NAMES if n != "rope"]
-display(
-    Markdown(
-        f"RoPE's final-layer scores are far from Toeplitz: even the most regular head of any "
-        f"window has a diagonal whose spread is {rope['dev_min']:.2f} of its whole range, and "
-        f"distance explains on average {rope['mean']:.2f} of the score variance "
-        f"({100 * confidence:.0f}% interval [{rope['low']:.2f}, {rope['high']:.2f}] over "
-        f"{rope['over']}); in {rope['content_share']:.0%} of heads × windows it explains less "
-        f"than half. The additive-bias models' *scores* are not Toeplitz either (smallest "
-        f"relative diagonal spread: "
-        + ", ".join(f"{LABELS[n]} {summary[n]['dev_min']:.2f}" for n in others)
-        + "); distance explains "
-        + ", ".join(f"{summary[n]['mean']:.2f}" for n in others)
-        + ' of their variance (ALiBi, Kerple, FIRE): the figures\' "uniform patterns" belong '
-        "to the bias term; what a head attends to also depends on the content scores added to it."
-    )
-)
+glue("pe_zoo.confidence_percent", 100 * confidence, display=False)
+for n in NAMES:  # each model's scores: R² by distance (interval) and diagonal spread
+    for key in ("mean", "low", "high", "dev_min", "content_share"):
+        glue(f"pe_zoo.scores.{n}.{key}", float(summary[n][key]), display=False)
+glue("pe_zoo.scores.over", rope["over"], display=False)
 CLAIMS.record(
     "pe_zoo.rope_not_toeplitz",
     rope["dev_min"] > 0.05,
@@ -399,6 +409,21 @@ CLAIMS.record(
     f"{rope['content_share']:.0%} of heads × windows",
     interval=f"[{rope['low']:.2f}, {rope['high']:.2f}] over {rope['over']}", seeds=len(seeds),
 )  # fmt: skip
+
+# %% [markdown]
+# RoPE's final-layer scores are far from Toeplitz: even the most regular head of any window has a
+# diagonal whose spread is {glue:text}`pe_zoo.scores.rope.dev_min:.2f` of its whole range, and
+# distance explains on average {glue:text}`pe_zoo.scores.rope.mean:.2f` of the score variance
+# ({glue:text}`pe_zoo.confidence_percent:.0f`% interval [{glue:text}`pe_zoo.scores.rope.low:.2f`,
+# {glue:text}`pe_zoo.scores.rope.high:.2f`] over {glue:text}`pe_zoo.scores.over`); in
+# {glue:text}`pe_zoo.scores.rope.content_share:.0%` of heads × windows it explains less than half.
+# The additive-bias models' *scores* are not Toeplitz either (smallest relative diagonal spread:
+# ALiBi {glue:text}`pe_zoo.scores.alibi.dev_min:.2f`, Kerple
+# {glue:text}`pe_zoo.scores.kerple.dev_min:.2f`, FIRE {glue:text}`pe_zoo.scores.fire.dev_min:.2f`);
+# distance explains {glue:text}`pe_zoo.scores.alibi.mean:.2f`,
+# {glue:text}`pe_zoo.scores.kerple.mean:.2f`, {glue:text}`pe_zoo.scores.fire.mean:.2f` of their
+# variance (ALiBi, Kerple, FIRE): the figures' "uniform patterns" belong to the bias term; what a
+# head attends to also depends on the content scores added to it.
 
 # %% [markdown]
 # ### How far does each bias reach?
@@ -424,7 +449,7 @@ reach_ok = bool(np.array_equal(reach["alibi"], alibi_closed))
 # change $\Delta b = b(r_{\max}) - b(0)$ of the two learned biases over the whole range.
 
 # %% tags=["remove-input"]
-plots.table(biases.reach_table(reach, alibi_closed, profiles))
+plots.table(show.reach_table(reach, alibi_closed, profiles))
 
 # %% [markdown]
 # The curves themselves (final layer, every head; distance on a log scale, bias linear within
@@ -434,22 +459,18 @@ plots.table(biases.reach_table(reach, alibi_closed, profiles))
 
 # %%
 title = f"Final-layer bias vs distance, every head (seed {seed}); dashed: ln τ, grey: context"
-biases.bias_curves_figure(profiles, context, reach_threshold, title)
+show.bias_curves_figure(profiles, context, reach_threshold, title)
 plt.show()
 
 # %% tags=["remove-input"]
 monotone = {n: biases.non_increasing(p) for n, p in profiles.items()}
 decay_counts = {n: int(v.sum()) for n, v in monotone.items()}
 kerple_zero = float(np.max(np.abs(profiles["kerple"][:, 0])))
-display(
-    Markdown(
-        f"Reach at τ = {reach_threshold}: ALiBi's measured reach equals its closed form in every "
-        f"head ({reach_ok}); heads whose bias never decreases with distance: ALiBi "
-        f"{int(monotone['alibi'].sum())}/{n_heads}, Kerple {int(monotone['kerple'].sum())}/"
-        f"{n_heads}, FIRE {int(monotone['fire'].sum())}/{n_heads}. Kerple's bias is "
-        f"{kerple_zero:.1g} at distance 0, as the 0 at the top of every colour bar of Fig. 10."
-    )
-)
+glue("pe_zoo.reach_threshold", reach_threshold, display=False)
+glue("pe_zoo.reach_ok", reach_ok, display=False)
+glue("pe_zoo.kerple_zero", kerple_zero, display=False)
+for n, count in decay_counts.items():  # heads whose bias never increases with distance
+    glue(f"pe_zoo.non_increasing.{n}", count, display=False)
 kerple_shape = kerple_ok and kerple_zero < 1e-6 and bool(monotone["kerple"].all())
 CLAIMS.record(
     "pe_zoo.fig10_kerple",
@@ -464,6 +485,15 @@ CLAIMS.record(
     "non-increasing heads: " + ", ".join(f"{LABELS[n]} {c}/{n_heads}" for n, c in decay_counts.items()),
     seeds=1,
 )  # fmt: skip
+
+# %% [markdown]
+# Reach at τ = {glue:text}`pe_zoo.reach_threshold`: ALiBi's measured reach equals its closed form
+# in every head ({glue:text}`pe_zoo.reach_ok`); heads whose bias never decreases with distance:
+# ALiBi {glue:text}`pe_zoo.non_increasing.alibi`/{glue:text}`pe_zoo.n_heads`, Kerple
+# {glue:text}`pe_zoo.non_increasing.kerple`/{glue:text}`pe_zoo.n_heads`, FIRE
+# {glue:text}`pe_zoo.non_increasing.fire`/{glue:text}`pe_zoo.n_heads`. Kerple's bias is
+# {glue:text}`pe_zoo.kerple_zero:.1g` at distance 0, as the 0 at the top of every colour bar of
+# Fig. 10.
 
 # %% [markdown]
 # ## Beyond the figures: longer contexts
@@ -518,10 +548,12 @@ ratio = {n: relative[n, len(lengths) - 1] for n in NAMES}  # ppl at max_factor×
 # `max_factor` ×, beside CABLE's Table 4 (GPT-2 Small, perplexity at 1,024 → 8,192 tokens).
 
 # %% tags=["remove-input"]
-by_length, growth = biases.perplexity_tables(ppl, ratio, factors, lengths)
-display(
-    plots.table(by_length), plots.table(growth), Markdown(f"Intervals over {ratio['rope'][3]}.")
-)
+by_length, growth = show.perplexity_tables(ppl, ratio, factors, lengths)
+display(plots.table(by_length), plots.table(growth))
+glue("pe_zoo.ppl_over", ratio["rope"][3], display=False)
+
+# %% [markdown]
+# Intervals over {glue:text}`pe_zoo.ppl_over`.
 
 # %% [markdown]
 # Perplexity relative to each model's own perplexity at the training length (log scale): our
@@ -529,7 +561,7 @@ display(
 
 # %%
 title = f"Length extrapolation: our {profile} models (lines) vs CABLE's GPT-2 Small (diamonds)"
-biases.relative_perplexity_chart(relative, ppl, factors, lengths, title)
+show.relative_perplexity_chart(relative, ppl, factors, lengths, title)
 
 # %% [markdown]
 # Where in the long window the loss goes up: the mean next-token loss by position over all
@@ -539,7 +571,7 @@ biases.relative_perplexity_chart(relative, ppl, factors, lengths, title)
 # %%
 curves = {n: np.mean([losses[n, s].mean(axis=0) for s in seeds], axis=0) for n in NAMES}
 title = f"Loss by position, {max_factor}× the training context"
-biases.loss_by_position_chart(curves, context, title)
+show.loss_by_position_chart(curves, context, title)
 
 # %% [markdown]
 # ### The orderings, as verdicts
@@ -583,22 +615,30 @@ verdicts[whole] = biases.order_verdict([difference[p] for p in checks[whole]], t
 # the ratio of perplexity ratios it amounts to, and the ordering's verdict.
 
 # %% tags=["remove-input"]
-display(plots.table(biases.ordering_table(checks, difference, verdicts)))
+display(plots.table(show.ordering_table(checks, difference, verdicts)))
 over = ratio["rope"][3]
 our_order = sorted(NAMES, key=ours.get)
 cable_order = sorted(NAMES, key=biases.CABLE_RATIO.get)
 alibi_verdict, rope_verdict = verdicts["ALiBi degrades least"], verdicts["RoPE degrades most"]
-display(
-    Markdown(
-        f"Our order by {max_factor}× / 1× perplexity ratio: "
-        + " < ".join(f"{LABELS[n]} ({ours[n]:.3g})" for n in our_order)
-        + "; CABLE's: "
-        + " < ".join(f"{LABELS[n]} ({biases.CABLE_RATIO[n]:.3g})" for n in cable_order)
-        + f". Kendall's τ = {tau:.2f}. ALiBi degrades least: **{alibi_verdict}**; RoPE degrades "
-        f"most: **{rope_verdict}**; the whole order: **{verdicts[whole]}** (intervals over "
-        f"{over})."
-    )
-)
+for name, value in {
+    "max_factor": max_factor,
+    # the orders themselves are the result: each glued as its phrase, ratios in brackets
+    "our_order": " < ".join(f"{LABELS[n]} ({ours[n]:.3g})" for n in our_order),
+    "cable_order": " < ".join(f"{LABELS[n]} ({biases.CABLE_RATIO[n]:.3g})" for n in cable_order),
+    "tau": float(tau),
+    "alibi_least": alibi_verdict,
+    "rope_most": rope_verdict,
+    "whole_order": verdicts[whole],
+    "order_over": over,
+}.items():
+    glue(f"pe_zoo.{name}", value, display=False)
+
+# %% [markdown]
+# Our order by {glue:text}`pe_zoo.max_factor`× / 1× perplexity ratio:
+# {glue:text}`pe_zoo.our_order`; CABLE's: {glue:text}`pe_zoo.cable_order`. Kendall's τ =
+# {glue:text}`pe_zoo.tau:.2f`. ALiBi degrades least: **{glue:text}`pe_zoo.alibi_least`**; RoPE
+# degrades most: **{glue:text}`pe_zoo.rope_most`**; the whole order:
+# **{glue:text}`pe_zoo.whole_order`** (intervals over {glue:text}`pe_zoo.order_over`).
 
 # %% [markdown]
 # ## What we claim and what we measured

@@ -16,7 +16,8 @@
 #
 # Some attention heads ignore *what* the tokens say and attend only by *where* they are: a
 # **diagonal** head puts (almost) all of token $i$'s attention on itself, a **previous-token**
-# head on token $i-1$. Barbero et al. (2025, Sec. 5) find both in Gemma 7B (their Fig. 5), see
+# head on token $i-1$. {cite:t}`barbero2025round{Sec. 5}` find both in Gemma 7B
+# {cite:p}`gemma2024gemma` (their Fig. 5), see
 # that such heads run on RoPE's *fastest* frequencies (Fig. 6) and explain why:
 #
 # - **Prop. 5.2** — a head without positional encoding (NoPE) cannot be diagonal or
@@ -63,6 +64,9 @@ from IPython.display import display
 from ropebook import claims, data, model, plots, rope, train, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import heads, probes
+from ropebook.present import dynamics as show_dy
+from ropebook.present import heads as show_heads
+from ropebook.present import probes as show_probes
 from ropebook.proofs import positional_heads as proofs
 
 plots.setup()
@@ -189,7 +193,7 @@ constructed = {
     "sub-diagonal shift": shift,
     "uniform causal": np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None],
 }
-plots.table(heads.detector_table(constructed, epsilon))
+plots.table(show_heads.detector_table(constructed, epsilon))
 
 # %% tags=["remove-input"]
 classes = {name: heads.classify(a, epsilon) for name, a in constructed.items()}
@@ -220,7 +224,8 @@ proofs.nope_cannot()
 #
 # The proof says no NoPE head can; gradient descent should therefore fail however hard it tries.
 # We give one head the most freedom a head in isolation has — its queries and keys are free
-# lookup tables of the token (token 0 is BOS) — and train it with Adam (optax) to be diagonal or
+# lookup tables of the token (token 0 is BOS) — and train it with Adam {cite:p}`kingma2015adam`
+# (Optax) to be diagonal or
 # previous-token (loss $-\log\alpha_{i,\mathrm{target}}$) on random sequences of
 # `isolated_len` tokens over a vocabulary of `isolated_vocab`, where tokens repeat constantly.
 # The same head with RoPE (`head_dim` of the book's models, $\theta = 10{,}000$) is trained
@@ -235,7 +240,7 @@ fits = heads.fit_isolated_heads(
     steps=isolated_steps,
     base=base,
 )
-probe_rows, training_rows = heads.isolated_tables(fits)
+probe_rows, training_rows = show_heads.isolated_tables(fits)
 
 # %% [markdown]
 # We then read off, per encoding and kind of head, the attention on the target in the last row
@@ -254,7 +259,7 @@ plots.table(probe_rows)
 plots.table(training_rows)
 
 # %%
-heads.loss_chart(fits)
+show_heads.loss_chart(fits)
 
 # %% [markdown]
 # The NoPE head's loss stalls at a floor set by repetition, while the RoPE head's keeps falling.
@@ -319,7 +324,7 @@ key = rope.rotation_matrix(1, 2, base=base) @ psi  # every key: ψ turned one st
 norm_fig1 = heads.exact_threshold_norm(0.1, i_query + 1, "previous", [g], [1.0])
 psi_fig1 = psi * np.sqrt(norm_fig1)  # just enough norm for α_6,5 > 0.9
 attention = heads.construction_attention("previous", psi_fig1, i_query + 1, base=base)
-fig = heads.plot_construction(psi, key, attention[i_query], norm_fig1, base=base)
+fig = show_heads.plot_construction(psi, key, attention[i_query], norm_fig1, base=base)
 
 # %% [markdown]
 # ### How large must $\lVert\psi\rVert^2$ be?
@@ -354,7 +359,7 @@ placements = {  # the share w_k of ‖ψ‖² in each plane k
 }
 norm_grid = np.logspace(-0.5, 6, 50 if profile == "smoke" else 80)
 study = heads.threshold_study(epsilon, sizes, placements, grid, norm_grid, base=base)
-heads.threshold_chart(study, head_dim)
+show_heads.threshold_chart(study, head_dim)
 
 # %% [markdown]
 # For each placement, kind of head and size $N$: the margin $\delta$, the closed form $s^\star$,
@@ -398,7 +403,7 @@ models = {
     for s in seeds
 }
 scans = {key: heads.scan_model(m.params, m.config, windows) for key, m in models.items()}
-found = heads.found_table(scans, head_threshold)
+found = show_heads.found_table(scans, head_threshold)
 print(f"{len(windows)} windows x {window_len} tokens; {len(found)} positional heads found")
 plots.table(found) if found else print("no head reaches the threshold")
 
@@ -407,7 +412,7 @@ plots.table(found) if found else print("no head reaches the threshold")
 # which layers (summed over seeds):
 
 # %%
-plots.table(heads.count_table(scans, head_threshold))
+plots.table(show_heads.count_table(scans, head_threshold))
 
 # %% tags=["remove-input"]
 counts = heads.count_heads(scans, head_threshold)
@@ -441,7 +446,7 @@ CLAIMS.record(
 # beyond the dashed threshold; most heads spread their attention and sit near the origin.
 
 # %%
-heads.head_scatter_chart(scans, head_threshold)
+show_heads.head_scatter_chart(scans, head_threshold)
 
 # %% [markdown]
 # ### Fig. 5 analogue: what the strongest heads look like
@@ -460,8 +465,8 @@ internals = {
     for name in ("rope", "nope")
 }
 first_scans = {name: scans[name, first] for name in ("rope", "nope")}
-labels = heads.token_labels(window[0])
-fig = heads.plot_strongest_heads(internals, first_scans, labels, head_threshold)
+labels = show_heads.token_labels(window[0])
+fig = show_heads.plot_strongest_heads(internals, first_scans, labels, head_threshold)
 
 # %% [markdown]
 # ### Figs 6, 14–16 analogue: which frequencies do they use?
@@ -472,10 +477,10 @@ fig = heads.plot_strongest_heads(internals, first_scans, labels, head_threshold)
 # profile against the average over all heads of its layer.
 
 # %%
-fig = heads.plot_chunk_norms(internals["rope"], scans["rope", first], config.pairing)
+fig = show_heads.plot_chunk_norms(internals["rope"], scans["rope", first], config.pairing)
 
 # %%
-heads.frequency_profile_chart(scans["rope", first])
+show_heads.frequency_profile_chart(scans["rope", first])
 
 # %% [markdown]
 # To compare all heads at once we summarise a head by the share of its Cauchy–Schwarz budget
@@ -484,7 +489,8 @@ heads.frequency_profile_chart(scans["rope", first])
 # the mean share of the other heads of its layer.
 
 # %%
-fast_rows, fast_gaps = heads.fast_share_table(scans, head_threshold, fast_fraction)
+fast_shares = heads.positional_fast_shares(scans, head_threshold, fast_fraction)
+fast_rows, fast_gaps = show_heads.fast_share_rows(fast_shares), [s.gap for s in fast_shares]
 plots.table(fast_rows) if fast_rows else print("no RoPE positional heads to compare")
 
 # %% tags=["remove-input"]
@@ -512,7 +518,8 @@ for kind in heads.KINDS:
     layer, head = heads.strongest(scans["rope", first], kind)
     score = scans["rope", first].score[kind][layer, head]
     print(f"RoPE {kind} head L{layer} H{head} (mean α on target {score:.2f}):")
-    display(plots.table(heads.activation_table(internals["rope"][layer], head, n_tokens=8)))
+    activations = heads.target_activations(internals["rope"][layer], head, n_tokens=8)
+    display(plots.table(show_heads.activation_table(activations)))
 
 # %% [markdown]
 # The paper's numbers, quoted from its Tables 3 and 5 (Gemma 7B; tokens 2–7 of Table 3 and
@@ -520,7 +527,7 @@ for kind in heads.KINDS:
 # ratio activation / bound computed here:
 
 # %%
-plots.table(heads.paper_table())
+plots.table(show_heads.paper_table())
 
 # %% [markdown]
 # Over all held-out windows, the ratio at the target is the cosine between the rotated query and
@@ -529,8 +536,9 @@ plots.table(heads.paper_table())
 # non-positional head does at that distance), and with the mean of the paper's quoted tables:
 
 # %%
-cs_rows, cs_positional = heads.cauchy_schwarz_table(scans, head_threshold)
-plots.table(cs_rows)
+cosines = heads.target_cosines(scans, head_threshold)  # kind -> (positional heads, the rest)
+cs_positional = [value for positional, _ in cosines.values() for value in positional]
+plots.table(show_heads.cauchy_schwarz_rows(cosines))
 
 # %% tags=["remove-input"]
 cs_verdict, cs_ratio = heads.verdict_above(cs_positional, 0.5, digits=2)
@@ -556,12 +564,13 @@ CLAIMS.record(
 # at most $1/r$ on the target — a check with no slack. Deeper layers read a residual stream that
 # has already mixed the prefix, and a causal mask does leak position (a token can count how many
 # tokens precede it through the softmax normaliser), so a NoPE model *can* grow positional heads
-# there (Kazemnejad et al., 2024; the paper's remark in App. A.2). We report what ours do: per
+# there, as {cite:t}`haviv2022nopos` and {cite:t}`kazemnejad2023impact` found and the paper
+# remarks in App. A.2. We report what ours do: per
 # model and layer, the largest excess $\alpha - 1/r$ over its heads and repeated rows, and the
 # best mean attention on the diagonal and on $i-1$.
 
 # %%
-plots.table(heads.layer_table(scans))
+plots.table(show_heads.layer_table(scans))
 
 # %% tags=["hide-input"]
 nope_layer0 = heads.layer0_excess(scans, "nope")
@@ -597,8 +606,9 @@ CLAIMS.record(
 # token and on itself (the soft detector above, on the held-out windows), and its **induction**
 # score: on `induction_sequences` sequences made of random tokens repeated twice (BOS, then
 # $x_1 \dots x_n x_1 \dots x_n$), the mean attention from $x_i$'s second copy to $x_{i+1}$'s
-# first, the token after the earlier occurrence (Olsson et al. 2022's prefix-matching score;
-# uniform attention gives about $1/n$, a perfect induction head 1). The paper does not measure
+# first, the token after the earlier occurrence: the prefix-matching score of
+# {cite:t}`olsson2022induction`, about $1/n$ under uniform attention and 1 for a perfect induction
+# head. The paper does not measure
 # induction heads; they matter here because they are built *on* previous-token heads. Training
 # **moves toward the Gemma result** if a score rises above the untrained model's.
 #
@@ -620,7 +630,7 @@ flag_windows = train.sample_windows(
 repeats = dy.repeated_random_tokens(
     np.random.default_rng([window_seed, 53]), induction_sequences, period, flag_config.vocab_size
 )
-print(dy.describe(flagship, regime) + f"; induction sequences: BOS + 2 x {period} tokens")
+print(show_dy.describe(flagship, regime) + f"; induction sequences: BOS + 2 x {period} tokens")
 
 # %% [markdown]
 # Each panel line is one model and score against tokens seen (log axis; band: range over
@@ -637,8 +647,8 @@ head_runs = {
 }  # fmt: skip
 stats = ("previous-token", "diagonal", "induction")
 head_trends = [dy.trend_test(run[s]) for run in head_runs.values() for s in stats]
-display(dy.positional_chart([t for s in stats for t in dy.trajectories(head_runs, s)]))
-plots.table(dy.trend_table(head_trends))
+display(show_dy.positional_chart([t for s in stats for t in dy.trajectories(head_runs, s)]))
+plots.table(show_dy.trend_table(head_trends))
 
 # %% [markdown]
 # Each verdict pairs a seed's untrained model with its last snapshot: a 95% interval over seeds
@@ -694,7 +704,7 @@ probe = probes.run_probes(
     seed=window_seed,
 )  # fmt: skip
 reading = probes.probe_reading(probe)
-plots.table(probes.probe_table(probe))
+plots.table(show_probes.probe_table(probe))
 
 # %% [markdown]
 # The same as a chart: mean change per probe with its 95% interval (over seeds, or over the
@@ -707,7 +717,7 @@ print(
         for seed, hs in zip(probe.seeds, probe.heads, strict=True)
     }
 )
-probes.probe_chart(probe)
+show_probes.probe_chart(probe)
 
 # %% [markdown]
 # The reading combines two paired contrasts: Δ attention(fastest) − Δ attention(slowest) with
@@ -718,14 +728,14 @@ probes.probe_chart(probe)
 # says what this model does but not what training does, so the verdict reads *cannot decide*.
 
 # %% tags=["remove-input"]
-print(reading.measured())
+print(show_probes.reading_measured(reading))
 CLAIMS.record(
     "positional_heads.causal_probe",
     reading.verdict,
-    reading.measured(),
+    show_probes.reading_measured(reading),
     interval=f"attention: {reading.positional.text}; loss: {reading.semantic.text}",
     seeds=reading.n_seeds,
-    basis=reading.basis(),
+    basis=show_probes.reading_basis(reading),
 )
 
 # %% [markdown]

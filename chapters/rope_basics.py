@@ -14,8 +14,8 @@
 # %% [markdown]
 # # RoPE in one page
 #
-# Rotary position embeddings (RoPE; Su et al., 2021) encode position by *rotating* queries and
-# keys instead of adding anything to them. A head of dimension $d$ is cut into $d/2$ planes; in
+# Rotary position embeddings (RoPE), introduced by {cite:t}`su2024roformer`, encode position by
+# *rotating* queries and keys instead of adding anything to them. A head of dimension $d$ is cut into $d/2$ planes; in
 # plane $k$ the vector at position $m$ is rotated by the angle $m\,g_k$ with
 #
 # $$ g_k = \theta^{-2k/d}, \qquad k = 0, \dots, d/2 - 1, $$
@@ -24,10 +24,10 @@
 # chapter rests on two facts proved below: the attention score of a rotated query and key depends
 # on their positions only through the *distance* between them, and rotations preserve norms.
 #
-# This chapter also fixes the vocabulary for the variants used later: **p-RoPE** (keep only the
-# fastest fraction $p$ of frequencies, Barbero et al., 2025, Sec. 6.1), **partial** RoPE (rotate
-# only the first $p\,d$ dimensions with a recomputed grid) and **reversed** (drop the fastest
-# frequencies instead of the slowest).
+# This chapter also fixes the vocabulary for the variants used later: **p-RoPE**, which
+# {cite:t}`barbero2025round{Sec. 6.1}` propose, keeps only the fastest fraction $p$ of
+# frequencies; **partial** RoPE rotates only the first $p\,d$ dimensions with a recomputed grid;
+# **reversed** drops the fastest frequencies instead of the slowest.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
@@ -39,6 +39,7 @@ n_random_checks = 2_000  # in [1, inf): random (q, k, m, n) draws for the numeri
 # %% tags=["remove-input"]
 from ropebook import claims, plots
 from ropebook.analysis import regime
+from ropebook.present import regime as show
 from ropebook.proofs import rope_basics as basics
 
 plots.setup()
@@ -134,7 +135,7 @@ variants = {  # label: (variant of rope.frequencies, proportion p)
     "0.75 reversed": ("reversed", 0.75),
 }
 spectrum = basics.variant_spectrum(variants, head_dim=head_dim, base=base)
-basics.spectrum_chart(spectrum, head_dim=head_dim, base=base)
+show.spectrum_chart(spectrum, head_dim=head_dim, base=base)
 
 # %% [markdown]
 # ## Turns per context: which planes are "slow" depends on the model
@@ -143,20 +144,20 @@ basics.spectrum_chart(spectrum, head_dim=head_dim, base=base)
 # can express depends on how far it turns over the *training context* $L$: $g_k L / 2\pi$ full
 # turns. A plane that turns less than once never brings two positions back to the same angle, so
 # it cannot separate near from far by phase and acts almost like a plane that does not rotate
-# at all (Liu et al. 2023, "Scaling laws of RoPE-based extrapolation", call the last plane that
-# completes a turn the *critical dimension*). The figure places the paper's models beside every
+# at all; {cite:t}`liu2024scaling` call the last plane that completes a turn the *critical
+# dimension*. The figure places the paper's models beside every
 # profile of this book; the table gives the share of planes that turn at least once and how far
 # the slowest plane gets.
 
 # %%
 settings = {**regime.REFERENCE_MODELS, **regime.profile_settings()}
-regime.turns_chart(settings)
+show.turns_chart(settings)
 
 # %% tags=["remove-input"]
-plots.table(regime.regime_rows(settings))
+plots.table(show.regime_rows(settings))
 
 # %% [markdown]
-# In Gemma 7B most planes turn at least once over its 8k context, and even its slowest plane
+# In Gemma 7B {cite:p}`gemma2024gemma` most planes turn at least once over its 8k context, and even its slowest plane
 # makes a sizeable fraction of a turn. The book's first models (`ours: cpu`: CABLE's 12 heads,
 # each of dimension 16, θ = 10⁴, context 128) sit elsewhere: only the fastest few planes
 # complete a turn and the slowest turn by a tiny fraction of one (the table's last column). They
@@ -172,6 +173,19 @@ plots.table(regime.regime_rows(settings))
 # matter — by giving each head 16 planes (head dimension 32) and choosing θ so that the slowest
 # turns as often over 128 tokens as Gemma 7B's does over 8k (`rope.matched_base`, rounded to two
 # digits). The share of planes that complete a turn then follows, shown in the table.
+
+# %% [markdown]
+# **Explore the spectrum.** The chart below recomputes the turns of every plane in your browser
+# for the base $\theta$, head dimension $d$ and context $L$ on its sliders (black line, with how
+# many planes complete a turn written in its corner); a click on a model in the list loads its
+# settings, and every listed model keeps its own curve in colour. Watch where the black line
+# crosses the dashed line at one turn: the planes to its right never complete a turn over the
+# context.
+
+# %%
+from ropebook.present import explorers
+
+explorers.spectrum_explorer(explorers.presets(profile), initial="Gemma 7B")
 
 # %% [markdown]
 # ## What we claim and what we measured

@@ -20,23 +20,23 @@
 # they stretch a trained model past its training context. A family of rules does this by
 # changing the frequency grid at inference (and usually fine-tuning a little afterwards):
 #
-# - **Position Interpolation** (PI; Chen et al. 2023) divides every frequency by the scale $s$,
+# - **Position Interpolation** (PI), from {cite:t}`chen2023pi`, divides every frequency by the scale $s$,
 #   so positions $0 \dots sL$ land on the angles $0 \dots L$ had in training;
-# - **NTK-aware** scaling raises the base to $\theta s^{d/(d-2)}$: the slowest pair is
+# - **NTK-aware** scaling {cite:p}`bloc97_2023ntk` raises the base to $\theta s^{d/(d-2)}$: the slowest pair is
 #   interpolated, the fastest is left alone, and the pairs in between geometrically in between;
-#   **dynamic NTK** recomputes the scale from the current length;
-# - **YaRN** (Peng et al. 2023) keeps pairs that turn more than $\beta = 32$ times over the
+#   **dynamic NTK** {cite:p}`emozilla2023dynamic` recomputes the scale from the current length;
+# - **YaRN** {cite:p}`peng2024yarn` keeps pairs that turn more than $\beta = 32$ times over the
 #   original context, interpolates those that turn less than $\alpha = 1$ time, ramps in between,
 #   and sharpens attention by $(0.1 \ln s + 1)^2$;
-# - **Llama 3.1**'s rule does the same by wavelength, with two cut-offs.
+# - **Llama 3.1**'s rule {cite:p}`llama2024herd` does the same by wavelength, with two cut-offs.
 #
 # Each rule is a statement about frequencies, so the book's lens applies directly. This chapter
 # measures all of them on small models trained from scratch, which no published study does, and
 # asks the paper's question of them: *which pairs does each method change, and what breaks when
 # they change?*
 #
-# 1. which pairs each method changes, as cycles per context, for our models and for Llama 2 and
-#    Llama 3.1;
+# 1. which pairs each method changes, as cycles per context, for our models and for Llama 2
+#    {cite:p}`touvron2023llama2` and Llama 3.1;
 # 2. perplexity at 1× to `max_factor`× the training context without fine-tuning, beside plain RoPE,
 #    NoPE, 0.75-RoPE and ALiBi;
 # 3. a short fine-tune at the longer context for PI and YaRN (the PI paper's central result);
@@ -62,9 +62,11 @@ n_passkey = 16  # in [1, inf): passkey trials per (model, method, length)
 # %% tags=["hide-input"]
 import numpy as np
 from IPython.display import Markdown, display
+from myst_nb import glue
 
 from ropebook import claims, data, plots, scaling, train, zoo
 from ropebook.analysis import scaling as stretch
+from ropebook.present import scaling as show
 
 plots.setup()
 REGIME, DOMAIN = "matched", "shakespeare"
@@ -169,14 +171,15 @@ CLAIMS.record(
     f"largest relative difference {worst_freq:.1g} in frequency, {worst_factor:.1g} in the "
     f"attention factor over {len(agreement)} (setting, method) pairs at s = {picture_scale}",
 )
-display(
-    Markdown(
-        f"The largest relative difference in any frequency is **{worst_freq:.1g}** (float32 "
-        f"rounding in transformers' torch code) and in any attention factor {worst_factor:.1g}. "
-        "Static NTK-aware scaling has no rule of its own in transformers: it is the `dynamic` "
-        "rule with factor 1 evaluated at length $sL$ (checked in `tests/test_scaling.py`)."
-    )
-)
+glue("rope_scaling.worst_freq", float(worst_freq), display=False)
+glue("rope_scaling.worst_factor", float(worst_factor), display=False)
+
+# %% [markdown]
+# The largest relative difference in any frequency is **{glue:text}`rope_scaling.worst_freq:.1g`**
+# (float32 rounding in transformers' torch code) and in any attention factor
+# {glue:text}`rope_scaling.worst_factor:.1g`. Static NTK-aware scaling has no rule of its own in
+# transformers: it is the `dynamic` rule with factor 1 evaluated at length $sL$ (checked in
+# `tests/test_scaling.py`).
 
 # %% [markdown]
 # One difference between the YaRN paper and transformers is worth knowing. The paper ramps
@@ -194,14 +197,16 @@ ramp_gap = {
 }
 
 # %% tags=["remove-input"]
-display(
-    Markdown(
-        "Largest difference in the ramp weight $\\gamma$ (0 = fully interpolated, 1 = kept): "
-        + "; ".join(f"{k}: **{v:.2f}**" for k, v in ramp_gap.items())
-        + ". The book's `yarn` follows transformers (what deployed checkpoints run); "
-        "`yarn-paper` is the paper's formula, drawn below beside it."
-    )
+glue(  # one "setting: gap" item per setting, the settings' labels being data
+    "rope_scaling.ramp_gaps",
+    Markdown("; ".join(f"{k}: **{v:.2f}**" for k, v in ramp_gap.items())),
+    display=False,
 )
+
+# %% [markdown]
+# Largest difference in the ramp weight $\gamma$ (0 = fully interpolated, 1 = kept):
+# {glue:md}`rope_scaling.ramp_gaps`. The book's `yarn` follows transformers (what deployed
+# checkpoints run); `yarn-paper` is the paper's formula, drawn below beside it.
 
 # %% [markdown]
 # ## 1. Which pairs each method changes
@@ -220,7 +225,7 @@ picture_methods = ("none", "pi", "ntk", "dynamic-ntk", "yarn", "yarn-paper", "ll
 turn_rows = stretch.turns_rows(
     settings, picture_methods, picture_scale, dynamic_factor=dynamic_factor
 )
-stretch.turns_chart(turn_rows, picture_scale)
+show.turns_chart(turn_rows, picture_scale)
 # %% [markdown]
 # The same in numbers: per setting and method, how many of the pairs are kept as trained, how
 # many slowed by the full factor, the turns over $L$ of the fastest pair that is changed, and the
@@ -236,22 +241,39 @@ ref = zoo.REFERENCE_MODEL
 llama_pairs = next(iter(stretch.REFERENCE_SETTINGS.values()))[0] // 2
 llama_label = next(iter(stretch.REFERENCE_SETTINGS))
 llama_yarn = next(r for r in changed if r["setting"] == llama_label and r["method"] == "YaRN")
-display(
-    Markdown(
-        f"In our matched models ($d = {head_dim}$, {head_dim // 2} pairs) PI changes all "
-        f"{mine['PI']['chunks']} pairs, YaRN keeps {mine['YaRN']['kept']} and Llama 3.1's "
-        f"rule keeps {mine['Llama 3.1']['kept']}. The base of our models was chosen so that "
-        f"the slowest pair turns over the training context as rarely as {ref['name']}'s does "
-        f"over its {ref['context']:,} tokens, so the same methods act on the same part of the "
-        "spectrum as they do on the large models; the pair counts differ because the Llama "
-        f"heads have {llama_pairs} pairs to our {head_dim // 2}."
-        f" One difference no base can remove: the fastest pair turns by 1 radian per token "
-        f"whatever the base, so over our {context} tokens it makes only {context / (2 * np.pi):.0f} "
-        f"turns, below YaRN's β = {scaling.YARN_BETA:g}; YaRN therefore keeps only "
-        f"{mine['YaRN']['kept']} of our pairs exactly and partly slows the others, where on "
-        f"{llama_label} it keeps {llama_yarn['kept']} of {llama_pairs}."
-    )
-)
+for name, value in {
+    "d_math": Markdown(f"$d = {head_dim}$"),  # math: glued as Markdown
+    "pairs": head_dim // 2,
+    "pi_changes": mine["PI"]["chunks"],
+    "yarn_keeps": mine["YaRN"]["kept"],
+    "llama3_keeps": mine["Llama 3.1"]["kept"],
+    "reference_name": ref["name"],
+    "reference_context": ref["context"],
+    "llama_pairs": llama_pairs,
+    "context": context,
+    "fastest_turns": float(context / (2 * np.pi)),
+    "yarn_beta": float(scaling.YARN_BETA),
+    "llama_label": llama_label,
+    "llama_yarn_keeps": llama_yarn["kept"],
+}.items():
+    glue(f"rope_scaling.{name}", value, display=False)
+
+# %% [markdown]
+# In our matched models ({glue:md}`rope_scaling.d_math`, {glue:text}`rope_scaling.pairs` pairs) PI
+# changes all {glue:text}`rope_scaling.pi_changes` pairs, YaRN keeps
+# {glue:text}`rope_scaling.yarn_keeps` and Llama 3.1's rule keeps
+# {glue:text}`rope_scaling.llama3_keeps`. The base of our models was chosen so that the slowest
+# pair turns over the training context as rarely as {glue:text}`rope_scaling.reference_name`'s does
+# over its {glue:text}`rope_scaling.reference_context:,d` tokens, so the same methods act on the
+# same part of the spectrum as they do on the large models; the pair counts differ because the
+# Llama heads have {glue:text}`rope_scaling.llama_pairs` pairs to our
+# {glue:text}`rope_scaling.pairs`. One difference no base can remove: the fastest pair turns by 1
+# radian per token whatever the base, so over our {glue:text}`rope_scaling.context` tokens it makes
+# only {glue:text}`rope_scaling.fastest_turns:.0f` turns, below YaRN's β =
+# {glue:text}`rope_scaling.yarn_beta:g`; YaRN therefore keeps only
+# {glue:text}`rope_scaling.yarn_keeps` of our pairs exactly and partly slows the others, where on
+# {glue:text}`rope_scaling.llama_label` it keeps {glue:text}`rope_scaling.llama_yarn_keeps` of
+# {glue:text}`rope_scaling.llama_pairs`.
 
 # %% [markdown]
 # ## 2. Perplexity at longer contexts, without fine-tuning
@@ -281,16 +303,20 @@ BASELINE_LABELS = {("nope", "none"): "NoPE", ("alibi", "none"): "ALiBi",
                    ("p-rope-0.75", "none"): "0.75-RoPE, plain"}  # fmt: skip
 rope_labels = {("rope", m): f"RoPE · {LABEL[m]}" for m in stretch.SWEEP_METHODS}
 p_labels = {("p-rope-0.75", m): f"0.75-RoPE · {LABEL[m]}" for m in stretch.SWEEP_METHODS}
-one_seed = "" if len(seeds) > 1 else " **One seed in this profile: no intervals.**"
-display(
-    Markdown(
-        f"Perplexity ($e$ to the mean over {len(seeds)} seed(s) of each model's mean loss; "
-        f"{confidence:.0%} interval formed on the loss, then exponentiated) for windows of "
-        f"$L$ tokens, {n_windows} windows each.{one_seed} RoPE with every method, then the "
-        "baselines:"
-    )
-)
-display(plots.table(stretch.sweep_rows(losses, rope_labels | BASELINE_LABELS, factors, context)))
+one_seed = "" if len(seeds) > 1 else "**One seed in this profile: no intervals.**"
+glue("rope_scaling.n_seeds", len(seeds), display=False)
+glue("rope_scaling.confidence", confidence, display=False)
+glue("rope_scaling.n_windows", n_windows, display=False)
+glue("rope_scaling.one_seed", Markdown(one_seed), display=False)  # bold: glued as Markdown
+
+# %% [markdown]
+# Perplexity ($e$ to the mean over {glue:text}`rope_scaling.n_seeds` seed(s) of each model's mean
+# loss; {glue:text}`rope_scaling.confidence:.0%` interval formed on the loss, then exponentiated)
+# for windows of $L$ tokens, {glue:text}`rope_scaling.n_windows` windows each.
+# {glue:md}`rope_scaling.one_seed` RoPE with every method, then the baselines:
+
+# %% tags=["remove-input"]
+display(plots.table(show.sweep_rows(losses, rope_labels | BASELINE_LABELS, factors, context)))
 
 # %% [markdown]
 # The figure shows the same for the RoPE models (lines, with the interval as a band) beside the
@@ -301,7 +327,7 @@ display(plots.table(stretch.sweep_rows(losses, rope_labels | BASELINE_LABELS, fa
 # context for its later tokens, which lowers it when nothing breaks.)
 
 # %%
-stretch.sweep_chart(
+show.sweep_chart(
     losses, rope_labels | BASELINE_LABELS, factors, confidence,
     title="Perplexity by length without fine-tuning (RoPE model, s = length factor)",
 )  # fmt: skip
@@ -310,7 +336,7 @@ stretch.sweep_chart(
 # 0.75-RoPE's free pairs never rotate, so every method touches only its fast 75%. Its table:
 
 # %% tags=["hide-input"]
-plots.table(stretch.sweep_rows(losses, p_labels, factors, context))
+plots.table(show.sweep_rows(losses, p_labels, factors, context))
 
 # %% [markdown]
 # Paired comparisons at every length beyond the training context: YaRN against PI and against
@@ -349,19 +375,20 @@ CLAIMS.record(
     seeds=len(seeds),
 )
 best = {f: rope_labels[stretch.lowest(losses, list(rope_labels), f)] for f in factors}
-display(
-    Markdown(
-        "Lowest perplexity among the RoPE rows: "
-        + "; ".join(f"{f}×: {label}" for f, label in best.items())
-        + ".\n\n**YaRN vs PI**: "
-        + change_list(yarn_vs["pi"])
-        + ".\n\n**YaRN vs NTK-aware**: "
-        + change_list(yarn_vs["ntk"])
-        + ".\n\n**Plain RoPE at n× vs 1×**: "
-        + change_list(plain_rise)
-        + "."
-    )
-)
+# the winners and the paired changes are the results: each list glued as its phrase
+glue("rope_scaling.lowest", "; ".join(f"{f}×: {label}" for f, label in best.items()), display=False)
+glue("rope_scaling.yarn_vs_pi", change_list(yarn_vs["pi"]), display=False)
+glue("rope_scaling.yarn_vs_ntk", change_list(yarn_vs["ntk"]), display=False)
+glue("rope_scaling.plain_rise", change_list(plain_rise), display=False)
+
+# %% [markdown]
+# Lowest perplexity among the RoPE rows: {glue:text}`rope_scaling.lowest`.
+#
+# **YaRN vs PI**: {glue:text}`rope_scaling.yarn_vs_pi`.
+#
+# **YaRN vs NTK-aware**: {glue:text}`rope_scaling.yarn_vs_ntk`.
+#
+# **Plain RoPE at n× vs 1×**: {glue:text}`rope_scaling.plain_rise`.
 
 # %% [markdown]
 # ## 3. A short fine-tune at the longer context
@@ -389,14 +416,22 @@ tuned = {
 
 # %% tags=["remove-input"]
 ft_tokens = tuned["pi"][0].tokens_seen
-display(
-    Markdown(
-        f"Each fine-tune takes {ft_steps} steps of {ft_batch} windows × {ft_len} tokens = "
-        f"{ft_tokens:,} tokens, {100 * ft_tokens / pretrain_tokens:.1f} % of the "
-        f"{pretrain_tokens:,} pre-training tokens (the PI paper fine-tuned LLaMA models for "
-        "1,000 steps at the extended length, a far smaller share of their pre-training)."
-    )
-)
+for name, value in {
+    "ft_steps": ft_steps,
+    "ft_batch": ft_batch,
+    "ft_len": ft_len,
+    "ft_tokens": ft_tokens,
+    "ft_percent": 100 * ft_tokens / pretrain_tokens,
+    "pretrain_tokens": pretrain_tokens,
+}.items():
+    glue(f"rope_scaling.{name}", value, display=False)
+
+# %% [markdown]
+# Each fine-tune takes {glue:text}`rope_scaling.ft_steps` steps of
+# {glue:text}`rope_scaling.ft_batch` windows × {glue:text}`rope_scaling.ft_len` tokens =
+# {glue:text}`rope_scaling.ft_tokens:,d` tokens, {glue:text}`rope_scaling.ft_percent:.1f` % of the
+# {glue:text}`rope_scaling.pretrain_tokens:,d` pre-training tokens (the PI paper fine-tuned LLaMA
+# models for 1,000 steps at the extended length, a far smaller share of their pre-training).
 
 # %% [markdown]
 # Now the length sweep again, with the scale fixed at the fine-tuning one ($s$ =
@@ -421,7 +456,7 @@ ft_labels = {
     ("rope-fixed-s", "yarn"): f"RoPE · YaRN (s={finetune_scale}), no fine-tune",
     ("rope-yarn-ft", "yarn"): f"RoPE · YaRN (s={finetune_scale}), fine-tuned",
 }
-display(plots.table(stretch.sweep_rows(ft_view, ft_labels, factors, context)))
+display(plots.table(show.sweep_rows(ft_view, ft_labels, factors, context)))
 
 # %% [markdown]
 # The figure: the dashed lines are the methods before fine-tuning, the solid ones after (and
@@ -429,7 +464,7 @@ display(plots.table(stretch.sweep_rows(ft_view, ft_labels, factors, context)))
 # at the fine-tuning length (`finetune_scale`×): the PI paper predicts the largest drop there.
 
 # %%
-stretch.sweep_chart(
+show.sweep_chart(
     ft_view, ft_labels, factors, confidence,
     title=f"Before and after fine-tuning at {finetune_scale}× (s = {finetune_scale})",
     dashed=[("rope-fixed-s", "pi"), ("rope-fixed-s", "yarn")],
@@ -471,21 +506,25 @@ CLAIMS.record(
     f"YaRN vs PI at {at}×, both fine-tuned: {yarn_ft.text()}",
     seeds=len(seeds),
 )
-display(
-    Markdown(
-        f"At {at}× the context: PI without fine-tuning against the model at its own length, "
-        f"{pi_before.text()}; the fine-tune changes PI's perplexity by {pi_gain.text()}; after "
-        f"it, PI against the model at 1×: {pi_after.text()}; fine-tuned YaRN against fine-tuned "
-        f"PI: {yarn_ft.text()}."
-    )
-)
+glue("rope_scaling.at", at, display=False)
+for name, change in {
+    "pi_before": pi_before, "pi_gain": pi_gain, "pi_after": pi_after, "yarn_ft": yarn_ft
+}.items():  # fmt: skip
+    glue(f"rope_scaling.{name}", change.text(), display=False)  # a change, or a bound on it
+
+# %% [markdown]
+# At {glue:text}`rope_scaling.at`× the context: PI without fine-tuning against the model at its
+# own length, {glue:text}`rope_scaling.pi_before`; the fine-tune changes PI's perplexity by
+# {glue:text}`rope_scaling.pi_gain`; after it, PI against the model at 1×:
+# {glue:text}`rope_scaling.pi_after`; fine-tuned YaRN against fine-tuned PI:
+# {glue:text}`rope_scaling.yarn_ft`.
 
 # %% [markdown]
 # ## 4. Do previous-token heads survive?
 #
 # Here is the link to the paper. A previous-token head works because a fast pair turns by about
 # a radian per token: query and key agree after exactly one step of rotation and disagree at
-# every other distance (Thm 5.3 of Barbero et al.). PI divides that rotation by $s$, so at
+# every other distance {cite:p}`barbero2025round{Thm 5.3}`. PI divides that rotation by $s$, so at
 # $s = 4$ "one token back" looks like a quarter of a token; YaRN leaves every pair that turns
 # more than 32 times over the context as trained. The frequency lens therefore predicts that
 # PI damages previous-token heads and YaRN does not, *even at the training length*, where
@@ -525,20 +564,29 @@ for method, runs_ft in tuned.items():  # the fine-tuned models under the method 
 survival = stretch.head_survival(head_scores, shares, head_threshold)
 n_heads = [len(h) for h in survival.heads.values()]
 uniform = np.mean(1 / np.arange(2, context + 1))  # causal uniform attention on token i - 1
-display(
-    Markdown(
-        f"A head that attended uniformly to all earlier tokens would put {uniform:.3f} on the "
-        f"previous token on average over a window of {context}. "
-        f"Previous-token heads found (unscaled, ≥ {head_threshold}): "
-        f"{', '.join(map(str, n_heads))} per seed, out of "
-        f"{model_config.n_layers * model_config.n_heads} heads. Their mean attention on the "
-        f"previous token, the share still above the threshold, and how far the method slows "
-        f"the pairs they use: each pair's slowdown in log units of $s$ (0 = kept, 100 % = "
-        f"slowed $s$-fold as by PI), weighted by the pair's query × key norm in these heads "
-        f"(s = {heads_scale}; fine-tuned rows: s = {finetune_scale}):"
-    )
-)
-display(plots.table(stretch.head_rows(survival, LABEL, confidence)))
+for name, value in {
+    "uniform": float(uniform),
+    "head_threshold": head_threshold,
+    "heads_found": ", ".join(map(str, n_heads)),  # one count per seed
+    "all_heads": model_config.n_layers * model_config.n_heads,
+    "heads_scale": heads_scale,
+    "finetune_scale": finetune_scale,
+}.items():
+    glue(f"rope_scaling.{name}", value, display=False)
+
+# %% [markdown]
+# A head that attended uniformly to all earlier tokens would put
+# {glue:text}`rope_scaling.uniform:.3f` on the previous token on average over a window of
+# {glue:text}`rope_scaling.context`. Previous-token heads found (unscaled, ≥
+# {glue:text}`rope_scaling.head_threshold`): {glue:text}`rope_scaling.heads_found` per seed, out of
+# {glue:text}`rope_scaling.all_heads` heads. Their mean attention on the previous token, the share
+# still above the threshold, and how far the method slows the pairs they use: each pair's
+# slowdown in log units of $s$ (0 = kept, 100 % = slowed $s$-fold as by PI), weighted by the
+# pair's query × key norm in these heads (s = {glue:text}`rope_scaling.heads_scale`; fine-tuned
+# rows: s = {glue:text}`rope_scaling.finetune_scale`):
+
+# %% tags=["remove-input"]
+display(plots.table(show.head_rows(survival, LABEL, confidence)))
 
 # %% tags=["remove-input"]
 pi_drop = stretch.drop(survival, "pi", confidence)
@@ -556,18 +604,21 @@ CLAIMS.record(
 )  # fmt: skip
 share_pi, share_yarn = (np.mean(survival.share[m]) if survival.share[m] else np.nan
                         for m in ("pi", "yarn"))  # fmt: skip
-display(
-    Markdown(
-        f"Under PI the previous-token heads lose {pi_drop[0]:.3f} of their attention on the "
-        f"previous token on average; under YaRN {yarn_drop[0]:.3f}. PI slows the pairs these "
-        f"heads use by {100 * share_pi:.0f} % of the full factor, YaRN by "
-        f"{100 * share_yarn:.0f} %: if the frequency lens is right, the method that slows "
-        "their pairs more should cost them more attention."
-        if pi_drop[3]
-        else "No previous-token head reached the threshold in these models, so the probe "
-        "cannot say anything here (the smoke models are too small and too briefly trained)."
-    )
+glue(  # with no head found there is nothing to compare: the paragraph turns on it, glued whole
+    "rope_scaling.heads_reading",
+    f"Under PI the previous-token heads lose {pi_drop[0]:.3f} of their attention on the "
+    f"previous token on average; under YaRN {yarn_drop[0]:.3f}. PI slows the pairs these "
+    f"heads use by {100 * share_pi:.0f} % of the full factor, YaRN by "
+    f"{100 * share_yarn:.0f} %: if the frequency lens is right, the method that slows "
+    "their pairs more should cost them more attention."
+    if pi_drop[3]
+    else "No previous-token head reached the threshold in these models, so the probe "
+    "cannot say anything here (the smoke models are too small and too briefly trained).",
+    display=False,
 )
+
+# %% [markdown]
+# {glue:text}`rope_scaling.heads_reading`
 
 # %% [markdown]
 # ## 5. Passkey retrieval
@@ -605,13 +656,16 @@ passkey_labels = {
     ("p-rope-0.75", "none"): "0.75-RoPE · plain", ("p-rope-0.75", "yarn"): "0.75-RoPE · YaRN",
     ("nope", "none"): "NoPE", ("alibi", "none"): "ALiBi",
 }  # fmt: skip
-display(
-    Markdown(
-        f"Passkey accuracy (% of key tokens, {n_passkey} trials per cell, mean [interval] over "
-        f"{len(seeds)} seed(s); chance {100 / model_config.vocab_size:.2f} %):"
-    )
-)
-display(plots.table(stretch.accuracy_rows(passkey, passkey_labels, factors, context, confidence)))
+glue("rope_scaling.n_passkey", n_passkey, display=False)
+glue("rope_scaling.chance", 100 / model_config.vocab_size, display=False)
+
+# %% [markdown]
+# Passkey accuracy (% of key tokens, {glue:text}`rope_scaling.n_passkey` trials per cell, mean
+# [interval] over {glue:text}`rope_scaling.n_seeds` seed(s); chance
+# {glue:text}`rope_scaling.chance:.2f` %):
+
+# %% tags=["remove-input"]
+display(plots.table(show.accuracy_rows(passkey, passkey_labels, factors, context, confidence)))
 passkey_cmp = {  # accuracy of plain RoPE minus the fine-tuned method's: negative = method wins
     m: stretch.paired_points(passkey["rope", "none", at], passkey[f"rope-{m}-ft", m, at],
                              confidence)
@@ -633,22 +687,30 @@ CLAIMS.record(
     f"{accuracy_text(('rope-pi-ft', 'pi', at))}, YaRN fine-tuned "
     f"{accuracy_text(('rope-yarn-ft', 'yarn', at))}; plain minus fine-tuned: "
     + "; ".join(f"{LABEL[m]} {c.text()}" for m, c in passkey_cmp.items())
-    + f"; plain RoPE within its context (1×): {100 * within:.0f} %",
+    + f"; plain RoPE within its context (1×): {100 * within:.0f} %"
+    + ("" if within >= floor else "; decided instead on a task the models pass, in the recall "
+       "chapter (claim recall.passkey_extension)"),
     seeds=len(seeds),
-)
-display(
+)  # fmt: skip
+glue("rope_scaling.within", 100 * within, display=False)
+glue(  # the reading turns on whether the models can do the task at all: glued whole
+    "rope_scaling.passkey_reading",
     Markdown(
-        f"Within its own context (1×) plain RoPE retrieves {100 * within:.0f} % of key tokens. "
-        + (
-            "That is enough for the probe to compare methods at longer lengths."
-            if within >= floor
-            else f"Below {100 * floor:.0f} %, the models cannot do the task even where nothing "
-            "is stretched, so this probe cannot separate the methods at our scale: the claim "
-            "is recorded as *not testable here*. The papers' 7B models learnt retrieval from "
-            f"trillions of tokens; ours saw {pretrain_tokens:,}."
-        )
-    )
+        "That is enough for the probe to compare methods at longer lengths."
+        if within >= floor
+        else f"Below {100 * floor:.0f} %, the models cannot do the task even where nothing "
+        "is stretched, so this probe cannot separate the methods at our scale: the claim "
+        "is recorded as *not testable here*. The papers' 7B models learnt retrieval from "
+        f"trillions of tokens; ours saw {pretrain_tokens:,}. The chapter "
+        "[Recall at a distance](recall.ipynb) decides the claim on models trained for "
+        "retrieval, which pass the passkey at 1×."
+    ),
+    display=False,
 )
+
+# %% [markdown]
+# Within its own context (1×) plain RoPE retrieves {glue:text}`rope_scaling.within:.0f` % of key
+# tokens. {glue:md}`rope_scaling.passkey_reading`
 
 # %% [markdown]
 # ## What we claim and what we measured

@@ -21,7 +21,8 @@
 # interval contains the claimed threshold, so it only bounds the effect) or *not testable here*.
 # This page gathers them from the executed chapters of this build; none
 # of it is typed in. It also checks that every numbered proposition, theorem, lemma, definition,
-# figure and table of Barbero et al. (2025), and each CABLE appendix figure the book reproduces,
+# figure and table of {cite:t}`barbero2025round`, and each CABLE appendix figure
+# {cite:p}`veisi2025cable` the book reproduces,
 # is backed by at least one claim — the build fails otherwise.
 
 # %% tags=["parameters"]
@@ -77,7 +78,7 @@ plots.verdict_chart(records)
 # %% [markdown]
 # ## Coverage of the papers
 #
-# Each numbered item of Barbero et al. (2025) and each CABLE figure, with the claims that test it:
+# Each numbered item of {cite:t}`barbero2025round` and each CABLE figure, with the claims that test it:
 # a claim tests an item when its source names it (`claims.source_items` reads "Props 3.1-3.2" or
 # "Figs 2, 8-9"). The page fails to build if any item is left without a claim.
 

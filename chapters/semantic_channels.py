@@ -14,9 +14,9 @@
 # %% [markdown]
 # # Semantic channels and why low frequencies break
 #
-# A *semantic* head attends by **what** a token is, not **where** it is: Gemma 7B has a head in
-# which every token that follows an apostrophe attends to the apostrophe, and otherwise to the
-# BOS token (Barbero et al. 2025, Fig. 7). RoPE makes this hard. The score of a query at $i$ and
+# A *semantic* head attends by **what** a token is, not **where** it is: Gemma 7B
+# {cite:p}`gemma2024gemma` has a head in which every token that follows an apostrophe attends to
+# the apostrophe, and otherwise to the BOS token {cite:p}`barbero2025round{Fig. 7}`. RoPE makes this hard. The score of a query at $i$ and
 # a key at $j$ in one 2-D chunk of frequency $g$ is
 #
 # $$ a_{i,j} = \lVert q_i\rVert\,\lVert k_j\rVert \cos\big(\theta_{i,j} + g\,(j-i)\big), $$
@@ -32,7 +32,7 @@
 # length at which a single frequency stops being able to attend robustly is
 # $\lceil \pi / g\rceil$, up to one token: slow frequencies survive in proportion to their
 # wavelength), runs the proof's swaps on concrete heads, then looks for semantic heads in the
-# book's trained models — an apostrophe head, a BOS "attention sink" and the frequency chunks
+# book's trained models — an apostrophe head, a BOS "attention sink" {cite:p}`xiao2024sinks` and the frequency chunks
 # that carry it — and finally breaks them on purpose by running the models far beyond their
 # training length.
 
@@ -62,6 +62,8 @@ from ropebook import claims, data, plots, rope, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies
 from ropebook.analysis import semantic as sem
+from ropebook.present import dynamics as show_dy
+from ropebook.present import semantic as show
 from ropebook.proofs import semantic_channels as proofs
 
 plots.setup()
@@ -163,7 +165,7 @@ proofs.lemma_a3()
 
 # %%
 bound = sem.check_softmax_bound(rng, n_draws=2_000 if profile == "smoke" else 20_000)
-print(bound)
+print(show.softmax_bound_text(bound))
 assert bound.violations == 0
 
 # %% tags=["remove-input"]
@@ -196,10 +198,10 @@ proofs.polar_score()
 
 # %%
 gaps = sem.rotation_gaps(theory_g, n_max=10**4 if profile == "smoke" else 10**5, rational=(3, 17))
-sem.gap_chart(gaps)
+show.gap_chart(gaps)
 
 # %%
-plots.table(sem.gap_table(gaps))
+plots.table(show.gap_table(gaps))
 
 # %% tags=["remove-input"]
 _ = CLAIMS.record(
@@ -268,7 +270,7 @@ _ = CLAIMS.record(
 
 # %%
 curves = sem.best_head_curves(theory_g, score_budget, n_phi=n_phi)
-sem.best_head_chart(curves)
+show.best_head_chart(curves)
 
 # %% [markdown]
 # Past $N^*+1$ the family's best is at most ½ (the theorem with Lemma A.3); below $N^*/2$ it is
@@ -305,7 +307,7 @@ g_demo = float(grid[2]) if n_chunks > 2 else float(grid[0])
 n_demo = 2 * sem.breaking_length_closed_form(g_demo)
 demo_rng = np.random.default_rng([seed, 61])
 q, keys, target = sem.semantic_head_2d(demo_rng, n_demo, g_demo, aim="robust", spread=0.3)
-sem.swap_figure(sem.swap_attack(g_demo, q, keys, target), g_demo)
+show.swap_figure(sem.swap_attack(g_demo, q, keys, target), g_demo)
 
 # %% [markdown]
 # Now many random heads of both kinds — `previous` (target key equal to the query, the natural
@@ -318,14 +320,14 @@ attack_g = [grid[1], grid[2], grid[3]] if n_chunks > 3 else [grid[0]]
 ratios = [0.25, 0.5, 0.9, 1.0, 1.1, 2.0, 4.0]  # N / N*
 attacks = sem.attack_sweep(attack_g, ratios, n_heads=attack_heads, seed=seed)
 attack_ok = sem.attacks_as_proved(attacks)
-sem.attack_chart(attacks)
+show.attack_chart(attacks)
 
 # %% [markdown]
 # Mean attention on the target before and after the swaps, and the share of heads the swaps
 # defeat, at half, 1.1 times and four times $N^*$:
 
 # %%
-plots.table(sem.attack_table(attacks, ratios=(0.5, 1.1, 4.0)))
+plots.table(show.attack_table(attacks, ratios=(0.5, 1.1, 4.0)))
 
 # %% tags=["remove-input"]
 _ = CLAIMS.record(
@@ -366,7 +368,7 @@ _ = CLAIMS.record(
 # %%
 documents = [data.encode(text, bos=False) for _, text in data.load_texts("shakespeare", "test")]
 apostrophe_ids = sem.class_token_ids(data.decode, config.vocab_size)
-print(sem.apostrophe_summary(documents, apostrophe_ids, data.decode))
+print(show.apostrophe_summary(documents, apostrophe_ids, data.decode))
 
 # %%
 model_names = list(dict.fromkeys(["rope", *extrapolation_models]))
@@ -413,7 +415,7 @@ _ = CLAIMS.record(
 # positional heads sit bottom right.
 
 # %%
-sem.head_scatter(rope_measured, title="Every head of the rope models: content vs position")
+show.head_scatter(rope_measured, title="Every head of the rope models: content vs position")
 
 # %% [markdown]
 # ### Fig. 7, 12 and 17 analogue: the best apostrophe head
@@ -428,7 +430,7 @@ sem.head_scatter(rope_measured, title="Every head of the rope models: content vs
 shown = sem.densest_window(documents[0], apostrophe_ids, map_tokens, data.decode)
 best_layer, best_head = apostrophe.heads[seeds[0]]
 best_lift = measured["rope", seeds[0]].prev_lift[best_layer, best_head]
-apostrophe_scores = sem.head_figure(
+apostrophe_scores = show.head_figure(
     models["rope", seeds[0]], shown, best_layer, best_head, grid,
     title=f"rope seed {seeds[0]}: best apostrophe head L{best_layer}H{best_head} "
     f"(measured lift {best_lift:.3f})",
@@ -442,7 +444,7 @@ apostrophe_scores = sem.head_figure(
 
 # %%
 ours = f"ours: rope seed {seeds[0]} L{best_layer}H{best_head}"
-plots.table(sem.raw_score_table(apostrophe_scores, shown.is_class, ours))
+plots.table(show.raw_score_table(apostrophe_scores, shown.is_class, ours))
 
 # %% [markdown]
 # Which frequencies does the apostrophe head use? Its mean key and query chunk norms, as shares of
@@ -478,7 +480,7 @@ _ = CLAIMS.record(
 content = sem.content_heads(rope_measured)
 display(plots.table(content.rows))
 c_layer, c_head = content.heads[seeds[0]]
-content_scores = sem.head_figure(
+content_scores = show.head_figure(
     models["rope", seeds[0]], shown, c_layer, c_head, grid,
     title=f"rope seed {seeds[0]}: most content-driven head {content.rows[0]['head']} "
     f"(position R² {content.rows[0]['position R²']:.2f})",
@@ -517,7 +519,7 @@ flagship = dy.load_models(
 flag_context = flagship["rope"][0].config.context
 flag_select = sem.bos_windows(documents, flag_context, half, np.random.default_rng([seed, 73]))
 flag_measure = sem.bos_windows(documents, flag_context, half, np.random.default_rng([seed, 74]))
-print(dy.describe(flagship, regime))
+print(show_dy.describe(flagship, regime))
 
 # %% [markdown]
 # The lift of the selected head against tokens seen (log axis; band: range over seeds; dashed:
@@ -532,8 +534,8 @@ lift_runs = {
     for name, models in flagship.items()
 }  # fmt: skip
 lift_trends = [dy.trend_test(run["apostrophe lift"]) for run in lift_runs.values()]
-display(dy.apostrophe_chart(dy.trajectories(lift_runs, "apostrophe lift")))
-plots.table(dy.trend_table(lift_trends))
+display(show_dy.apostrophe_chart(dy.trajectories(lift_runs, "apostrophe lift")))
+plots.table(show_dy.trend_table(lift_trends))
 
 # %% [markdown]
 # The verdict pairs each seed's untrained model with its last snapshot: a 95% interval over
@@ -576,8 +578,8 @@ plots.table(sinks.rows)
 # slowest quarter of the chunks is not rotated at all).
 
 # %%
-display(plots.table([*sinks.chunk_rows, sem.gemma_sink_row(gemma_g, breaking.reference_n_star)]))
-sem.sink_chart(sinks, seed=seeds[0])
+display(plots.table([*sinks.chunk_rows, show.gemma_sink_row(gemma_g, breaking.reference_n_star)]))
+show.sink_chart(sinks, seed=seeds[0])
 
 # %%
 bos_share = sem.sink_slow_share(sinks, measured, "rope", seeds)
@@ -619,7 +621,7 @@ profiles = sem.length_profiles(
 )
 lift_heads = {key: scan.best("prev_lift") for key, scan in selected.items()}
 at_longest = {key: profiles[*key, longest] for key in runs}
-sem.margin_chart(sem.margin_rows(at_longest, sinks.heads, lift_heads), context, longest)
+show.margin_chart(show.margin_rows(at_longest, sinks.heads, lift_heads), context, longest)
 
 # %% [markdown]
 # The same heads at every evaluation length: the sink head's BOS margin and BOS attention ("BOS α")
@@ -628,9 +630,9 @@ sem.margin_chart(sem.margin_rows(at_longest, sinks.heads, lift_heads), context, 
 # lift), with the number of queries that follow an apostrophe there.
 
 # %%
-length_rows = sem.length_rows(profiles, sinks.heads, lift_heads)
-display(plots.table(sem.length_table(length_rows)))
-sem.length_chart(length_rows)
+length_rows = show.length_rows(profiles, sinks.heads, lift_heads)
+display(plots.table(show.length_table(length_rows)))
+show.length_chart(length_rows)
 
 # %% [markdown]
 # ### The BOS channel, chunk by chunk, against rotation alone
@@ -647,7 +649,7 @@ layer, head = sinks.heads[name0, seeds[0]]
 prediction = sem.rotation_prediction(
     at_longest[name0, seeds[0]], layer, head, model_g[name0, seeds[0]], config.pairing
 )
-sem.rotation_chart(
+show.rotation_chart(
     prediction, title=f"{name0} sink head L{layer}H{head}: BOS term per chunk vs rotation only"
 )
 
@@ -658,7 +660,7 @@ sem.rotation_chart(
 
 # %%
 retention = sem.bos_retentions(at_longest, sinks.heads)
-display(plots.table(sem.retention_table(retention, longest)))
+display(plots.table(show.retention_table(retention, longest)))
 print("correlation per chunk:", [f"{c}: {r:.2f}" for c, r in enumerate(prediction.correlation)])
 difference = sem.retention_difference(retention, "p-rope-0.75", "rope")
 print(

@@ -1,5 +1,6 @@
 """Ablation helpers: intervals over seeds, pairwise orderings, Kendall τ, extrapolation, and the
-Table 1 constructions, on constructed numbers with known answers."""
+Table 1 constructions, on constructed numbers with known answers; and the p-RoPE chapter's tables,
+charts and sentences built from them (:mod:`ropebook.present.ablation`)."""
 
 import math
 
@@ -10,6 +11,7 @@ from scipy import stats
 
 from ropebook import model, rope
 from ropebook.analysis import ablation
+from ropebook.present import ablation as show
 
 
 def test_estimate_matches_student_t():
@@ -201,7 +203,7 @@ def test_free_planes_score_exactly_position_invariant():
 
 def test_plane_rows_give_frequency_wavelength_and_rotation():
     rotating = ablation.rotating_planes(8, variant="p-rope", proportion=0.75)
-    rows = ablation.plane_rows(rope.base_frequencies(8), rotating)
+    rows = show.plane_rows(rope.base_frequencies(8), rotating)
     # g_k = 10000^(-2k/8): 1, 0.1, 0.01, 0.001; p-RoPE keeps floor(0.75 · 4) = 3 planes
     assert [r["g_k (rad/token)"] for r in rows] == pytest.approx([1, 0.1, 0.01, 0.001])
     assert rows[2]["wavelength (tokens)"] == pytest.approx(200 * math.pi)
@@ -218,10 +220,11 @@ def test_construction_rows_and_positional_check():
         ("0.75-RoPE", ~rotating, ablation.FREE_PLANES),
         ("NoPE", every, ablation.ALL_PLANES),
     ]
-    rows = [
-        ablation.construction_row(label, planes, n, where=where, head_dim=d, base=1e4, epsilon=eps)
+    built = [
+        ablation.construction(label, planes, n, where=where, head_dim=d, base=1e4, epsilon=eps)
         for label, planes, where in cases
     ]
+    rows = show.construction_rows(built)
     fast, free, nope = rows[1], rows[2], rows[3]
     weights = rotating / rotating.sum()
     margin = ablation.positional_margin(weights, rope.frequencies(d, variant="p-rope"), n)
@@ -232,12 +235,12 @@ def test_construction_rows_and_positional_check():
     assert free["δ"] == nope["δ"] == 0 and nope["scale s"] == "any (1000 shown)"
     assert nope["min α diag."] == pytest.approx(1 / n, rel=1e-4)
     assert free["min α prev."] == pytest.approx(1 / n, rel=1e-4)
-    check = ablation.positional_check(rows, eps)
+    check = ablation.positional_check(built, eps)
     assert check.ok == {"RoPE": True, "0.75-RoPE": True, "NoPE": True}
     assert check.fast_worst == min(fast["min α diag."], fast["min α prev."])
     assert check.uniform_best == pytest.approx(1 / n, rel=1e-4)
     # a demand the construction was not scaled for: NoPE still never reaches it, RoPE fails it
-    strict = ablation.positional_check(rows, 1e-6)
+    strict = ablation.positional_check(built, 1e-6)
     assert strict.ok["NoPE"] and not strict.ok["RoPE"]
 
 
@@ -262,7 +265,7 @@ def _chart_values(spec: dict) -> list[dict]:
 
 
 def test_score_distance_chart_data():
-    spec = ablation.score_distance_chart(16, 1e4, proportion=0.75).to_dict()
+    spec = show.score_distance_chart(16, 1e4, proportion=0.75).to_dict()
     assert spec["title"] == "Score of a matching key r tokens back (d = 16, θ = 10,000)"
     rows = _chart_values(spec)
     free = [r for r in rows if r["channel"] == "0.75-RoPE, free planes (= NoPE)"]
@@ -285,11 +288,11 @@ def test_table1_rows_and_text():
     assert measured == paper
     broken = ablation.table1_measured({**ok, "NoPE": False}, ok)  # NoPE built a sharp head
     assert broken["positional"]["NoPE"] and broken != paper
-    rows = ablation.table1_rows(broken, paper)
+    rows = show.table1_rows(broken, paper)
     assert rows[0] == {"property": "positional", "NoPE": "✓ (paper ✗)", "RoPE": "✓ (paper ✓)",
                        "0.75-RoPE": "✓ (paper ✓)"}  # fmt: skip
-    assert ablation.table1_text(rows).startswith("positional: NoPE ✓ (paper ✗), RoPE ✓ (paper ✓)")
-    assert "; semantic: NoPE ✓ (paper ✓), RoPE ✗ (paper ✗)" in ablation.table1_text(rows)
+    assert show.table1_text(rows).startswith("positional: NoPE ✓ (paper ✗), RoPE ✓ (paper ✓)")
+    assert "; semantic: NoPE ✓ (paper ✓), RoPE ✗ (paper ✗)" in show.table1_text(rows)
 
 
 def test_dropped_turn():
@@ -308,7 +311,7 @@ def _tables():
 
 def test_table2_rows_rank_both_columns():
     paper = {"a": 1.5, "b": 1.0, "c": 2.0}
-    rows = ablation.table2_rows(_tables()["prose"], paper, {"a": "A", "b": "B", "c": "C"})
+    rows = show.table2_rows(_tables()["prose"], paper, {"a": "A", "b": "B", "c": "C"})
     assert [(r["encoding"], r["rank"], r["paper rank"]) for r in rows] == [
         ("A", 1, 2), ("B", 2, 1), ("C", 3, 3)
     ]  # fmt: skip
@@ -325,7 +328,7 @@ def test_kendall_taus_and_rank_verdict():
     # code: b < a < c on both seeds: one discordant pair of three against Wiki
     tau, _, per_seed = taus["code", "Wiki"]
     assert tau == pytest.approx(1 / 3) and per_seed.values == pytest.approx((1 / 3, 1 / 3))
-    rows = ablation.tau_rows(taus, paper)
+    rows = show.tau_rows(taus, paper)
     assert rows[0]["ranking"] == "paper Wiki vs paper Flan" and rows[0]["τ"] == pytest.approx(-1)
     assert [r["ranking"] for r in rows[1:3]] == [
         "ours prose vs paper Wiki",
@@ -349,7 +352,7 @@ def _comparisons():
 
 def test_pair_rows_verdicts_and_texts():
     comparisons = _comparisons()
-    rows = ablation.pair_rows(comparisons, {"a": 1.0, "b": 1.25}, "code")
+    rows = show.pair_rows(comparisons, {"a": 1.0, "b": 1.25}, "code")
     assert rows == [
         {
             "paper's order": "A < B", "paper Δ": "-0.2500", "our Δ (paired)": "1.000 ± 0.000",
@@ -357,7 +360,7 @@ def test_pair_rows_verdicts_and_texts():
         }
     ]  # fmt: skip
     assert ablation.pair_verdicts(comparisons, [("a", "b", "ab")]) == {"ab": "partly"}
-    summary = ablation.ordering_summary(comparisons, "cpu")
+    summary = show.ordering_summary(comparisons, "cpu")
     assert (
         "**Confirmed** (paired difference separated from 0, in the paper's direction): "
         "A < B on prose. **Reversed** (separated, opposite direction): A < B on code. "
@@ -365,22 +368,20 @@ def test_pair_rows_verdicts_and_texts():
         "also pass" in summary
     )
     single = {("a", "b", "prose"): ablation.compare("A", [1.0], "B", [2.0])}
-    assert ablation.ordering_summary(single, "smoke").startswith(
-        "With a single seed in the `smoke`"
-    )
+    assert show.ordering_summary(single, "smoke").startswith("With a single seed in the `smoke`")
     by_domain = {d: c for (_, _, d), c in comparisons.items()}
-    assert ablation.pair_text(by_domain, 1).startswith(
+    assert show.pair_text(by_domain, 1).startswith(
         "prose: A 1.1 ± 0.2 vs B 2.1 ± 0.2 (paired: A < B); code: A 3.1"
     )
-    assert ablation.pair_text(by_domain, 1, names=False).startswith("prose: 1.1 ± 0.2 vs 2.1")
-    assert ablation.difference_text(by_domain, 2) == (
+    assert show.pair_text(by_domain, 1, names=False).startswith("prose: 1.1 ± 0.2 vs 2.1")
+    assert show.difference_text(by_domain, 2) == (
         "prose paired Δ -1.00 ± 0.00; code paired Δ 1.00 ± 0.00"
     )
 
 
 def test_relative_rows_are_paired_ratios():
     tables = _tables()
-    rows = ablation.relative_rows(
+    rows = show.relative_rows(
         tables, {"W": {"a": 2.0, "b": 1.0, "c": 4.0}, "F": {"a": 1.0, "b": 1.0, "c": 1.0}},
         {"prose": "W", "code": "F"}, {"a": "A", "b": "B", "c": "C"}, reference="b",
     )  # fmt: skip
@@ -389,7 +390,7 @@ def test_relative_rows_are_paired_ratios():
     # a/b per seed: 1/2 and 1.2/2.3
     assert prose_a["ours (%)"] == pytest.approx(100 * ((0.5 + 1.2 / 2.3) / 2 - 1))
     assert rows[1]["ours (%)"] == 0 and rows[1]["low"] == rows[1]["high"] == 0  # b against itself
-    spec = ablation.relative_chart(rows, ["A", "B", "C"]).to_dict()
+    spec = show.relative_chart(rows, ["A", "B", "C"]).to_dict()
     assert spec["title"].startswith("Perplexity relative to RoPE: ours (dots, 95% interval)")
 
 
@@ -400,13 +401,19 @@ def test_seed_noise_rows_and_verdict():
     assert noise.paired["prose"]["gap"] == pytest.approx(1.05)
     assert noise.paired["prose"]["seed_sd"] == pytest.approx(np.std([-2, -1.9], ddof=1))
     assert noise.seed_cv["code"] == pytest.approx(np.std([4.0, 4.2], ddof=1) / 4.1)
-    rows = ablation.noise_rows(noise, {"prose": "W", "code": "W"})
+    rows = show.noise_rows(noise, {"prose": "W", "code": "W"})
     by_measure = {r["measure"]: r for r in rows}
     assert by_measure["paper column"] == {"measure": "paper column", "prose": "W", "code": "W"}
     assert by_measure["paper's median gap (% of ppl)"]["code"] == pytest.approx(50)
     assert ablation.noise_verdict(noise) == "held"  # gaps ≈ 1 against s.d. ≈ 0.1
     single = ablation.seed_noise({"x": ablation.seed_table({"a": [1.0], "b": [2.0]})}, {})
     assert single.paired["x"] is None and ablation.noise_verdict(single) == "not testable here"
+    assert show.seed_noise_text(single, {"x": "W"}) == (
+        "One seed: no measure of seed noise in this profile."
+    )
+    text = show.seed_noise_text(noise, {"prose": "W", "code": "W"})
+    assert text.startswith("On prose, the median gap between two encodings is ")
+    assert f"and {noise.paired['code']['ratio']:.1f}× paired" in text and text.count("On ") == 2
     assert math.isnan(single.seed_cv["x"])
 
 
@@ -431,7 +438,7 @@ def test_extrapolation_tables_comparisons_and_sweep():
     table = ablation.extrapolation_table(curves, [1, 2])
     assert table["a", "prose"][1].mean == pytest.approx(2.0)
     assert table["a", "prose"][2].mean == pytest.approx(4.0)  # exp(mean(ln 2, ln 8))
-    rows = ablation.extrapolation_rows(table, ["a", "b"], "prose", {"a": "A", "b": "B"}, 2)
+    rows = show.extrapolation_rows(table, ["a", "b"], "prose", {"a": "A", "b": "B"}, 2)
     assert rows[0] == {
         "encoding": "A",
         "1× (2)": "2.00 [2.00, 2.00]",
@@ -449,17 +456,15 @@ def test_extrapolation_tables_comparisons_and_sweep():
         ablation.compare_curves("A", curves["a", "prose"], "B", curves["b", "prose"], 1).lower
         == "A"
     )
-    sweep = ablation.sweep_rows(
-        table, {0.0: "a", 1.0: "b"}, [1, 2], {"a": "A", "b": "B"}, 2, "prose"
-    )
+    sweep = show.sweep_rows(table, {0.0: "a", 1.0: "b"}, [1, 2], {"a": "A", "b": "B"}, 2, "prose")
     assert [(r["p"], r["length"]) for r in sweep] == [
         (0.0, "1× context (2 tokens)"), (0.0, "2× context (4 tokens)"),
         (1.0, "1× context (2 tokens)"), (1.0, "2× context (4 tokens)"),
     ]  # fmt: skip
     assert [r["ppl"] for r in sweep] == pytest.approx([2.0, 4.0, 3.0, 3.0])
-    spec = ablation.sweep_chart(sweep, title="sweep").to_dict()
+    spec = show.sweep_chart(sweep, title="sweep").to_dict()
     assert spec["title"] == "sweep" and spec["facet"]["column"]["field"] == "length"
-    chart = ablation.extrapolation_chart(curves, {"a": "A", "b": "B"}, max_factor=2).to_dict()
+    chart = show.extrapolation_chart(curves, {"a": "A", "b": "B"}, max_factor=2).to_dict()
     assert chart["title"] == "Perplexity vs position, trained on 2 tokens, evaluated on 4"
     binned = _chart_values(chart)
     # bins of half the context (1 position): 4 per curve set; A's perplexity is 8 after 2 tokens
@@ -474,7 +479,7 @@ def test_budget_rows_tokens_and_parameters():
         ("a", "prose"): [Run(tokens_seen=100, seconds=2.0), Run(tokens_seen=100, seconds=4.0)],
         ("b", "code"): [Run(tokens_seen=1000, seconds=1.0)],
     }
-    rows = ablation.budget_rows(models, {"a": "A", "b": "B"})
+    rows = show.budget_rows(models, {"a": "A", "b": "B"})
     assert rows[0] == {"model": "A", "corpus": "prose", "seeds": 2, "tokens/model": "100",
                        "train s (mean)": 3.0}  # fmt: skip
     assert rows[1]["tokens/model"] == "1,000"
@@ -483,7 +488,7 @@ def test_budget_rows_tokens_and_parameters():
 
 
 def test_profile_rows_describe_the_zoo():
-    rows = {r["profile"]: r for r in ablation.profile_rows("smoke")}
+    rows = {r["profile"]: r for r in show.profile_rows("smoke")}
     assert set(rows) == {"smoke (this run)", "cpu", "gpu"}
     assert rows["smoke (this run)"]["L × H × d_h"] == "2 × 4 × 16"
     assert rows["cpu"]["seeds"] == 3 and rows["smoke (this run)"]["tokens/model"] == "30,720"
@@ -511,17 +516,24 @@ def test_noise_over_training_pairs_seeds_at_every_recorded_step():
     for j, c in enumerate(series.values()):  # paired difference = shift, in % of perplexity
         assert c.difference.mean == pytest.approx(100 * np.expm1(shift[:, j].mean()), rel=1e-6)
         assert ablation.paired_sd_percent(c) == pytest.approx(100 * shift[:, j].std(ddof=1))
-    rows = ablation.training_noise_rows({"A vs B": series})
+    rows = show.training_noise_rows({"A vs B": series})
     last = rows[-1]
     assert last["s.d. of Δ (%)"] == pytest.approx(1.5275, abs=1e-3)  # sd of (-2, 0, 1) %
     assert last["s.d. low"] < last["s.d. of Δ (%)"] < last["s.d. high"]
     assert rows[0]["s.d. of Δ (%)"] == 0 and rows[0]["verdict"] == "cannot decide"
-    text = ablation.training_noise_text(series, series[2000], 2000, paper_gap_percent=0.5)
+    noise = ablation.training_noise(series, series[2000], paper_gap_percent=0.5)
+    assert noise.tokens == 4000 and noise.sd == pytest.approx(1.5275, abs=1e-4)
+    assert noise.sd_low < noise.sd < noise.sd_high and noise.late_from == 2000  # √(1000 · 4000)
+    assert noise.late_min == pytest.approx(min(noise.sd, noise.earlier_sd))
+    assert math.isnan(noise.rho) and noise.trend == "does not fall steadily"  # two late steps
+    text = show.training_noise_text(noise, 2000, paper_gap_percent=0.5)
     assert "1.53 %" in text and "2.0× the matched runs" in text
-    chart = ablation.training_noise_chart(rows).to_dict()
+    assert f"would need about {noise.seeds_needed} paired seeds" in text
+    chart = show.training_noise_chart(rows).to_dict()
     # the zero-noise step is not drawn; the other data set is the target rule
     assert sorted(len(v) for v in chart["datasets"].values()) == [1, 2]
     with pytest.raises(ValueError, match="same seeds"):
         ablation.comparisons_over_training("A", runs_a[:2], "B", runs_b[1:])
     one = ablation.comparisons_over_training("A", runs_a[:1], "B", runs_b[:1])
-    assert "One seed" in ablation.training_noise_text(one, one[2000], 2000, 0.5)
+    assert ablation.training_noise(one, one[2000], 0.5) is None
+    assert "One seed" in show.training_noise_text(None, 2000, 0.5)

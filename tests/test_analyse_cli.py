@@ -11,6 +11,7 @@ import pytest
 from ropebook import analyse, capture
 from ropebook.__main__ import main as ropebook_main
 from ropebook.analysis import frequencies as fq
+from ropebook.present import frequencies as show
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -151,7 +152,7 @@ def test_chapter_section_runs_the_same_code(gemma3, monkeypatch):
         "checkpoint": str(gemma3), "checkpoint_dtype": "float32", "checkpoint_tokens": 16,
         "band": 0.25, "positional_mass": 0.5, "quote_ids": [[0, i] for i in range(2)],
         "data": types.SimpleNamespace(decode=lambda ids: texts[ids[0]]),
-        "fq": fq, "plots": __import__("ropebook.plots").plots, "plt": plt,
+        "fq": fq, "show": show, "plots": __import__("ropebook.plots").plots, "plt": plt,
         "Path": pathlib.Path, "display": lambda *a, **k: None,
         "CLAIMS": types.SimpleNamespace(record=lambda i, v, m, **k: recorded.__setitem__(i, v)),
     }  # fmt: skip

@@ -13,6 +13,7 @@ from scipy.linalg import toeplitz
 
 from ropebook import encodings, model
 from ropebook.analysis import biases
+from ropebook.present import biases as show
 
 
 def _bias(name: str, n_heads: int, t: int, context: int, key: int = 0):
@@ -246,7 +247,7 @@ def test_head_grid_draws_one_pooled_panel_per_head():
     import matplotlib.pyplot as plt
 
     stack = np.stack([toeplitz(np.arange(40.0) * -(h + 1)) for h in range(4)])
-    fig = biases.head_grid(stack, "title", "bias", max_image=10)
+    fig = show.head_grid(stack, "title", "bias", max_image=10)
     images = [im for ax in fig.axes for im in ax.get_images()]
     assert len(images) == 4  # 2 x 2 panels (colour-bar axes hold no images)
     assert images[0].get_array().shape == (10, 10)  # 40 tokens pooled by 4
@@ -258,7 +259,7 @@ def test_colour_range_tables_pair_our_ranges_with_the_figures_ticks():
     scores = np.stack([np.array([[1.0, 9.0], [-2.0, 3.0]])] * 2)  # causal entries 1, -2, 3
     bias = -np.stack([toeplitz([0.0, 2.0])] * 2)
     final = {name: {"scores": scores, "bias": bias} for name in biases.LABELS}
-    first, second = biases.colour_range_tables(final)
+    first, second = show.colour_range_tables(final)
     assert len(first) == len(second) == 12  # CABLE's 12 heads
     assert first[0] == {
         "head": 1, "RoPE ours": "[-2, 3]", "Fig. 15": "⊇ [-7.5, 7.5]",
@@ -311,12 +312,12 @@ def test_toeplitz_survey_separates_fire_rows_below_and_above_L():
     assert summary["fire_min_l"] == pytest.approx(16) == summary["fire_max_l"]  # initial L
     assert summary["fire_short"] < 1e-5 and summary["fire_below"] < 1e-5
     assert summary["fire_above"] > 1e-3 and summary["fire_finite"]
-    plain, fire = biases.toeplitz_tables(rows, seed=0, short=16, long=64)
+    plain, fire = show.toeplitz_tables(rows, seed=0, short=16, long=64)
     assert len(plain) == 4 and len(fire) == 2
     assert list(fire[0]) == [
         "layer", "L (tokens)", "spread @16", "spread @64", "i < L", "i ≥ L", "finite @64"
     ]  # fmt: skip
-    assert biases.toeplitz_tables(rows, seed=1, short=16, long=64) == ([], [])
+    assert show.toeplitz_tables(rows, seed=1, short=16, long=64) == ([], [])
 
 
 def test_score_measures_are_r2_and_spread_of_the_final_scores():
@@ -345,7 +346,7 @@ def test_score_summary_and_table():
     assert s["mean"] == pytest.approx(0.5) and s["over"] == "windows (1 seed)"
     assert s["content_share"] == 0.5  # 0.2 and 0.4 are below 0.5
     assert s["dev_mean"] == pytest.approx(0.3) and s["dev_min"] == pytest.approx(0.1)
-    rows = biases.score_table({"rope": s, "alibi": s}, {"alibi": np.array([1.0, 0.9999999])})
+    rows = show.score_table({"rope": s, "alibi": s}, {"alibi": np.array([1.0, 0.9999999])})
     assert rows[0]["R² (bias), min"] == "—" and rows[1]["R² (bias), min"] == "1.000000"
     assert rows[0]["R² < 0.5"] == "50%" and rows[0]["spread: mean (min)"] == "0.30 (0.10)"
 
@@ -363,9 +364,7 @@ def test_non_increasing_and_reach_table():
     assert biases.non_increasing(profiles).tolist() == [True, False]
     reach = {"alibi": np.array([3.0, np.inf]), "kerple": np.array([np.inf, 2.0]),
              "fire": np.array([1.0, 1.0])}  # fmt: skip
-    rows = biases.reach_table(
-        reach, np.array([3.0, np.inf]), {"kerple": profiles, "fire": -profiles}
-    )
+    rows = show.reach_table(reach, np.array([3.0, np.inf]), {"kerple": profiles, "fire": -profiles})
     assert rows[0] == {
         "head": 1, "ALiBi": "3", "closed form": "3", "Kerple": "∞", "FIRE": "1",
         "Kerple Δb": -3.0, "FIRE Δb": 3.0,
@@ -377,7 +376,7 @@ def test_bias_curves_figure_draws_every_head():
     import matplotlib.pyplot as plt
 
     profiles = {n: -np.outer(np.arange(1, 5), np.log1p(np.arange(50.0))) for n in biases.BIASED}
-    fig = biases.bias_curves_figure(profiles, context=16, threshold=0.1, title="curves")
+    fig = show.bias_curves_figure(profiles, context=16, threshold=0.1, title="curves")
     panels = fig.axes[:3]
     assert [ax.get_title() for ax in panels] == ["ALiBi", "Kerple", "FIRE"]
     assert all(len(ax.get_lines()) == 4 + 2 for ax in panels)  # heads + threshold + context
@@ -417,7 +416,7 @@ def test_mean_loss_by_length_and_log_estimate():
 def test_perplexity_tables():
     ppl = {("rope", 0): (10.0, 9.0, 11.0, "x"), ("rope", 1): (20.0, 18.0, 22.5, "x")}
     ratio = {"rope": (2.0, 1.5, 2.25, "x")}
-    by_length, growth = biases.perplexity_tables(ppl, ratio, [1, 2], [64, 128])
+    by_length, growth = show.perplexity_tables(ppl, ratio, [1, 2], [64, 128])
     assert by_length == [
         {"encoding": "RoPE", "1× (64)": "10.00 [9.00, 11.00]", "2× (128)": "20.00 [18.00, 22.50]"}
     ]
@@ -429,16 +428,14 @@ def test_perplexity_tables():
 
 def test_extrapolation_charts_hold_the_right_rows():
     relative = {(n, k): (1.0 + k, 1.0, 1.0 + 2 * k, "x") for n in biases.LABELS for k in range(2)}
-    chart = biases.relative_perplexity_chart(
-        relative, relative, [1, 2], [16, 32], "title"
-    ).to_dict()
+    chart = show.relative_perplexity_chart(relative, relative, [1, 2], [16, 32], "title").to_dict()
     assert chart["title"] == "title" and chart["width"] == 520
     ours, _, cable = (chart["datasets"][layer["data"]["name"]] for layer in chart["layer"])
     assert len(ours) == 8 and len(cable) == 8
     alibi = [r["relative perplexity"] for r in cable if r["encoding"] == "ALiBi"]
     assert alibi == [1.0, pytest.approx(22.42 / 20.99)]
     curves = {"rope": np.repeat([1.0, 3.0], 64)}
-    chart = biases.loss_by_position_chart(curves, 16, "loss", n_bins=4).to_dict()
+    chart = show.loss_by_position_chart(curves, 16, "loss", n_bins=4).to_dict()
     rows = chart["datasets"][chart["layer"][0]["data"]["name"]]
     assert [r["loss (nats)"] for r in rows] == [1.0, 1.0, 3.0, 3.0]
     assert [r["position (tokens)"] for r in rows] == [16, 48, 80, 112]
@@ -481,7 +478,7 @@ def test_order_verdict_and_weakest_difference():
     assert biases.order_verdict([straddles, straddles], tau=0.33) == "cannot decide"
     difference = {("a", "b"): held, ("c", "b"): straddles}
     assert biases.weakest_difference([("a", "b"), ("c", "b")], difference) == ("c", "b")
-    rows = biases.ordering_table(
+    rows = show.ordering_table(
         {"x": [("rope", "alibi")]}, {("rope", "alibi"): (math.log(2), 0.1, 1.2)}, {"x": "held"}
     )
     assert rows == [

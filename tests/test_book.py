@@ -2,6 +2,7 @@
 then the offline-assets check and every page opened in headless Chromium."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def smoke_book(tmp_path_factory):
     book = tmp_path_factory.mktemp("book")
-    for name in ("_config.yml", "_toc.yml"):
+    for name in ("_config.yml", "_toc.yml", "references.bib", "references.md"):
         shutil.copy(REPO_ROOT / name, book / name)
     if not (REPO_ROOT / "assets" / "vendor").exists():
         pytest.fail("vendored web assets missing: run `make assets` (make test does)")
@@ -46,6 +47,28 @@ def test_every_chapter_executed_with_claims(smoke_book):
         claims = read_claims(notebook)
         assert claims, f"{name} glued no claims"
         assert all(c.verdict in VERDICTS for c in claims)
+
+
+def test_every_chapter_page_offers_its_notebook_source_and_rerun_box(smoke_book):
+    """The rerun box's download links reach the executed notebook and the .py that produced it
+    (copied into the site by Sphinx, so they work offline), and the page states its command."""
+    site = smoke_book / "_build" / "html"
+    for name in pipeline.chapter_names():
+        page = (site / "executed" / f"{name}.html").read_text()
+        assert "Rerun this chapter" in page and f"make run CHAPTER={name} PROFILE=smoke" in page
+        for suffix in (".ipynb", ".py"):
+            links = re.findall(rf'href="(\.\./_downloads/[0-9a-f]+/{name}\{suffix})"', page)
+            assert links, f"{name}: no download link to {name}{suffix}"
+            copied = (site / "executed" / links[0]).resolve()
+            assert copied.read_bytes() == (smoke_book / "executed" / f"{name}{suffix}").read_bytes()
+
+
+def test_bibliography_page_lists_the_cited_works(smoke_book):
+    page = (smoke_book / "_build" / "html" / "references.html").read_text()
+    for title in ("Round and Round We Go", "Context-aware Biases for Length Extrapolation"):
+        assert title in page
+    rope_basics = (smoke_book / "_build" / "html" / "executed" / "rope_basics.html").read_text()
+    assert "references.html#id" in rope_basics or "references.html#" in rope_basics
 
 
 def test_site_loads_nothing_external_and_has_no_errors(smoke_book):

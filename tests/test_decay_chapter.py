@@ -1,4 +1,5 @@
-"""The decay chapter's checks, tables and figures (``analysis.decay``), on hand-made cases."""
+"""The decay chapter's checks (``analysis.decay``) and their tables and figures
+(``present.decay``), on hand-made cases."""
 
 import jax
 import matplotlib
@@ -7,6 +8,7 @@ import pytest
 
 from ropebook import model
 from ropebook.analysis import decay
+from ropebook.present import decay as show
 
 matplotlib.use("Agg")
 
@@ -47,7 +49,7 @@ def test_prop31_grid_and_softmax_peaks():
     assert 0 < check.worst_gap < 1
     assert all(row["max |a(r)/‖q‖² − 1|"] < 1e-5 for row in check.rows)
     assert all(row["argmax = r"] == "3 of 3" for row in check.rows)
-    assert "| 63 | 3 of 3 |" in check.table().data
+    assert "| 63 | 3 of 3 |" in show.peak_table(check).data
 
 
 def test_zero_mean_check_on_a_hand_made_sample():
@@ -59,7 +61,7 @@ def test_zero_mean_check_on_a_hand_made_sample():
     # Binomial(2, 0.95): P(X = 0) = 0.0025 < 0.005 < P(X <= 1), so the 99% range is 1..2
     assert (check.binomial_low, check.binomial_high) == (1, 2) and check.held
     assert not decay.zero_mean_check(samples + 20).held  # no interval contains 0
-    assert str(check).startswith("1 of 2 intervals contain 0 (expected 2;")
+    assert show.zero_mean_summary(check).startswith("1 of 2 intervals contain 0 (expected 2;")
 
 
 def test_decay_ratios_and_table():
@@ -67,7 +69,7 @@ def test_decay_ratios_and_table():
     ratios = decay.decay_ratios(curves, slice(0, 2), slice(2, 4), np.random.default_rng(0))
     assert ratios["a"] == pytest.approx((0.25, 0.25, 0.25))
     assert ratios["b"] == pytest.approx((1.0, 1.0, 1.0))
-    table = decay.ratio_table(ratios, 0.5).data
+    table = show.ratio_table(ratios, 0.5).data
     assert "| a | 0.25 | [0.250, 0.250] | True |" in table
     assert "| b | 1 | [1.000, 1.000] | False |" in table
 
@@ -93,7 +95,7 @@ def test_random_rope_summary_on_hand_made_curves():
     assert [r.length for r in rows] == [4, 8] and [r.plain_half for r in rows] == [3.0, 1.5]
     assert rows[0].far_mean == pytest.approx(np.mean([0.4, 0.3, 0.2, 0.1]))
     assert rows[1].gaussian == pytest.approx((4.0, 4.0, 4.0))
-    tables = decay.random_rope_tables(rows).data
+    tables = show.random_rope_tables(rows).data
     assert "| 2N = 8 | 4 | [4.0, 4.0] | 1.5 | 0.75 |" in tables
     assert "| 1N = 4 | 4 | [4.00, 4.00] |" in tables
 
@@ -152,11 +154,11 @@ def test_trained_decay_classifies_layers():
     assert result.over == "4 windows (1 seed)" and not result.all_decay
     assert result.counts()["down"] == {"decays": 1, "flat": 0, "grows": 0}
     assert (
-        str(result)
+        show.trained_summary(result)
         == "down: 1 of 1 layers decays; up: 1 of 1 layers grows; level: 1 of 1 layers flat"
     )
-    assert result.measured().endswith("(short r = 1-2 vs last quarter of 8 tokens)")
-    assert "95% intervals over 4 windows (1 seed)." in result.table().data
+    assert show.trained_measured(result).endswith("(short r = 1-2 vs last quarter of 8 tokens)")
+    assert "95% intervals over 4 windows (1 seed)." in show.trained_table(result).data
 
 
 def test_trained_decay_over_seeds():
@@ -168,21 +170,21 @@ def test_trained_decay_over_seeds():
 
 def test_figures_keep_their_titles():
     curves = {kind: np.full((3, 16), 0.5) for kind in decay.SETUPS}
-    fig = decay.plot_setups(curves, head_dim=8, base=100.0)
+    fig = show.plot_setups(curves, head_dim=8, base=100.0)
     assert fig._suptitle.get_text() == "RoPE activation vs distance, d = 8, θ = 100"
     assert [ax.get_title() for ax in fig.axes][2] == "Gaussian q, k repeated (Fig. 9)"
     random_curves = {(f, kind): curves[kind] for f in (1, 2) for kind in decay.SETUPS[:2]}
-    fig = decay.plot_random_rope(random_curves, [1, 2], short_window=4, head_dim=8)
+    fig = show.plot_random_rope(random_curves, [1, 2], short_window=4, head_dim=8)
     assert fig._suptitle.get_text().endswith("N = 16")
-    fig = decay.plot_prop31_examples(np.ones(8), (2, 5), 16, base=100.0)
+    fig = show.plot_prop31_examples(np.ones(8), (2, 5), 16, base=100.0)
     assert fig.axes[0].get_title().endswith("(d = 8)")
     check = decay.zero_mean_check(np.random.default_rng(0).standard_normal((10, 16)))
-    assert "10 fresh pairs" in decay.plot_zero_mean(check, 10).axes[0].get_title()
+    assert "10 fresh pairs" in show.plot_zero_mean(check, 10).axes[0].get_title()
 
 
 def test_trained_chart_has_one_title_above_narrow_panels():
     trained = {(n, 0): np.ones((2, 3, 40)) for n in ("rope", "p-rope-0.75")}
-    spec = decay.trained_chart(trained, ["rope", "p-rope-0.75"], (0,)).to_dict()
+    spec = show.trained_chart(trained, ["rope", "p-rope-0.75"], (0,)).to_dict()
     assert spec["title"][0] == "Trained models: mean activation qᵢᵀRʲ⁻ⁱkⱼ vs distance"
     assert "title" not in spec["spec"]  # not repeated above each panel
     assert 2 * spec["spec"]["width"] <= 500

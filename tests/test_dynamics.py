@@ -10,6 +10,7 @@ import pytest
 
 from ropebook import model
 from ropebook.analysis import dynamics as dy
+from ropebook.present import dynamics as show
 
 CONFIG = model.ModelConfig(
     vocab_size=32, n_layers=2, n_heads=2, d_model=32, d_ff=64, context=16, head_dim=16,
@@ -210,21 +211,21 @@ def test_combined_verdict():
 
 def test_trend_table_and_chart():
     series = trajectory(np.array([[0.0, 1, 2, 3], [0.1, 1.2, 2.1, 3.3]]))
-    rows = dy.trend_table([dy.trend_test(series)])
+    rows = show.trend_table([dy.trend_test(series)])
     assert rows[0]["verdict"] == dy.TOWARD and "[" in rows[0]["change"]
-    points, summary, untrained = dy.chart_rows([series])
+    points, summary, untrained = show.chart_rows([series])
     assert len(summary) == 3 and len(points) == 6  # step 0 is the dashed rule, not a point
     assert untrained == [{"model": "rope", "untrained": pytest.approx(0.05)}]
-    spec = dy.norm_share_chart([series]).to_dict()
+    spec = show.norm_share_chart([series]).to_dict()
     assert spec["width"] <= 520 and spec["title"]["text"]
     line = next(layer for layer in spec["layer"] if layer["mark"].get("type") == "line")
     assert line["encoding"]["x"]["scale"]["type"] == "log"
     assert line["encoding"]["x"]["title"] == "tokens seen (log scale)"
     other = dy.Trajectory(**{**series.__dict__, "statistic": "other"})
-    stacked = dy.positional_chart([series, other]).to_dict()
+    stacked = show.positional_chart([series, other]).to_dict()
     assert len(stacked["vconcat"]) == 2 and stacked["title"]["text"]
     with pytest.raises(ValueError, match="width"):
-        dy.trajectory_chart([series], title="t", y_title="y", width=700)
+        show.trajectory_chart([series], title="t", y_title="y", width=700)
 
 
 def test_every_measure_runs_on_a_tiny_model_and_gives_finite_values():
@@ -262,11 +263,11 @@ def test_descriptive_statistics_are_kept_without_a_direction_and_drawn_as_heatma
     np.testing.assert_allclose(profile.values[0, 0], [0.5, 0.5, 1.0, 2.0])  # mean 1 = isotropic
     with pytest.raises(ValueError, match="descriptive"):
         dy.trend_test(profile)
-    spec = dy.pair_heatmap([profile, profile]).to_dict()
+    spec = show.pair_heatmap([profile, profile]).to_dict()
     assert len(spec["hconcat"]) == 2 and spec["title"]["text"]
     assert spec["hconcat"][0]["encoding"]["color"]["scale"]["domainMid"] == 1.0
     with pytest.raises(ValueError, match="pair_heatmap"):
-        dy.pair_heatmap([out["a"]])
+        show.pair_heatmap([out["a"]])
 
 
 def test_relative_shares_of_an_isotropic_profile_are_one():

@@ -7,6 +7,7 @@ import pytest
 
 from ropebook import claims, hf, model, rope
 from ropebook.analysis import frequencies as fq
+from ropebook.present import frequencies as show
 
 
 def one_chunk(head_dim: int, chunk: int, pairing: str, value=(3.0, 4.0)) -> np.ndarray:
@@ -156,10 +157,10 @@ def test_offset_attention():
 
 def test_heatmap_records():
     usage = fq.measure(fake_runner(), [np.zeros(4, int)], frequencies=rope.base_frequencies(8))
-    rows = fq.heatmap_records(usage, "q", per_head=True, layers=[0])
+    rows = show.heatmap_records(usage, "q", per_head=True, layers=[0])
     assert len(rows) == 4 * 4 and rows[0]["wavelength (tokens)"] == pytest.approx(2 * np.pi)
     assert {r["head"] for r in rows} == {0, 1, 2, 3}
-    assert len(fq.heatmap_records(usage, "v")) == 2 * 4
+    assert len(show.heatmap_records(usage, "v")) == 2 * 4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ def test_passages_start_after_a_line_break_past_the_midpoint(char_tokens):
     assert [name for name, _ in quotes] == ["a_doc", "a_doc", "b_doc"]
     assert [decode(ids[1:]) for _, ids in quotes] == ["CCCC\n", "EEEE\n", "line "]
     assert all(ids[0] == 0 and len(ids) == 6 for _, ids in quotes)
-    rows = fq.prompt_table(quotes, chars=3)
+    rows = show.prompt_table(quotes, chars=3)
     assert rows[0] == {"#": 0, "document": "a_doc", "tokens": 6, "text": "'CCC'"}
 
 
@@ -230,7 +231,7 @@ def test_windows_arithmetic_and_domains(char_tokens):
     domains = fq.domain_prompts([encode("Shakespeare")], 2, 8, seed=0)
     assert list(domains) == ["Shakespeare", "Python", "arithmetic", "Italian (Dante)", fq.CHINESE]
     assert all(len(p) == 2 for name, p in domains.items() if name != "Shakespeare")
-    table = fq.domain_table(domains, chars=4)
+    table = show.domain_table(domains, chars=4)
     assert table[-1] == {
         "domain": fq.CHINESE,
         "prompts": 2,
@@ -274,7 +275,7 @@ def test_band_shares_trends_and_their_tables():
     np.testing.assert_allclose(low, [[5 / 8, 1 / 8], [5 / 8, 5 / 8]])
     np.testing.assert_allclose(fq.trends([seed0, seed1], "q"), [0.0, np.sqrt(0.6)])
     shares = {("m", "q"): low, ("m", "v"): low / 2}
-    rows = fq.band_share_table(shares, [("m", "q"), ("m", "v")])
+    rows = show.band_share_table(shares, [("m", "q"), ("m", "v")])
     assert rows[1] == {
         "layer": 1,
         "m queries": pytest.approx(3 / 8),
@@ -282,7 +283,7 @@ def test_band_shares_trends_and_their_tables():
     }
     assert rows[-1]["layer"] == "mean" and rows[-1]["m queries"] == pytest.approx(0.5)
     trend = {("m", k): np.array([0.9]) if k == "q" else np.array([0.01]) for k in fq.KINDS}
-    table = fq.trend_table(trend, {("m", k): low for k in fq.KINDS}, ["m"], bound=0.5)
+    table = show.trend_table(trend, {("m", k): low for k in fq.KINDS}, ["m"], bound=0.5)
     assert [r["profile"] for r in table] == ["structured", "flat", "flat"]
     assert table[0]["trend"] == pytest.approx(0.9) and table[0]["slowest-band share"] == 0.5
 
@@ -303,10 +304,10 @@ def test_edge_layer_reading():
     fast, slow = [3.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 3.0]  # fastest-band share 1/2 and 1/6
     two = fq.edge_layer_reading([usage_of(np.array([fast, slow])[:, None])], 0.25)
     assert two.verdict == "not testable here" and two.gap is None
-    assert two.measured == "only 2 layers: no middle layers to compare with"
+    assert show.edge_layer_measured(two) == "only 2 layers: no middle layers to compare with"
     three = fq.edge_layer_reading([usage_of(np.array([fast, slow, fast])[:, None])], 0.25)
     assert three.gap.mean == pytest.approx(1 / 2 - 1 / 6) and three.verdict == "held"
-    assert three.measured.endswith("+0.333 (per layer: 0.500, 0.167, 0.500)")
+    assert show.edge_layer_measured(three).endswith("+0.333 (per layer: 0.500, 0.167, 0.500)")
     middle = fq.edge_layer_reading([usage_of(np.array([slow, fast, slow])[:, None])], 0.25)
     assert middle.verdict == "not held"
 
@@ -333,17 +334,20 @@ def test_positional_reading_and_table():
     assert reading.correlations[0].statistic == pytest.approx(1.0)  # same order: .5 .3 .2 .1
     assert reading.flagged_positional == 1.0 and reading.rest_positional == 0.0
     assert claims.graded(reading.evidence) in ("held", "partly")
-    assert reading.measured([7]).startswith("seed 7: top head L0H0 puts 0.90 of its attention")
-    assert reading.measured([7]).endswith("positional: 100% of high-frequency heads, 0% of others")
-    rows = fq.top_heads_table([7], shares, [positional], 0.5, per_seed=3)
+    assert show.positional_measured(reading, [7]).startswith(
+        "seed 7: top head L0H0 puts 0.90 of its attention"
+    )
+    assert show.positional_measured(reading, [7]).endswith(
+        "positional: 100% of high-frequency heads, 0% of others"
+    )
+    rows = show.top_heads_table([7], shares, [positional], 0.5, per_seed=3)
     assert [(r["layer"], r["head"], r["positional"]) for r in rows] == [
         (0, 0, True), (1, 0, True), (1, 1, False),
     ]  # fmt: skip
     assert rows[1]["on previous"] == 0.6 and rows[2]["on itself"] == 0.3
     nobody = fq.positional_reading(shares, [positional / 10], [shares[0] > 1], mass=0.5)
-    assert np.isnan(nobody.flagged_positional) and "— of high-frequency heads" in nobody.measured(
-        [0]
-    )
+    assert np.isnan(nobody.flagged_positional)
+    assert "— of high-frequency heads" in show.positional_measured(nobody, [0])
 
 
 def test_domain_similarity_reading_and_tables():
@@ -357,7 +361,7 @@ def test_domain_similarity_reading_and_tables():
     least = similarity[0]["x", "z"]["profile correlation"]
     reference = fq.seed_similarities([usage_of(a)], "q", [usage_of(b)], "q")
     assert reference[0]["profile correlation"] == pytest.approx(least)
-    rows = fq.similarity_table(similarity, {"ref": reference})
+    rows = show.similarity_table(similarity, {"ref": reference})
     assert [r["maps compared"] for r in rows] == ["x vs y", "x vs z", "y vs z", "ref"]
     low_yardstick = [{"profile correlation": least - 1, "cosine": 1.0}]
     assert fq.domain_reading(similarity, low_yardstick, threshold=least - 0.1).verdict == "held"
@@ -373,7 +377,7 @@ def test_loader_table_and_gap():
         "llama": {"head_dim": 16, "heads / KV heads": "4/2", "max |Δ| logits": 1e-6, "max |Δ| q": 3e-6},
         "gemma": {"head_dim": 32, "heads / KV heads": "4/2", "max |Δ| logits": 2e-6, "max |Δ| q": 1e-7},
     }  # fmt: skip
-    rows = fq.loader_table(found)
+    rows = show.loader_table(found)
     assert rows[0] == {"": "head_dim", "llama": 16, "gemma": 32}
     assert [r[""] for r in rows] == ["head_dim", "heads / KV heads", "max |Δ| logits", "max |Δ| q"]
     assert fq.loader_gap(found) == 3e-6
@@ -464,32 +468,32 @@ def test_figures_and_charts():
 
     matplotlib.use("Agg")
     usage = usage_of(np.arange(2 * 3 * 4, dtype=float).reshape(2, 3, 4) + 1)
-    fig = fq.plot_layer_maps(
+    fig = show.plot_layer_maps(
         {"a": usage.layers("q"), "b": usage.layers("k")}, usage.wavelengths, "T"
     )
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
     assert titles == ["a", "b"] and fig._suptitle.get_text() == "T"
-    fig = fq.plot_head_closeup(usage, np.eye(40), 1, 2, "close")
+    fig = show.plot_head_closeup(usage, np.eye(40), 1, 2, "close")
     assert [ax.get_title() for ax in fig.axes[:3]] == [
         "queries, layer 1 head 2", "keys, layer 1 head 2", "attention weights, prompt 0",
     ]  # fmt: skip
     assert fig.axes[2].images[0].get_array().shape == (32, 32)
     np.testing.assert_allclose([p.get_height() for p in fig.axes[0].patches], usage.q[1, 2])
-    spec = fq.usage_heatmaps(
+    spec = show.usage_heatmaps(
         usage, fq.KINDS, "a title that is a good deal longer than it should be (x)"
     ).to_dict()
     assert len(spec["hconcat"]) == 3 and spec["title"] == [
         "a title that is a good deal longer than it should be", "(x)",
     ]  # fmt: skip
     assert all(p["width"] == 150 and p["height"] == 60 for p in spec["hconcat"])
-    heads = fq.usage_heatmaps(
+    heads = show.usage_heatmaps(
         usage, ("q",), "t", per_head=True, layers=[1], heads=[0, 2], row_height=18
     )
     heads = heads.to_dict()
     rows = [r for values in heads["datasets"].values() for r in values]  # altair hoists the data
     assert heads["hconcat"][0]["height"] == 36 and {r["head"] for r in rows} == {0, 2}
     assert {r["layer"] for r in rows} == {1} and len(rows) == 2 * 4
-    strip = fq.head_strip_chart([usage, usage], [0, 1], 0.25, threshold=0.2).to_dict()
+    strip = show.head_strip_chart([usage, usage], [0, 1], 0.25, threshold=0.2).to_dict()
     assert sorted(len(v) for v in strip["datasets"].values()) == [1, 2 * 2 * 3]  # rule, dots
     assert [{"threshold": 0.2}] in strip["datasets"].values() and strip["width"] == 520
-    assert fq.wrap_title("short") == "short"
+    assert show.wrap_title("short") == "short"

@@ -1,5 +1,6 @@
 """The fused C++ attention kernel against the spelled-out attention, sharded, vmapped, and built."""
 
+import json
 import os
 import subprocess
 import sys
@@ -32,7 +33,8 @@ def _assert_close(got, want, rtol=2e-5):
     "shape, scale",
     [((2, 37, 3, 16), 1.0), ((1, 128, 2, 32), 1.0), ((3, 5, 1, 16), 1.0), ((2, 64, 2, 16), 12.0)],
 )
-def test_forward_and_gradients_equal_spelled_out_attention(shape, scale):
+def test_forward_and_gradients_equal_spelled_out_attention(shape, scale, monkeypatch):
+    monkeypatch.setenv("ROPEBOOK_ATTENTION", "fused")
     assert fused_attention.applies(jnp.zeros(shape), None)
     q, k, v, d_out = _inputs(shape, scale)
     out, pullback = jax.vjp(fused_attention.causal_attention, q, k, v)
@@ -66,6 +68,7 @@ def test_vmap_folds_the_mapped_axis_into_the_batch():
 
 
 def test_model_uses_it_only_where_it_applies(monkeypatch):
+    monkeypatch.setenv("ROPEBOOK_ATTENTION", "fused")
     x = jnp.zeros((1, 8, 2, 16))
     assert fused_attention.applies(x, None)
     assert not fused_attention.applies(x, jnp.zeros((2, 8, 8)))  # ALiBi, Kerple, FIRE
@@ -83,6 +86,7 @@ def test_model_loss_and_gradients_match_xla_attention(monkeypatch):
                                d_ff=64, context=24, encoding="rope")  # fmt: skip
     params = model.init_params(jax.random.key(1), config)
     tokens = jax.random.randint(jax.random.key(2), (3, 25), 0, 64)
+    monkeypatch.setenv("ROPEBOOK_ATTENTION", "fused")
     fused = jax.value_and_grad(model.loss_fn)(params, tokens, config)
     monkeypatch.setenv("ROPEBOOK_ATTENTION", "xla")
     xla = jax.value_and_grad(model.loss_fn)(params, tokens, config)
@@ -118,6 +122,92 @@ def test_sharded_batch_runs_on_each_device_without_gathering():
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
 
 
+def test_kernel_of_the_other_vector_width_agrees_too():
+    """Tiles follow the vector width compiled for (8 floats on AVX2, 16 on AVX-512); the width
+    this CPU does not pick is built on request and must give the same numbers."""
+    script = textwrap.dedent("""
+        import jax, jax.numpy as jnp, numpy as np
+        import ropebook
+        from ropebook import fused_attention, model
+        print(fused_attention.lanes())
+        for shape in [(2, 37, 3, 16), (1, 40, 2, 32)]:
+            q, k, v, g = (jax.random.normal(key, shape) for key in jax.random.split(jax.random.key(0), 4))
+            out, pull = jax.vjp(fused_attention.causal_attention, q, k, v)
+            want, want_pull = jax.vjp(lambda *a: model._attend_explicit(*a, None)[0], q, k, v)
+            for a, b in zip([out, *pull(g)], [want, *want_pull(g)]):
+                np.testing.assert_allclose(a, b, rtol=0, atol=2e-5 * float(jnp.abs(b).max()))
+    """)
+    other = "16" if fused_attention.lanes() == 8 else "8"
+    env = os.environ | {"ROPEBOOK_ATTENTION": "fused", "ROPEBOOK_KERNEL_LANES": other}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == [other]
+
+
+def test_auto_takes_the_faster_path_by_the_fastest_of_its_timings(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(fused_attention, "_choices", {})
+    calls = []
+
+    def timer(path, shape):  # XLA steadier, the kernel fastest once: the minimum decides
+        calls.append(path)
+        return {"fused": [5.0, 0.5, 5.0], "xla": [1.0, 1.0, 1.0]}[path][calls.count(path) - 1]
+
+    choice = fused_attention.choose((4, 32, 2, 16), timer=timer)
+    assert choice.path == "fused" and choice.seconds == {"fused": 0.5, "xla": 1.0}
+    assert sorted(calls) == ["fused"] * 3 + ["xla"] * 3
+    assert "500.00 ms" in capsys.readouterr().err  # says which and why
+
+
+def test_auto_decision_is_cached_and_forced_modes_ignore_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(fused_attention, "_choices", {})
+    shape = (2, 16, 2, 16)
+    monkeypatch.setattr(fused_attention, "time_attention", lambda path, shape: {"fused": 2.0, "xla": 1.0}[path])  # fmt: skip
+    assert not fused_attention.applies(jnp.zeros(shape), None)  # XLA measured faster
+    record = json.loads(fused_attention.choice_file(shape).read_text())
+    assert record["path"] == "xla" and record["seconds"] == {"fused": 2.0, "xla": 1.0}
+    err = capsys.readouterr().err
+    assert "XLA's attention (1000.00 ms" in err and "2000.00 ms" in err and "measured now" in err
+    monkeypatch.setenv("ROPEBOOK_ATTENTION", "fused")
+    assert fused_attention.applies(jnp.zeros(shape), None)
+
+    def no_timing(path, shape):
+        raise AssertionError("timed again")
+
+    monkeypatch.setattr(fused_attention, "_choices", {})  # a new process reads the file
+    choice = fused_attention.choose(shape, timer=no_timing)
+    assert choice.path == "xla" and not choice.measured_now
+    assert "measured earlier" in capsys.readouterr().err
+    monkeypatch.setenv("ROPEBOOK_KERNEL_LANES", "16" if fused_attention.lanes() == 8 else "8")
+    assert fused_attention.choice_file(shape) != choice.file  # another kernel build: measured anew
+
+
+def test_damaged_decision_is_named_and_measured_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(fused_attention, "_choices", {})
+    shape = (2, 16, 2, 16)
+    file = fused_attention.choice_file(shape)
+    file.parent.mkdir(parents=True)
+    file.write_text('{"path": "fused", "seconds": {"fused": 1.0')  # truncated
+    with pytest.warns(UserWarning, match=f"{file.name}.*measuring again"):
+        choice = fused_attention.choose(shape, timer=lambda path, shape: {"fused": 3.0, "xla": 1.0}[path])  # fmt: skip
+    assert choice.path == "xla" and choice.measured_now
+    assert json.loads(file.read_text())["path"] == "xla"
+
+
+def test_timing_runs_both_paths_while_a_model_is_traced():
+    shape = (2, 16, 2, 16)
+
+    @jax.jit
+    def traced(x):  # choose() is called from inside a trace; the timing must still run
+        seconds = {path: fused_attention.time_attention(path, shape, repeats=1) for path in ("fused", "xla")}  # fmt: skip
+        assert all(0 < s < 60 for s in seconds.values()), seconds
+        return x + 1
+
+    assert traced(jnp.zeros(())) == 1
+
+
 def test_build_is_cached_by_source_compiler_and_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
     path = fused_attention.build()
@@ -129,6 +219,9 @@ def test_build_is_cached_by_source_compiler_and_cpu(tmp_path, monkeypatch):
     )  # no partial files left
     monkeypatch.setattr(fused_attention, "FLAGS", (*fused_attention.FLAGS, "-DSOMETHING"))
     assert fused_attention.library_path() != path
+    monkeypatch.setenv("ROPEBOOK_KERNEL_LANES", "12")
+    with pytest.raises(ValueError, match="ROPEBOOK_KERNEL_LANES.*'12'"):
+        fused_attention.library_path()
 
 
 def test_damaged_cached_library_is_rebuilt(tmp_path, monkeypatch):

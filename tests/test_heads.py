@@ -8,6 +8,7 @@ import pytest
 
 from ropebook import rope
 from ropebook.analysis import heads
+from ropebook.present import heads as show
 from ropebook.proofs import positional_heads as proofs
 
 HEAD_DIM = 16
@@ -190,7 +191,9 @@ def test_scan_model_on_random_model():
             assert np.allclose(scan.score[kind][layer], w.mean(axis=(0, 2)), atol=1e-6)
             assert np.allclose(scan.epsilon[kind][layer], 1 - w.min(axis=(0, 2)), atol=1e-6)
     logits, internals = model.forward(params, windows[:1], config, return_internals=True)
-    table = heads.activation_table(internals[0], head=1, n_tokens=5)
+    activations = heads.target_activations(internals[0], head=1, n_tokens=5)
+    assert np.isnan(activations.previous[0]) and np.isnan(activations.bound_previous[0])
+    table = show.activation_table(activations)
     assert len(table) == 5
     for row in table[1:]:
         assert abs(row["diagonal a_ii"]) <= row["bound ‖q_i‖‖k_i‖/√d"] + 1e-5
@@ -234,7 +237,7 @@ def test_verdict_above():
 
 
 def test_detector_table():
-    rows = heads.detector_table({"identity": np.eye(6), "shift": shifted(6)}, 0.01)
+    rows = show.detector_table({"identity": np.eye(6), "shift": shifted(6)}, 0.01)
     assert rows[0] == {
         "matrix": "identity",
         "ε, diagonal": 0.0,
@@ -267,7 +270,7 @@ FITS = {
 
 
 def test_isolated_tables_and_summary():
-    probes, training = heads.isolated_tables(FITS)
+    probes, training = show.isolated_tables(FITS)
     assert [(r["encoding"], r["head"]) for r in probes] == [
         ("nope", "diagonal"), ("nope", "previous"), ("rope", "diagonal"), ("rope", "previous")
     ]  # fmt: skip
@@ -291,7 +294,7 @@ def chart_values(spec: dict, data: dict) -> list[dict]:
 
 
 def test_loss_chart():
-    spec = heads.loss_chart(FITS).to_dict()
+    spec = show.loss_chart(FITS).to_dict()
     assert spec["title"] == "One head trained alone to be positional: NoPE vs RoPE"
     assert spec["width"] <= 680
     values = chart_values(spec, spec["data"])
@@ -303,7 +306,7 @@ def test_plot_construction():
     psi = np.array([1.0, 0.0])
     key = rope.rotation_matrix(1, 2) @ psi
     row = np.array([0.1, 0.1, 0.8])
-    fig = heads.plot_construction(psi, key, row, 12.345)
+    fig = show.plot_construction(psi, key, row, 12.345)
     axes = fig.axes
     assert len(axes) == 3
     assert [p.get_height() for p in axes[2].patches] == pytest.approx(row)
@@ -334,7 +337,7 @@ def test_threshold_study_single_plane_closed_form():
     assert study.stars == [{"‖ψ‖²": pytest.approx(expected), "ε": 0.05, "N": 3, "ψ on": "fast"}]
     eps_10 = heads.construction_epsilon(10.0, 3, "diagonal", grid, [1.0, 0.0])
     assert study.curves[1] == {"‖ψ‖²": 10.0, "ε": pytest.approx(eps_10), "N": 3, "ψ on": "fast"}
-    spec = heads.threshold_chart(study, 4).to_dict()
+    spec = show.threshold_chart(study, 4).to_dict()
     assert spec["title"] == "Thm. 5.3: sharpness of the diagonal construction (d = 4)"
     assert spec["width"] <= 680
 
@@ -377,7 +380,7 @@ SCANS = {
 
 
 def test_found_and_count_tables():
-    found = heads.found_table(SCANS, 0.5)
+    found = show.found_table(SCANS, 0.5)
     assert [(r["model"], r["kind"], r["head"]) for r in found] == [
         ("rope s0", "diagonal", "L1 H0"),
         ("rope s0", "previous", "L0 H1"),
@@ -391,7 +394,7 @@ def test_found_and_count_tables():
         ("rope", "diagonal"): [1, 1], ("rope", "previous"): [1, 0], ("rope", "either"): [2, 1],
         ("nope", "diagonal"): [0, 1], ("nope", "previous"): [0, 0], ("nope", "either"): [0, 1],
     }  # fmt: skip
-    rows = heads.count_table(SCANS, 0.5)
+    rows = show.count_table(SCANS, 0.5)
     either = rows[2]
     assert (either["model"], either["kind"]) == ("rope", "either")
     assert either["per model (of 4)"] == 1.5 and either["by layer"] == [1, 2]
@@ -400,7 +403,7 @@ def test_found_and_count_tables():
 
 
 def test_head_scatter_chart():
-    spec = heads.head_scatter_chart(SCANS, 0.5).to_dict()
+    spec = show.head_scatter_chart(SCANS, 0.5).to_dict()
     assert spec["title"] == "Every head: mean attention on itself vs on the previous token"
     panels = spec["hconcat"]
     assert [p["title"] for p in panels] == ["rope model", "nope model"]
@@ -414,7 +417,8 @@ def test_head_scatter_chart():
 def test_strongest_and_fast_share_table():
     assert heads.strongest(SCANS["rope", 0], "diagonal") == (1, 0)
     assert heads.strongest(SCANS["rope", 0], "previous") == (0, 1)
-    rows, gaps = heads.fast_share_table(SCANS, 0.5, 0.25)
+    shares = heads.positional_fast_shares(SCANS, 0.5, 0.25)
+    rows, gaps = show.fast_share_rows(shares), [s.gap for s in shares]
     assert [(r["seed"], r["kind"], r["head"]) for r in rows] == [
         (0, "diagonal", "L1 H0"), (0, "previous", "L0 H1"), (1, "diagonal", "L1 H1")
     ]  # fmt: skip
@@ -424,7 +428,7 @@ def test_strongest_and_fast_share_table():
 
 
 def test_frequency_profile_chart():
-    spec = heads.frequency_profile_chart(SCANS["rope", 0]).to_dict()
+    spec = show.frequency_profile_chart(SCANS["rope", 0]).to_dict()
     assert spec["title"] == "Frequency usage of the strongest RoPE positional heads vs their layer"
     assert 2 * spec["spec"]["width"] <= 600
     values = chart_values(spec, spec["data"])
@@ -439,25 +443,30 @@ def test_paper_tables():
     assert ratios["diagonal"][0] == pytest.approx(156.93 / 203.65)
     assert ratios["previous"][2] == pytest.approx(18.91 / 102.41)
     assert len(ratios["diagonal"]) == 6 and len(ratios["previous"]) == 7
-    rows = heads.paper_table()
+    rows = show.paper_table()
     assert rows[0]["activation / bound, per token"].startswith("0.77, 0.79, 0.70")
     assert rows[1]["mean"] == pytest.approx(np.mean(ratios["previous"]))
     assert rows[1]["mean"] == pytest.approx(0.322, abs=5e-4)
 
 
 def test_cauchy_schwarz_table():
-    rows, positional = heads.cauchy_schwarz_table(SCANS, 0.5)
+    cosines = heads.target_cosines(SCANS, 0.5)
+    rows, positional = (
+        show.cauchy_schwarz_rows(cosines),
+        cosines["diagonal"][0] + cosines["previous"][0],
+    )
     # Diagonal heads: rope s0 L1 H0 (0.6) and rope s1 L1 H1 (0.2); previous: rope s0 L0 H1 (0.4).
     assert positional == pytest.approx([0.6, 0.2, 0.4])
     assert rows[0]["heads"] == 2 and rows[0]["positional"] == pytest.approx(0.4)
     assert rows[0]["other heads"] == pytest.approx((0.1 + 0.8 + 0.3 + 0.2 * 3) / 6)
     assert rows[1]["paper"] == pytest.approx(np.mean(heads.paper_ratios()["previous"]))
-    none, pooled = heads.cauchy_schwarz_table(SCANS, 0.95)
-    assert pooled == [] and np.isnan(none[0]["positional"])
+    none = heads.target_cosines(SCANS, 0.95)
+    assert none["diagonal"][0] == none["previous"][0] == []
+    assert np.isnan(show.cauchy_schwarz_rows(none)[0]["positional"])
 
 
 def test_layer_table_and_layer0_bound():
-    rows = heads.layer_table(SCANS)
+    rows = show.layer_table(SCANS)
     assert len(rows) == 8 and rows[0]["model"] == "rope s0"
     assert rows[0]["α − 1/r, diag."] == 0.5 and rows[0]["α − 1/r, prev."] == 0.45
     assert rows[1]["α_i,i"] == 0.9 and rows[0]["α_i,i−1"] == 0.7
@@ -480,14 +489,14 @@ def test_attention_figures_on_tiny_model():
     _, internals = model.forward(params, window, config, return_internals=True)
     scan = heads.scan_model(params, config, window)
     labels = [str(x) for x in range(8)]
-    fig = heads.plot_strongest_heads({"rope": internals}, {"rope": scan}, labels, 0.5)
+    fig = show.plot_strongest_heads({"rope": internals}, {"rope": scan}, labels, 0.5)
     assert len(fig.axes) == 2
     layer, head = heads.strongest(scan, "previous")
     shown = fig.axes[1].images[0].get_array()
     assert np.allclose(shown, np.asarray(internals[layer]["probs"][0, head]))
     assert fig.axes[1].get_title().startswith(f"rope: best previous head L{layer} H{head}")
     plt.close(fig)
-    fig = heads.plot_chunk_norms(internals, scan)
+    fig = show.plot_chunk_norms(internals, scan)
     assert len(fig.axes) == 2 * 3 + 2 * 2  # panels and one colour bar per chunk-norm panel
     plt.close(fig)
 
@@ -496,7 +505,7 @@ def test_token_labels():
     from ropebook import data
 
     text = "Hello world\n"
-    labels = heads.token_labels(data.encode(text))
+    labels = show.token_labels(data.encode(text))
     assert labels[0] == "<bos>"
     assert "".join(labels[1:]) == repr(text)[1:-1]  # short tokens: nothing cut
-    assert heads.token_labels([0, 0]) == ["<bos>", "<bos>"]
+    assert show.token_labels([0, 0]) == ["<bos>", "<bos>"]

@@ -2,6 +2,8 @@
 
 import json
 import pathlib
+import re
+import shlex
 import subprocess
 import sys
 
@@ -86,6 +88,12 @@ def test_run_records_provenance_and_failure_keeps_previous(sandbox):
     outputs = ["".join(o.get("text", "")) for c in notebook["cells"] for o in c.get("outputs", [])]
     assert any("smoke 5 0.5 x" in text for text in outputs)
     assert "Provenance:" in json.dumps(notebook["cells"][-1]["outputs"])
+    box = notebook["cells"][1]  # under the title: the rerun box, then the chapter
+    assert box["metadata"]["tags"] == [pipeline.RERUN_TAG]
+    declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))
+    assert "".join(box["source"]) == pipeline.rerun_box("toy", declared, meta["parameters"])
+    assert 'make run CHAPTER=toy PROFILE=smoke PARAMS="steps=5"' in "".join(box["source"])
+    assert good.with_suffix(".py").read_text() == CHAPTER  # the source the box offers
     assert pipeline.is_up_to_date("toy", {"steps": 5, "profile": "smoke"})
     assert not pipeline.is_up_to_date("toy", {"steps": 6, "profile": "smoke"})
 
@@ -96,6 +104,7 @@ def test_run_records_provenance_and_failure_keeps_previous(sandbox):
     assert "chapter 'toy' failed in cell" in text and "boom in the test chapter" in text
     assert "RuntimeError" in text
     assert good.read_bytes() == before
+    assert good.with_suffix(".py").read_text() == CHAPTER
     assert not list((sandbox / "executed").glob(".toy.*"))  # no temp files left behind
 
 
@@ -196,3 +205,98 @@ def test_a_domain_survives_ruff_wrapping_the_line(sandbox):
     assert declared["threshold"].domain == "in (0, 1)"
     with pytest.raises(pipeline.ChapterError, match=r"threshold must be in \(0, 1\)"):
         pipeline.validate_parameters("toy", declared, {"threshold": "2"})
+
+
+# ------------------------------------------------------------------ the page's "Rerun" box
+def box_rows(box: str) -> dict[str, list[str]]:
+    """The parameter table of a rerun box: ``{name: [type, default, values, meaning]}``, with the
+    Markdown escapes of ``|`` undone."""
+    rows = {}
+    for line in box.splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+            rows[cells[0].strip("`")] = [cells[1], cells[2].strip("`"), *cells[3:]]
+    return rows
+
+
+def box_command(box: str) -> str:
+    lines = box.splitlines()
+    return lines[lines.index("```bash") + 1]
+
+
+def command_values(command: str, name: str, declared: dict) -> dict:
+    """What the runner receives from ``command``: `make run` is expanded by make itself (-n) into
+    the runner's command line, which is split as the shell splits it and validated."""
+    if command.startswith("make "):
+        expanded = subprocess.run(
+            "make -n --no-print-directory " + command.removeprefix("make "), shell=True,
+            cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        command = next(line for line in expanded.splitlines() if "-m ropebook run" in line)
+    words = shlex.split(command)
+    words = words[words.index("run") + 1 :]
+    assert words[0] == name
+    given, rest = {}, words[1:]
+    while rest:
+        flag, *rest = rest
+        if flag == "--profile":
+            given["profile"], *rest = rest
+        else:
+            assert flag == "-p", words
+            key, value, *rest = rest
+            given[key] = value
+    return pipeline.validate_parameters(name, declared, given)
+
+
+def test_rerun_box_states_every_declared_parameter(sandbox):
+    (sandbox / "chapters" / "toy.py").write_text(RANGED)
+    declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))
+    box = pipeline.rerun_box("toy", declared, {"profile": "smoke"})
+    assert box.startswith(":::{dropdown} Rerun this chapter") and box.endswith(":::")
+    assert "{download}`toy.ipynb`" in box and "{download}`toy.py`" in box
+    assert box_rows(box) == {
+        "profile": ["str", "'cpu'", "smoke | cpu | gpu", ""],
+        "confidence": ["float", "0.95", "in (0, 1)", "level of every interval"],
+        "steps": ["int", "3", "in [1, inf)", ""],
+        "factors": ["list", "[1, 2]", "each in [1, 16]", "each a multiple of the context"],
+        "names": ["list", "['rope']", "each in zoo.SPECS", ""],
+        "dtype": ["str", "'float32'", "float32 | bfloat16", "(weights)"],
+        "note": ["str", "'free'", "any", "any text, no domain"],
+    }
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"profile": "smoke"},
+        {},  # no profile given: the chapter's default
+        {"profile": "gpu", "steps": 10, "confidence": 0.5, "dtype": "bfloat16", "note": "x-1"},
+        {"profile": "cpu", "factors": [1, 16], "note": "two words"},  # beyond what make carries
+    ],
+)
+def test_rerun_command_reproduces_the_run(sandbox, values):
+    (sandbox / "chapters" / "toy.py").write_text(RANGED)
+    declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))
+    command = box_command(pipeline.rerun_box("toy", declared, values))
+    assert command.startswith("make run ") == ("factors" not in values)
+    assert command_values(command, "toy", declared) == {"profile": "cpu", **values}
+
+
+@pytest.mark.parametrize(
+    "path", sorted((REPO_ROOT / "chapters").glob("*.py")), ids=lambda p: p.stem
+)
+def test_every_chapter_box_matches_its_parameters_cell(path):
+    """Each chapter's box lists exactly its parameters cell (names, types, defaults, domains) and
+    its command, run through the Makefile, gives the runner the page's values."""
+    declared = pipeline.chapter_parameters(jupytext.read(path))
+    box = pipeline.rerun_box(path.stem, declared, {})
+    rows = box_rows(box)
+    assert list(rows) == list(declared)
+    for name, parameter in declared.items():
+        domain = parameter.domain or "any"
+        if isinstance(parameter.default, list) and parameter.domain:
+            domain = "each " + domain  # checked element by element
+        assert rows[name][:3] == [parameter.type_name, repr(parameter.default), domain]
+    command = box_command(box)
+    assert command == f"make run CHAPTER={path.stem} PROFILE={declared['profile'].default}"
+    assert command_values(command, path.stem, declared) == {"profile": declared["profile"].default}

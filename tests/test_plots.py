@@ -39,13 +39,12 @@ def test_claims_by_chapter_one_four_column_table_per_chapter():
     assert beta == "**[Beta](beta.ipynb)**: 3 held, 1 not testable here"
     lines = alpha_table.splitlines()
     assert lines[0] == "| claim (source) | measured | evidence | verdict |"
-    assert lines[2] == "| claim 1 (*Barbero et al. 2025, Fig. 1*) | measured 1 | — | **held** |"
+    cite = "{cite:t}`barbero2025round`"  # the typed source, linked to references.bib
+    assert lines[2] == f"| claim 1 — *{cite}, Fig. 1* | measured 1 | — | **held** |"
     assert lines[3] == (
-        "| claim 2 (*Barbero et al. 2025, Fig. 2*) | measured 2 (0.1–0.3) | 3 seeds | **partly** |"
+        f"| claim 2 — *{cite}, Fig. 2* | measured 2 (0.1–0.3) | 3 seeds | **partly** |"
     )
-    assert beta_table.splitlines()[-1] == (
-        "| claim 7 (*Barbero et al. 2025, Fig. 7*) | a \\| b | — | **held** |"
-    )
+    assert beta_table.splitlines()[-1] == f"| claim 7 — *{cite}, Fig. 7* | a \\| b | — | **held** |"
 
 
 def test_wrap_label_cuts_at_spaces_within_width():

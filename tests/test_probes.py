@@ -10,6 +10,7 @@ import pytest
 
 from ropebook import model, rope
 from ropebook.analysis import probes
+from ropebook.present import probes as show
 
 CONFIG = model.ModelConfig(
     vocab_size=32, n_layers=2, n_heads=2, d_model=32, d_ff=64, context=16, head_dim=16,
@@ -98,7 +99,11 @@ def result(n_seeds: int, fast_drop: float, slow_cost: float) -> probes.ProbeResu
 def test_probe_reading_on_constructed_results():
     held = probes.probe_reading(result(3, fast_drop=0.3, slow_cost=0.2))
     assert held.verdict == "held" and held.positional.high < 0 and held.semantic.low > 0
-    assert "paired per seed and window" in held.basis()
+    assert "paired per seed and window" in show.reading_basis(held)
+    assert show.reading_measured(held).startswith(
+        f"removing the fastest instead of the slowest quarter changes previous-token attention "
+        f"by {held.positional.mean:+.3f}"
+    )
     against = probes.probe_reading(result(3, fast_drop=-0.3, slow_cost=-0.2))
     assert against.verdict == "not held"
     mixed = probes.probe_reading(result(3, fast_drop=0.3, slow_cost=-0.2))
@@ -108,11 +113,11 @@ def test_probe_reading_on_constructed_results():
 
 def test_probe_table_and_chart():
     r = result(2, 0.3, 0.2)
-    rows = probes.probe_table(r)
+    rows = show.probe_table(r)
     assert [row["planes removed"] for row in rows] == list(probes.CONDITIONS)
     assert rows[1]["perplexity change"].startswith("+")
     assert rows[2]["planes (first seed)"] == "[3] or [4] … (3 draws)"
-    spec = probes.probe_chart(r).to_dict()
+    spec = show.probe_chart(r).to_dict()
     assert len(spec["vconcat"]) == 2 and all(p["width"] <= 520 for p in spec["vconcat"])
 
 

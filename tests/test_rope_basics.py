@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from ropebook.present import regime as show
 from ropebook.proofs import rope_basics as basics
 
 
@@ -47,7 +48,7 @@ def test_variant_spectrum_closed_form():
 
 def test_spectrum_chart_title_and_width():
     rows = basics.variant_spectrum({"RoPE": ("rope", 1.0)}, head_dim=8, base=10_000.0)
-    spec = basics.spectrum_chart(rows, head_dim=8, base=10_000.0).to_dict()
+    spec = show.spectrum_chart(rows, head_dim=8, base=10_000.0).to_dict()
     assert spec["title"] == "RoPE variants: frequency of each plane (d = 8, θ = 10,000)"
     assert spec["width"] == 480 and spec["encoding"]["y"]["scale"]["type"] == "log"
     assert [len(values) for values in spec["datasets"].values()] == [4]

@@ -12,6 +12,7 @@ import pytest
 import ropebook
 from ropebook import model, scaling, train
 from ropebook.analysis import scaling as stretch
+from ropebook.present import scaling as show
 
 matplotlib.use("Agg")
 VOCAB = 50
@@ -94,7 +95,7 @@ def test_turns_and_changed_rows():
     assert table["YaRN"]["slowed fully"] == int(np.sum(gamma == 0))
     assert table["YaRN"]["logit scale"] == pytest.approx((0.1 * math.log(4) + 1) ** 2)
     assert table["NTK-aware"]["kept"] == 1 and table["NTK-aware"]["slowed fully"] == 1
-    fig = stretch.turns_chart(rows, 4)
+    fig = show.turns_chart(rows, 4)
     assert fig.get_size_inches()[0] * fig.dpi <= 680
     assert len(fig.axes) == 1 and fig.axes[0].get_yscale() == "log"
 
@@ -140,12 +141,12 @@ def test_length_sweep_pairs_windows_and_skips_non_rotary_methods():
     fake = {("a", "x", 2): [1.0, 3.0], ("b", "y", 2): [1.5, 1.6]}
     assert stretch.lowest(fake, [("a", "x"), ("b", "y")], 2) == ("b", "y")
     labels = {("rope", "pi"): "RoPE · PI", ("nope", "none"): "NoPE"}
-    rows = stretch.sweep_rows(losses, labels, [1, 2], 16)
+    rows = show.sweep_rows(losses, labels, [1, 2], 16)
     assert rows[0]["model · method"] == "RoPE · PI" and "[" in rows[0]["2× (32)"]
     assert "1 seed" in rows[1]["1× (16)"]
-    fig = stretch.sweep_chart(losses, labels, [1, 2], title="t")
+    fig = show.sweep_chart(losses, labels, [1, 2], title="t")
     assert fig.get_size_inches()[0] * fig.dpi <= 680 and fig.axes[0].get_title() == "t"
-    fig = stretch.sweep_chart(losses, labels, [1, 2], title="t", dashed=[("nope", "none")])
+    fig = show.sweep_chart(losses, labels, [1, 2], title="t", dashed=[("nope", "none")])
     assert [line.get_linestyle() for line in fig.axes[0].get_lines()[:2]] == ["-", "--"]
     fixed = stretch.length_sweep(
         {"rope": models["rope"][:1]}, ("pi",), [1, 2], TOKENS, n_windows=2, fixed_scale=2,
@@ -212,10 +213,10 @@ def test_interpolation_share_and_head_survival():
     assert surv.survived["pi"] == pytest.approx([0.5, 0.0]) and surv.share["pi"] == [1.0, 1.0]
     mean, low, high, n = stretch.drop(surv, "pi")
     assert mean == pytest.approx(0.475) and n == 2 and low < mean < high
-    rows = stretch.head_rows(surv, {"pi": "PI"})
+    rows = show.head_rows(surv, {"pi": "PI"})
     assert rows[1]["method"] == "PI" and rows[1]["interpolation of their pairs"].startswith("100")
     empty = stretch.head_survival({"none": [np.zeros((1, 1))]}, {"none": [np.zeros((1, 1))]}, 0.5)
-    assert stretch.head_rows(empty, {})[0]["attention on previous token"] == "no heads"
+    assert show.head_rows(empty, {})[0]["attention on previous token"] == "no heads"
     assert stretch.drop(empty, "none")[3] == 0
 
 
@@ -242,7 +243,7 @@ def test_passkey_batch_and_accuracy(monkeypatch):
         {"rope": [r, r]}, ("none", "yarn"), [2, 4], TOKENS, n_trials=2, progress=False
     )
     assert set(sweep) == {("rope", m, f) for m in ("none", "yarn") for f in (2, 4)}
-    table = stretch.accuracy_rows(sweep, {("rope", "yarn"): "RoPE · YaRN"}, [2, 4], 16)
+    table = show.accuracy_rows(sweep, {("rope", "yarn"): "RoPE · YaRN"}, [2, 4], 16)
     assert table == [
         {"model · method": "RoPE · YaRN", "2× (32)": "0 [0, 0]", "4× (64)": "0 [0, 0]"}
     ]

@@ -1,4 +1,4 @@
-"""Semantic channels: Lemma A.2/A.3, Thm. 6.1's swaps and the head-scoring helpers."""
+"""Semantic channels: Lemma A.2/A.3, Thm. 6.1's swaps, the head-scoring helpers and their charts."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ropebook.analysis import semantic
+from ropebook.present import semantic as show
 from ropebook.proofs import semantic_channels as proofs
 
 G = math.sqrt(2) / 10  # an irrational rotation: g / 2 pi is irrational
@@ -230,7 +231,7 @@ def test_best_move_matches_brute_force():
     for _ in range(5):
         q, keys = rng.normal(size=2), rng.normal(size=(30, 2))
         exclude = {int(rng.integers(29))}
-        k, k2, best = semantic._best_move(0.37, q, keys, 29, exclude)
+        k, k2, best = semantic.theory._best_move(0.37, q, keys, 29, exclude)
         brute = max(
             (semantic.rope_scores_2d(0.37, q, np.repeat(keys[a][None], 30, 0))[b], a, b)
             for a in range(29)
@@ -289,7 +290,9 @@ def test_check_softmax_bound_counts_every_non_maximal_entry():
     # continuous draws have no ties: every entry but the maximum has a competitor
     assert check.checked == sum(n - 1 for n in lengths)
     assert check.violations == 0 and 0 < check.worst_ratio < 1
-    assert str(check).startswith(f"{check.checked:,} non-maximal entries in 50 vectors: 0 above")
+    assert show.softmax_bound_text(check).startswith(
+        f"{check.checked:,} non-maximal entries in 50 vectors: 0 above"
+    )
 
 
 def test_rotation_gaps_are_dense_only_for_irrational_rotations():
@@ -302,7 +305,7 @@ def test_rotation_gaps_are_dense_only_for_irrational_rotations():
     # g = 0.01 has covered only 1 rad of the circle after 100 tokens
     short = semantic.rotation_gaps([0.01], n_max=100)
     assert short.final["g = 0.01"] == pytest.approx(2 * np.pi - 1.0) and not short.dense
-    assert semantic.gap_table(short)[0] == {
+    assert show.gap_table(short)[0] == {
         "rotation": "g = 0.01", "largest gap at N = 100 (rad)": short.final["g = 0.01"]
     }  # fmt: skip
 
@@ -331,7 +334,7 @@ def test_best_head_curves_follow_the_theorem_and_the_unrotated_closed_form():
     first = curves.first_below[f"g = {G:.3g}"]
     assert N_STAR // 2 < first <= min(r["N (tokens)"] for r in rotated if r["N (tokens)"] > N_STAR)
     assert all(r["best worst-case α"] <= 0.5 for r in rotated if r["N (tokens)"] > N_STAR)
-    chart = semantic.best_head_chart(curves).to_dict()
+    chart = show.best_head_chart(curves).to_dict()
     assert chart["title"] == "Thm. 6.1: best worst-case attention, scores bounded by 8"
 
 
@@ -356,7 +359,7 @@ def test_attack_sweep_and_its_verdict():
     assert not semantic.attacks_as_proved(failed)
     robust_broken = [*rows, {**by["robust", 12], "success": 1 / 3}]
     assert not semantic.attacks_as_proved(robust_broken)
-    table = semantic.attack_table(rows, ratios=(2.0,))
+    table = show.attack_table(rows, ratios=(2.0,))
     assert len(table) == 2 and "ratio" not in table[0] and table[0]["N / N*"] == 2.0
 
 
@@ -367,7 +370,7 @@ def test_swap_figure_draws_both_panels():
     import matplotlib.pyplot as plt
 
     q, keys, target = semantic.semantic_head_2d(np.random.default_rng(0), 46, G, aim="robust")
-    semantic.swap_figure(semantic.swap_attack(G, q, keys, target), G)
+    show.swap_figure(semantic.swap_attack(G, q, keys, target), G)
     fig = plt.gcf()
     assert len(fig.axes) == 2 and "N = 46" in fig._suptitle.get_text()
     plt.close(fig)
@@ -450,7 +453,7 @@ def test_sink_heads_find_the_bos_chunks():
     assert len(sinks.bars) == 8 and sinks.bars[4]["g_k"] == "0 (not rotated)"
     share = semantic.sink_slow_share(sinks, scans, "rope", [0])
     assert share.mean == pytest.approx(1.0) and share.text.endswith("over 3 windows (1 seed)")
-    spec = semantic.sink_chart(sinks, seed=0).to_dict()
+    spec = show.sink_chart(sinks, seed=0).to_dict()
     assert spec["title"] == "Which chunks make the sink head prefer BOS"
 
 
@@ -492,16 +495,16 @@ def test_beyond_context_lift_and_bos_retention():
 def test_margin_and_length_rows():
     prof = _profile()
     heads = {("rope", 0): (0, 0)}
-    margins = semantic.margin_rows({("rope", 0): prof}, heads, heads)
+    margins = show.margin_rows({("rope", 0): prof}, heads, heads)
     assert [r["query block start (tokens)"] for r in margins] == [0, 4, 8]
     assert margins[0]["BOS margin"] == 1.0 and margins[2]["apostrophe lift"] is None  # 0 seen
-    lengths = semantic.length_rows({("rope", 0, 8): prof}, heads, heads)
+    lengths = show.length_rows({("rope", 0, 8): prof}, heads, heads)
     assert lengths[0]["BOS margin, last block"] == 3.0 and lengths[0]["apostrophes seen"] == 4
-    assert semantic.length_table(lengths)[0]["× context"] == 8
-    margin_spec = semantic.margin_chart(margins, 4, 8).to_dict()
+    assert show.length_table(lengths)[0]["× context"] == 8
+    margin_spec = show.margin_chart(margins, 4, 8).to_dict()
     assert margin_spec["title"] == "Sink and apostrophe heads on windows of 8× the training length"
     assert len(margin_spec["vconcat"]) == 3
-    assert len(semantic.length_chart(lengths).to_dict()["hconcat"]) == 3
+    assert len(show.length_chart(lengths).to_dict()["hconcat"]) == 3
 
 
 def test_rotation_prediction_is_exact_for_a_pure_rotation():
@@ -516,7 +519,7 @@ def test_rotation_prediction_is_exact_for_a_pure_rotation():
     np.testing.assert_allclose(prediction.correlation[:3], 1.0)
     assert np.isnan(prediction.correlation[3])  # an unrotated chunk is flat: no correlation
     assert prediction.mean_correlation == pytest.approx(1.0)
-    spec = semantic.rotation_chart(prediction, title="t").to_dict()
+    spec = show.rotation_chart(prediction, title="t").to_dict()
     rules = spec["layer"][1]
     stars = spec["datasets"][rules["data"]["name"]]
     assert [s["N*"] for s in stars] == [7, 32]  # ceil(pi / g) inside the window; not 158
@@ -531,7 +534,7 @@ def test_densest_window_and_raw_score_table():
     assert shown.is_class.tolist() == [False, False, True, True]
     scores = np.array([[0.0, np.nan, np.nan, np.nan], [1.0, 2.0, np.nan, np.nan],
                        [3.0, 4.0, 5.0, np.nan], [6.0, 7.0, 8.0, 9.0]])  # fmt: skip
-    paper, ours = semantic.raw_score_table(scores, shown.is_class, "ours")
+    paper, ours = show.raw_score_table(scores, shown.is_class, "ours")
     assert paper["previous apostrophe"] == "≈ 7"
     # only query 3 follows an apostrophe (key 2, score 8); other keys 2, 4, 5, 7 and 9
     assert ours == {"head": "ours", "BOS key": "3.33", "previous apostrophe": "8.00",
@@ -539,7 +542,7 @@ def test_densest_window_and_raw_score_table():
 
 
 def test_apostrophe_summary():
-    text = semantic.apostrophe_summary([np.array([1, 2, 2]), np.array([2, 3])], np.array([2]),
+    text = show.apostrophe_summary([np.array([1, 2, 2]), np.array([2, 3])], np.array([2]),
                                        lambda ids: "'s")  # fmt: skip
     assert (
         text
@@ -570,14 +573,14 @@ def test_charts_fit_the_page():
     sinks = semantic.sink_heads(scans, scans, {key: np.ones(4) for key in scans})
     prediction = semantic.rotation_prediction(_profile(n_buckets=4, t=40, k=4), 0, 0, np.ones(4))
     charts = [
-        semantic.gap_chart(semantic.rotation_gaps([0.1], n_max=100)),
-        semantic.best_head_chart(semantic.best_head_curves([1.0], 8.0, n_phi=4)),
-        semantic.attack_chart(semantic.attack_sweep([G], [2.0], n_heads=1, seed=0)),
-        semantic.head_scatter({0: _two_layer_scan()}, title="t"),
-        semantic.sink_chart(sinks, seed=0),
-        semantic.margin_chart(semantic.margin_rows({("rope", 0): prof}, heads, heads), 4, 8),
-        semantic.length_chart(semantic.length_rows({("rope", 0, 8): prof}, heads, heads)),
-        semantic.rotation_chart(prediction, title="t"),
+        show.gap_chart(semantic.rotation_gaps([0.1], n_max=100)),
+        show.best_head_chart(semantic.best_head_curves([1.0], 8.0, n_phi=4)),
+        show.attack_chart(semantic.attack_sweep([G], [2.0], n_heads=1, seed=0)),
+        show.head_scatter({0: _two_layer_scan()}, title="t"),
+        show.sink_chart(sinks, seed=0),
+        show.margin_chart(show.margin_rows({("rope", 0): prof}, heads, heads), 4, 8),
+        show.length_chart(show.length_rows({("rope", 0, 8): prof}, heads, heads)),
+        show.rotation_chart(prediction, title="t"),
     ]
     widths = [_plot_width(c.to_dict()) for c in charts]
     assert len(widths) == 8 and max(widths) <= 500, widths
@@ -608,8 +611,11 @@ def test_model_runs_share_windows_and_head_figure_returns_masked_scores():
     scans = semantic.scan_models({"a": tiny}, windows, [3], max_distance=4)
     assert scans["a"].n_windows == 2 and scans["a"].position_r2.shape == (1, 2)
     shown = semantic.densest_window(docs[0], [3], 6, str)
-    scores = semantic.head_figure(tiny, shown, 0, 1, np.ones(4), title="t")
+    scores = show.head_figure(tiny, shown, 0, 1, np.ones(4), title="t")
     plt.close("all")
+    maps = semantic.head_maps(tiny, shown, 0, 1)
+    np.testing.assert_array_equal(maps.scores, scores)  # the figure draws what head_maps read
+    assert maps.probs.shape == (6, 6) and maps.q_norms.shape == maps.k_norms.shape == (4, 6)
     _, internals = model.forward(tiny.params, shown.tokens, config, return_internals=True)
     expected = np.asarray(internals[0]["scores"][0, 1])
     lower = np.tril(np.ones((6, 6), bool))

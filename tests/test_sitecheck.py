@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from ropebook import sitecheck
+from ropebook import REPO_ROOT, sitecheck
 
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -84,3 +84,93 @@ def test_column_width_is_the_article_content_box(tmp_path):
     (tmp_path / "fits.html").write_text(PAGE.format(title="fits", body=FITS))
     # article.bd-article: width 400 px (content box) plus 20 px padding each side
     assert sitecheck.column_width(tmp_path, "fits.html") == 400.0
+
+
+# ------------------------------------------------- sliders, the Contents button, missing glyphs
+CONTENTS = """<div class="bd-header-article"><button class="secondary-toggle">Contents</button></div>
+<nav id="pst-page-toc-nav" style="position: fixed; left: {left}; top: 100px">
+<a href="#one">One</a></nav><h2 id="one">One</h2>
+<script>
+document.querySelector('.secondary-toggle').addEventListener('click', () => {{
+  document.querySelector('#pst-page-toc-nav').style.left = '{opened}';
+}});
+</script>"""
+
+
+def chart_page(chart) -> str:
+    """A page holding ``chart`` as the book's renderer writes it (ropebook.plots), loading the
+    vendored vega libraries from the site."""
+    from ropebook import plots
+
+    scripts = "".join(
+        f'<script src="vendor/{name}"></script>'
+        for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
+    )
+    html = plots._book_renderer(chart.to_dict())["text/html"]
+    return PAGE.format(title="chart", body=html).replace("</head>", scripts + "</head>")
+
+
+@pytest.fixture(scope="module")
+def interactive(tmp_path_factory):
+    """Problems found on pages with a slider that moves its chart, one that moves nothing, a
+    Contents button that shows the contents and one that does not, and undrawable text."""
+    import altair as alt
+
+    if not os.path.exists(sitecheck.CHROMIUM):
+        pytest.fail("chromium is not installed: `make browser` installs Debian's package")
+    site = tmp_path_factory.mktemp("interactive")
+    shutil.copytree(REPO_ROOT / "assets" / "vendor", site / "vendor")
+    scale = alt.param(name="scale", value=1.0, bind=alt.binding_range(min=0.5, max=2, step=0.5))
+    bars = alt.Chart(alt.InlineData(values=[{"v": 1}, {"v": 2}])).mark_bar()
+    moving = (
+        bars.transform_calculate(w="datum.v * scale")
+        .encode(x=alt.X("w:Q", scale=alt.Scale(domain=[0, 4])), y="v:N")
+        .add_params(scale)
+        .properties(width=200, title="moves")
+    )
+    dead = bars.encode(x="v:Q", y="v:N").add_params(scale).properties(width=200, title="dead")
+    pages = {
+        "moving.html": chart_page(moving),
+        "dead.html": chart_page(dead),
+        "contents_opens.html": PAGE.format(
+            title="c", body=CONTENTS.format(left="2000px", opened="10px")
+        ),
+        "contents_dead.html": PAGE.format(
+            title="c", body=CONTENTS.format(left="2000px", opened="2000px")
+        ),
+        "tangut.html": PAGE.format(title="t", body="<p>Tangut: \U00017000\U00017001.</p>"),
+    }
+    for name, html in pages.items():
+        (site / name).write_text(html)
+    return sitecheck.browser_problems(site, screenshots=site.parent / "interactive-shots")
+
+
+def test_a_slider_that_moves_its_chart_passes(interactive):
+    assert [p for p in interactive if p.startswith("moving.html")] == []
+
+
+def test_a_slider_that_moves_nothing_is_named(interactive):
+    found = [p for p in interactive if p.startswith("dead.html")]
+    assert found == ['dead.html: chart 1 "dead": moving the slider "scale" changed nothing'], found
+
+
+def test_a_contents_button_must_show_the_contents_at_1000_px(interactive):
+    assert [p for p in interactive if p.startswith("contents_opens.html")] == []
+    found = [p for p in interactive if p.startswith("contents_dead.html")]
+    assert found == [
+        "contents_dead.html: the Contents button at 1000 px does not show the page's contents"
+    ], found
+
+
+def test_text_no_font_draws_is_named(interactive):
+    # No Debian font draws Tangut (U+17000...); if one is ever installed, pick another script.
+    found = [p for p in interactive if p.startswith("tangut.html")]
+    assert found == ["tangut.html: no installed font draws 2 characters: \U00017000\U00017001"]
+
+
+def test_the_chinese_prompt_of_the_frequency_chapter_is_drawable():
+    """`make browser` installs a CJK font: the Daodejing that the frequency chapter prints is
+    drawn, not shown as boxes (as it was before the font)."""
+    from ropebook.analysis.frequencies import DAODEJING
+
+    assert sitecheck.undrawable(DAODEJING) == ""

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ropebook import io, train, zoo
+from ropebook import io, tasks, train, zoo
 
 
 @pytest.fixture
@@ -98,10 +98,10 @@ def test_main_trains_the_requested_models_and_prints_a_table(tiny_zoo, capsys):
 def test_default_jobs_cover_specs_and_table2_per_seed():
     jobs = zoo.default_jobs("smoke", seeds=(0, 1))
     groups = len(zoo.SPECS) + len(zoo.TABLE2) + len(zoo.MATCHED) + len(zoo.FLAGSHIP)
+    groups += len(zoo.TASK_MODELS) * len(tasks.TASKS)
     assert len(jobs) == len(set(jobs)) == 2 * groups
-    assert {j[2] for j in jobs} == {"shakespeare", "python"} and {j[3] for j in jobs} == set(
-        zoo.REGIMES
-    )
+    assert {j[2] for j in jobs} == {"shakespeare", "python", *tasks.TASKS}
+    assert {j[3] for j in jobs} == set(zoo.REGIMES)
     cpu = zoo.default_jobs("cpu")
     flagship = {(n, s) for n, s, _, r in cpu if r == "flagship"}
     assert flagship == {(n, s) for n in zoo.FLAGSHIP for s in (0, 1, 2)}
@@ -143,3 +143,78 @@ def test_flagship_model_keeps_snapshots(tiny_zoo):
     params, tokens_seen = m.snapshot(6)
     assert tokens_seen == m.tokens_seen
     np.testing.assert_array_equal(np.asarray(params["embed"]), np.asarray(m.params["embed"]))
+
+
+def test_existing_spec_hashes_are_unchanged(tiny_zoo):
+    """Hashes computed by the code before task models existed (tiny_zoo's tokens): adding the
+    task regime and ``stop_accuracy`` must leave every cached model loadable."""
+    assert zoo.spec_hash("rope", profile="cpu") == "9ae4776b1f568f1e"
+    assert zoo.spec_hash("alibi", profile="gpu", seed=1) == "17e5bdc3e054528e"
+    assert (
+        zoo.spec_hash("p-rope-0.75", profile="cpu", regime="matched", domain="python")
+        == "1150df89de2c7543"
+    )
+    assert zoo.spec_hash("nope", profile="cpu", regime="flagship", seed=2) == "f0591065ca093756"
+
+
+def test_task_model_trains_to_its_criterion_and_caches(tiny_zoo, monkeypatch):
+    monkeypatch.setattr(zoo, "_tokens", lambda *a: pytest.fail("a task loads no corpus"))
+    m = zoo.load("rope", profile="smoke", regime="task", domain="kback", progress=False)
+    _, tc = zoo.configs("rope", profile="smoke", regime="task")
+    val = m.history["val"]
+    assert m.config.vocab_size == tasks.VOCAB_SIZE and 0 < tc.stop_accuracy <= 1
+    assert zoo.configs("rope", profile="cpu", regime="task")[1].stop_accuracy == 0.99
+    assert [r["step"] for r in val] == list(
+        range(tc.eval_every, val[-1]["step"] + 1, tc.eval_every)
+    )
+    reached = [r["accuracy"] >= tc.stop_accuracy for r in val]
+    assert not any(reached[:-1]) and (reached[-1] or val[-1]["step"] == tc.steps)
+    forbid_training(monkeypatch)
+    again = zoo.load("rope", profile="smoke", regime="task", domain="kback", progress=False)
+    assert again.spec_hash == m.spec_hash and again.history == m.history
+    with pytest.raises(ValueError, match="task regime trains the tasks"):
+        zoo.load("rope", profile="smoke", regime="task", domain="shakespeare")
+    with pytest.raises(ValueError, match="task regime trains the tasks"):
+        zoo.load("rope", profile="smoke", domain="recall")
+
+
+def test_stop_accuracy_stops_a_task_run_and_marks_it_complete(tmp_path):
+    config, tc = zoo.configs("rope", profile="smoke", regime="task")
+    tc = dataclasses.replace(tc, steps=60, eval_every=5, stop_accuracy=1e-3)  # met early
+    run = train.train(config, tc, None, task=tasks.get("recall"), checkpoint_dir=tmp_path,
+                      progress=False)  # fmt: skip
+    accuracy = [r["accuracy"] for r in run.history["val"]]
+    assert run.stopped and run.step < tc.steps and run.step == 5 * len(accuracy)
+    assert accuracy[-1] >= 1e-3 and all(a < 1e-3 for a in accuracy[:-1])
+    meta = train.read_metadata(tmp_path)
+    assert meta["complete"] and meta["stopped"] and meta["step"] == run.step
+    again = train.train(config, tc, None, task=tasks.get("recall"), checkpoint_dir=tmp_path,
+                        progress=False)  # fmt: skip
+    assert again.step == run.step  # a stopped run is not resumed past its criterion
+    with pytest.raises(ValueError, match="or a task, not both"):
+        train.train(config, tc, np.zeros(500, np.int32), task=tasks.get("recall"))
+
+
+def test_status_says_done_running_interrupted_missing_and_damaged(tiny_zoo, monkeypatch, capsys):
+    import fcntl
+
+    folder = tiny_zoo / "zoo" / zoo.spec_hash("rope", profile="smoke")
+    assert zoo.cache_state(folder) == ("missing", 0)
+    config, tc = zoo.configs("rope", profile="smoke")
+    tokens = zoo._tokens("shakespeare", "train", config.vocab_size)
+    train.train(config, tc, tokens, checkpoint_dir=folder, progress=False, stop_after=3)
+    (folder / ".lock").touch()
+    assert zoo.cache_state(folder) == ("interrupted", 3)
+    with open(folder / ".lock") as lock:  # what load() holds while it trains
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert zoo.cache_state(folder) == ("running", 3)
+    zoo.load("rope", profile="smoke", progress=False)  # resumes and finishes it
+    assert zoo.cache_state(folder) == ("done", 6)
+    args = ["--status", "--profile", "smoke", "--names", "rope", "nope", "--seeds", "0"]
+    assert zoo.main(args) == 1  # nope is missing
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[4:6] == ["done", "6/6"] and out[2].split()[4:6] == ["missing", "0/6"]
+    assert out[-1] == f"2 models in {tiny_zoo / 'zoo'}: 1 done, 1 missing"
+    assert not (tiny_zoo / "zoo" / zoo.spec_hash("nope", profile="smoke")).exists()
+    (folder / train.CHECKPOINT_JSON).write_text("{")
+    assert zoo.cache_state(folder) == ("damaged", 0)

@@ -2,7 +2,8 @@
 
 One module per idea (see DESIGN.md in ../shared): ``rope`` (maths), ``encodings`` and ``model``
 (a JAX transformer with every positional encoding), ``data``, ``train``, ``zoo`` (trained models,
-cached), ``analysis``, ``proofs`` (sympy), ``plots``, ``claims`` and ``pipeline`` (the runner).
+cached), ``analysis`` (measurements) with ``present`` above it (their charts, tables and
+sentences), ``proofs`` (sympy), ``plots``, ``claims`` and ``pipeline`` (the runner).
 """
 
 import os

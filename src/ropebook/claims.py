@@ -177,11 +177,15 @@ def evidence_text(claim: Claim) -> str:
 
 
 def markdown_table(claims: list[Claim]) -> str:
+    """The claims as a Markdown table; each source's typed citations link to the bibliography."""
+    from ropebook.citations import cite_roles
+
     rows = ["| claim (source) | measured | evidence | verdict |", "|---|---|---|---|"]
     for c in claims:
         measured = c.measured + (f" ({c.interval})" if c.interval else "")
+        source = cite_roles(c.source)
         rows.append(
-            f"| {c.statement} *({c.source})* | {measured} | {evidence_text(c)} | **{c.verdict}** |"
+            f"| {c.statement} — *{source}* | {measured} | {evidence_text(c)} | **{c.verdict}** |"
         )
     return "\n".join(rows)
 

@@ -12,7 +12,11 @@ in the backward pass from the saved log-sum-exp (as FlashAttention does); measur
 **How.** On first use the source is compiled with the system C++ compiler (``$CXX``, else
 ``c++``) into ``CACHE_DIR/kernels``, under a name that hashes the source, the flags, the
 compiler's version and this CPU's instruction sets (it is built with ``-march=native``, so a
-cache shared by different machines holds one library per kind of CPU). The file is written
+cache shared by different machines holds one library per kind of CPU). Its tiles are one vector
+register wide for the instruction set compiled for (16 floats under AVX-512, 8 under AVX2; the
+source picks it from the compiler's target macros, :func:`lanes` reports it): 16-float tiles on
+an AVX2 CPU (AMD EPYC, 2 cores) ran attention forward+backward ~4× slower than 8-float ones,
+slower than XLA's own attention. The file is written
 under a temporary name and renamed, so concurrent processes never load half a library, and its
 sha256 is recorded beside it and checked before every load. Its two
 handlers are registered as FFI targets; :func:`causal_attention` ties them together with
@@ -23,21 +27,38 @@ vmapped axis into the batch).
 **When.** :func:`applies` says whether the model's training path uses it: float32, no additive
 score bias (every rotary encoding and NoPE; ALiBi, Kerple and FIRE keep XLA's path), a head
 dimension that is a multiple of 16, and the CPU backend. ``ROPEBOOK_ATTENTION`` chooses:
-``auto`` (default: fused where it applies and the kernel builds; a failed build warns once and
-falls back), ``fused`` (a failed build is an error) or ``xla`` (never fused). Results agree with
-XLA's attention to float32 rounding (``tests/test_fused_attention.py``).
+``auto`` (default: where the kernel applies and builds, the faster of the two paths on this
+machine and shape, measured; a failed build warns once and falls back), ``fused`` (a failed
+build is an error) or ``xla`` (never fused). Results agree with XLA's attention to float32
+rounding (``tests/test_fused_attention.py``).
+
+**Auto, measured.** Which path is faster depends on the CPU (on an AVX2 CPU whose kernel had
+AVX-512-sized tiles, XLA's was) and on the shape (with few, wide heads XLA's own products are
+large enough). So ``auto`` times a forward+backward of attention on the shape about to run,
+both paths alternating, the batch sharded over the devices as in training (:func:`choose`):
+the rest of a training step is the same program either way. It does so once per CPU model,
+instruction sets, shape, device count, JAX version and kernel build, stores the decision as
+JSON beside the kernel, and prints it once per process with both timings. A path therefore
+changes only where a new measurement is made; a run's numbers are fixed by the decision file.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import functools
 import hashlib
+import json
+import math
 import os
 import platform
 import shutil
 import subprocess
+import sys
+import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
@@ -50,7 +71,7 @@ from ropebook import io
 MODES = ("auto", "fused", "xla")
 SOURCE = Path(__file__).with_name("kernels") / "causal_attention.cc"
 FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-fno-math-errno", "-w")
-LANES = 16  # the kernel's vector width in floats; head dims must be a multiple
+LANES = 16  # head dims must be a multiple: of the kernel's widest vector (16 floats, AVX-512)
 _FORWARD, _BACKWARD = "ropebook_causal_attention_forward", "ropebook_causal_attention_backward"
 
 
@@ -70,6 +91,17 @@ def _compiler() -> str:
     return os.environ.get("CXX") or "c++"
 
 
+def _flags() -> tuple[str, ...]:
+    """:data:`FLAGS`, plus ``-DROPEBOOK_LANES=N`` where ``ROPEBOOK_KERNEL_LANES`` overrides the
+    vector width the kernel picks for the instruction set it is compiled for (benchmarks)."""
+    lanes = os.environ.get("ROPEBOOK_KERNEL_LANES", "").strip()
+    if not lanes:
+        return FLAGS
+    if lanes not in ("8", "16"):
+        raise ValueError(f"ROPEBOOK_KERNEL_LANES must be 8 or 16 (floats); got {lanes!r}")
+    return (*FLAGS, f"-DROPEBOOK_LANES={lanes}")
+
+
 def _cpu_signature() -> str:
     """Instruction sets of this CPU (what ``-march=native`` compiles for)."""
     try:
@@ -81,19 +113,22 @@ def _cpu_signature() -> str:
     return platform.machine() + platform.processor()
 
 
+@functools.cache
+def _compiler_version(compiler: str) -> str:
+    try:
+        return subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError) as error:
+        raise KernelBuildError(f"no C++ compiler {compiler!r}: {error}") from error
+
+
 def library_path() -> Path:
     """Where the compiled kernel for this source, compiler and CPU lives (built or not)."""
     from ropebook import CACHE_DIR
 
-    try:
-        version = subprocess.run(
-            [_compiler(), "--version"], capture_output=True, text=True, check=True
-        ).stdout.splitlines()[0]
-    except (OSError, subprocess.CalledProcessError, IndexError) as error:
-        raise KernelBuildError(f"no C++ compiler {_compiler()!r}: {error}") from error
-    key = hashlib.sha256(
-        "\n".join([SOURCE.read_text(), *FLAGS, version, _cpu_signature(), jax.__version__]).encode()
-    ).hexdigest()[:16]
+    fields = [SOURCE.read_text(), *_flags(), _compiler_version(_compiler()), _cpu_signature()]
+    key = hashlib.sha256("\n".join([*fields, jax.__version__]).encode()).hexdigest()[:16]
     return Path(CACHE_DIR) / "kernels" / f"causal_attention-{key}.so"
 
 
@@ -108,7 +143,7 @@ def build() -> Path:
     checksum = path.with_suffix(".sha256")
     if path.exists() and checksum.exists() and io.sha256_file(path) == checksum.read_text():
         return path
-    command = [_compiler(), *FLAGS, "-I", jax.ffi.include_dir(), str(SOURCE), "-o"]
+    command = [_compiler(), *_flags(), "-I", jax.ffi.include_dir(), str(SOURCE), "-o"]
     with io.atomic_path(path) as partial:
         result = subprocess.run([*command, str(partial)], capture_output=True, text=True)
         if result.returncode != 0:
@@ -119,12 +154,17 @@ def build() -> Path:
 
 
 @functools.cache
+def _library() -> ctypes.CDLL:
+    if shutil.which(_compiler()) is None:
+        raise KernelBuildError(f"no C++ compiler {_compiler()!r} on PATH")
+    return ctypes.CDLL(str(build()))
+
+
+@functools.cache
 def _registered() -> bool:
     """Build, load and register the kernel once per process; ``False`` if it cannot be (auto)."""
     try:
-        if shutil.which(_compiler()) is None:
-            raise KernelBuildError(f"no C++ compiler {_compiler()!r} on PATH")
-        library = ctypes.CDLL(str(build()))
+        library = _library()
     except (KernelBuildError, OSError) as error:
         if mode() == "fused":
             raise KernelBuildError(f"ROPEBOOK_ATTENTION=fused, but {error}") from error
@@ -136,16 +176,159 @@ def _registered() -> bool:
     return True
 
 
+def lanes() -> int | None:
+    """Floats per vector in the loaded kernel (16 under AVX-512, else 8); ``None`` if unavailable."""
+    if not _registered():
+        return None
+    width = _library().RopebookCausalAttentionLanes
+    width.restype = ctypes.c_int64
+    return int(width())
+
+
 def _require() -> None:
     if not _registered():
         raise KernelBuildError("the fused attention kernel is unavailable (see the warning above)")
 
 
 def applies(q: jnp.ndarray, bias: jnp.ndarray | None) -> bool:
-    """Whether :func:`causal_attention` should replace XLA's attention for these inputs."""
+    """Whether :func:`causal_attention` should replace XLA's attention for these inputs: with
+    ``auto``, where it can and :func:`choose` measured it faster on this shape."""
     if mode() == "xla" or bias is not None or q.dtype != jnp.float32 or q.shape[-1] % LANES:
         return False
-    return jax.default_backend() == "cpu" and _registered()
+    if jax.default_backend() != "cpu" or not _registered():
+        return False
+    return mode() == "fused" or choose(tuple(q.shape)).path == "fused"
+
+
+# ---------------------------------------------------------------- auto: the faster path, measured
+
+PATHS = ("fused", "xla")
+ROUNDS = 3  # timings per path, alternating; the fastest of each counts (others load the CPU)
+Timer = Callable[[str, tuple[int, ...]], float]  # (path, [B, T, H, D]) -> s per forward+backward
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The attention path ``auto`` takes for one shape, with the timings that decided it."""
+
+    path: str
+    seconds: dict[str, float]
+    shape: tuple[int, ...]
+    file: Path
+    measured_now: bool
+
+    def __str__(self) -> str:
+        other = "xla" if self.path == "fused" else "fused"
+        names = {"fused": "the fused kernel", "xla": "XLA's attention"}
+        when = "measured now" if self.measured_now else "measured earlier"
+        return (
+            f"ropebook attention for {list(self.shape)} float32: {names[self.path]} "
+            f"({1e3 * self.seconds[self.path]:.2f} ms per forward+backward against "
+            f"{1e3 * self.seconds[other]:.2f} ms for {names[other]}; {when}, kept in {self.file})"
+        )
+
+
+_choices: dict[Path, Choice] = {}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def choice_file(shape: tuple[int, ...]) -> Path:
+    """Where the decision for ``shape`` lives: beside the kernel, keyed by everything that can
+    change which path is faster (CPU model and instruction sets, shape, device count, JAX and
+    jaxlib versions, and the kernel build, whose name hashes its source, flags and compiler)."""
+    import jaxlib
+
+    fields = [_cpu_model(), _cpu_signature(), repr(list(shape)), str(len(jax.devices())),
+              jax.__version__, jaxlib.__version__, library_path().name]  # fmt: skip
+    key = hashlib.sha256("\n".join(fields).encode()).hexdigest()[:16]
+    return library_path().parent / f"attention-choice-{key}.json"
+
+
+def _read_choice(file: Path, shape: tuple[int, ...]) -> Choice | None:
+    """The decision stored in ``file``; ``None`` if absent, or if damaged (with a warning naming
+    the file, which is then measured again and overwritten)."""
+    if not file.exists():
+        return None
+    try:
+        data = json.loads(file.read_text())
+        seconds = {path: float(data["seconds"][path]) for path in PATHS}
+        if data["path"] not in PATHS or tuple(data["shape"]) != shape:
+            raise ValueError(f"path {data['path']!r}, shape {data['shape']!r}")
+        return Choice(data["path"], seconds, shape, file, measured_now=False)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        warnings.warn(
+            f"{file}: damaged attention decision ({error}); measuring again", stacklevel=2
+        )
+        return None
+
+
+def choose(shape: tuple[int, ...], *, timer: Timer | None = None) -> Choice:
+    """The faster attention path for ``[B, T, H, D]`` float32 inputs on this machine.
+
+    Measured once per CPU model, instruction sets, shape, device count, versions and kernel build
+    (:func:`choice_file`): ``timer`` (default :func:`time_attention`) times a forward+backward of
+    each path, :data:`ROUNDS` times alternating, and the faster minimum wins. The decision is
+    written to a JSON file beside the compiled kernel (atomically) and reused from then on,
+    without timing; it is printed once per process, with both timings.
+    """
+    shape = tuple(int(n) for n in shape)
+    file = choice_file(shape)
+    if file in _choices:
+        return _choices[file]
+    choice = _read_choice(file, shape)
+    if choice is None:
+        timer = timer or time_attention
+        seconds = {path: math.inf for path in PATHS}
+        for _ in range(ROUNDS):
+            for path in PATHS:
+                seconds[path] = min(seconds[path], float(timer(path, shape)))
+        path = min(PATHS, key=seconds.__getitem__)  # a tie keeps the kernel
+        choice = Choice(path, seconds, shape, file, measured_now=True)
+        record = {"path": path, "seconds": seconds, "shape": list(shape), "cpu": _cpu_model(),
+                  "jax": jax.__version__, "kernel": library_path().name}  # fmt: skip
+        file.parent.mkdir(parents=True, exist_ok=True)
+        io.write_json_atomic(file, record)
+    print(choice, file=sys.stderr, flush=True)
+    _choices[file] = choice
+    return choice
+
+
+def time_attention(path: str, shape: tuple[int, ...], repeats: int = 3) -> float:
+    """Seconds per forward+backward of ``path`` ("fused" or "xla") on random ``shape`` inputs,
+    the batch sharded over the CPU devices as :mod:`ropebook.train` shards it (fastest of
+    ``repeats`` after a warm-up). Runs in its own thread, so it may be called while a model is
+    being traced (``applies`` is), with JAX's trace state of that thread untouched."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(_time_attention, path, shape, repeats).result()
+
+
+def _time_attention(path: str, shape: tuple[int, ...], repeats: int) -> float:
+    from ropebook import model  # imports this module: here, it is loaded already
+
+    attend = causal_attention if path == "fused" else model.xla_attention
+    devices = jax.devices()
+    count = max(n for n in range(1, len(devices) + 1) if shape[0] % n == 0)
+    mesh = jax.sharding.Mesh(devices[:count], ("data",))
+    sharding = NamedSharding(mesh, PartitionSpec("data"))
+    keys = jax.random.split(jax.random.key(0), 4)
+    q, k, v, d_out = (jax.device_put(jax.random.normal(key, shape), sharding) for key in keys)
+    step = jax.jit(lambda q, k, v, d_out: jax.vjp(attend, q, k, v)[1](d_out))
+    jax.block_until_ready(step(q, k, v, d_out))
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(step(q, k, v, d_out))
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 # ---------------------------------------------------------------- JAX wiring

@@ -199,10 +199,18 @@ def _attend(
     bias; and the softmax is normalised *after* multiplying by ``v`` (``(e @ v) / sum(e)``), which
     skips a full ``[B, H, T, T]`` pass forward and backward. Attention forward+backward ran 2×
     faster than ``jax.nn.dot_product_attention(is_causal=True)``. Where it applies (float32, no
-    bias, CPU; see :mod:`ropebook.fused_attention`) a fused C++ kernel replaces all of this.
+    bias, CPU; see :mod:`ropebook.fused_attention`) and measured faster, a fused C++ kernel
+    replaces all of this.
     """
     if fused_attention.applies(q, bias):
         return fused_attention.causal_attention(q, k, v)
+    return xla_attention(q, k, v, bias)
+
+
+def xla_attention(
+    q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, bias: jnp.ndarray | None = None
+) -> jnp.ndarray:
+    """:func:`_attend` in XLA's own ops, never the fused kernel (what ``auto`` times it against)."""
     t = q.shape[1]
     q, k, v = (jnp.swapaxes(a, 1, 2) for a in (q, k, v))  # [B, H, T, D]
     mask = jnp.where(jnp.tril(jnp.ones((t, t), dtype=bool)), 0.0, -1e30).astype(q.dtype)

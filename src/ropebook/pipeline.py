@@ -6,9 +6,14 @@ A chapter is ``chapters/<name>.py`` in jupytext percent format with exactly one 
 1. reads the chapter with jupytext and parses its parameters cell (``name = literal`` lines);
 2. checks every requested parameter — unknown names and wrongly typed values are rejected with the
    list of valid parameters *before any cell runs*;
-3. appends a provenance cell, executes with papermill into a temporary file and renames it to
-   ``executed/<name>.ipynb`` only on success, so a failed run never replaces a good notebook;
-4. records parameters, profile, source hashes, JAX devices, package versions and the git commit
+3. puts a "Rerun this chapter" box under the title (:func:`rerun_box`: download links, the
+   command that produced the page, every parameter with its default and domain — all taken from
+   the parameters cell, so the page cannot disagree with the chapter) and a provenance cell at
+   the end;
+4. executes with papermill into a temporary file and renames it to ``executed/<name>.ipynb``
+   only on success, so a failed run never replaces a good notebook, and copies the source that
+   produced it beside it (``executed/<name>.py``, the box's download);
+5. records parameters, profile, source hashes, JAX devices, package versions and the git commit
    in the notebook metadata (``metadata.ropebook``).
 
 ``run all`` runs every chapter of ``_toc.yml`` in order and skips those whose executed notebook
@@ -24,6 +29,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import time
 import tokenize
@@ -66,6 +72,7 @@ class Parameter:
     name: str
     default: Any
     domain: str | None = None  # the declaration as written, e.g. "in (0, 1)"
+    description: str = ""  # the rest of the comment
 
     @property
     def type_name(self) -> str:
@@ -114,6 +121,14 @@ def _parse_domain(comment: str) -> str | None:
         if match := pattern.match(text):
             return match.group(0)
     return None
+
+
+def _description(comment: str, domain: str | None) -> str:
+    """What a parameter's comment says after its domain (``"in [1, inf): seeds"`` → ``"seeds"``)."""
+    text = comment.strip()
+    if domain:
+        text = text.removeprefix(domain)
+    return text.strip().removeprefix(":").strip()
 
 
 def _bound(text: str) -> float:
@@ -199,7 +214,7 @@ def chapter_parameters(notebook) -> dict[str, Parameter]:
             comment = next((comments[n] for n in lines if n in comments), "")
             default = ast.literal_eval(node.value)
             domain = _parse_domain(comment)
-            params[target.id] = Parameter(target.id, default, domain)
+            params[target.id] = Parameter(target.id, default, domain, _description(comment, domain))
             try:
                 params[target.id].coerce(default)
             except ValueError as error:
@@ -269,13 +284,51 @@ def package_versions() -> dict[str, str]:
 PROVENANCE_SOURCE = "from ropebook.pipeline import show_provenance\nshow_provenance()"
 
 
+def _trained_with(segments: list[dict[str, Any]]) -> str:
+    """One phrase per training call of a model (:func:`ropebook.train.provenance`)."""
+    if not segments:
+        return "not recorded (trained before the book kept provenance)"
+    phrases = []
+    for s in segments:
+        start, end = s["steps"]
+        where = s["host"] + (f", Slurm job {s['slurm_job']}" if s.get("slurm_job") else "")
+        phrases.append(
+            f"steps {start}–{end}: {s['devices']} {s['platform']} device"
+            f"{'s' if s['devices'] != 1 else ''}, {s['attention']} attention, "
+            f"JAX {s['jax']} on {where}"
+        )
+    return "; ".join(phrases)
+
+
+def models_table(loaded: dict[Path, dict[str, Any]]) -> str:
+    """A Markdown table of the trained models a chapter loaded (``train.LOADED``): each one's
+    spec hash (its cache folder) beside how it was trained (devices, attention path, JAX, host),
+    what can move its numbers at float32 rounding without changing the hash."""
+    rows = ["| model | spec hash | trained with |", "|---|---|---|"]
+    for folder, meta in sorted(loaded.items(), key=lambda item: str(item[0])):
+        spec = meta.get("extra", {}).get("spec", {})
+        name = ", ".join(
+            str(v) for v in (spec.get("name"), f"seed {meta['train']['seed']}", spec.get("domain"))
+            if v is not None
+        )  # fmt: skip
+        rows.append(f"| {name} | `{folder.name}` | {_trained_with(meta.get('provenance', []))} |")
+    return "\n".join(rows)
+
+
 def show_provenance() -> None:
-    """Run inside the chapter's kernel: show one provenance line and hand devices to the runner."""
+    """Run inside the chapter's kernel: show one provenance line, and the provenance of every
+    trained model the chapter loaded, and hand both to the runner."""
     import jax
     from IPython.display import Markdown, display
 
+    from ropebook import train
+
     devices = [f"{d.platform}:{d.device_kind}" for d in jax.devices()]
-    record = {"jax_backend": jax.default_backend(), "jax_devices": devices}
+    models = [
+        {"folder": str(folder), "provenance": meta.get("provenance", [])}
+        for folder, meta in train.LOADED.items()
+    ]
+    record = {"jax_backend": jax.default_backend(), "jax_devices": devices, "models": models}
     if path := os.environ.get(PROVENANCE_ENV):
         Path(path).write_text(json.dumps(record))
     versions = package_versions()
@@ -286,6 +339,88 @@ def show_provenance() -> None:
             f"Python {versions['python']}, run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
         )
     )
+    if train.LOADED:
+        display(Markdown(f"*Trained models used here:*\n\n{models_table(train.LOADED)}"))
+
+
+# ------------------------------------------------------------------ the page's "Rerun" box
+RERUN_TAG = "rerun"  # tag of the injected box cell
+_MAKE_SAFE = re.compile(r"[\w.:+-]+")  # a value the Makefile passes through unquoted, unchanged
+
+
+def _make_value(value: Any) -> str | None:
+    """``value`` as `make run PARAMS="name=VALUE"` writes it (the runner parses it back to the
+    same value), or ``None`` if the Makefile cannot carry it (spaces, quotes, brackets)."""
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    text = repr(value) if isinstance(value, int | float) else str(value)
+    return text if isinstance(value, int | float | str) and _MAKE_SAFE.fullmatch(text) else None
+
+
+def rerun_command(name: str, declared: dict[str, Parameter], values: dict) -> str:
+    """The command that runs chapter ``name`` with ``values`` again: ``make run …`` when the
+    Makefile can carry every value, else the runner's own command line."""
+    default = declared.get("profile")
+    profile = values.get("profile", default.default if default else "cpu")
+    given = {k: v for k, v in values.items() if k != "profile"}
+    made = {k: _make_value(v) for k, v in given.items()}
+    if all(v is not None for v in made.values()):
+        params = " ".join(f"{k}={v}" for k, v in made.items())
+        return f"make run CHAPTER={name} PROFILE={profile}" + (
+            f' PARAMS="{params}"' if params else ""
+        )
+    words = [".venv/bin/python", "-m", "ropebook", "run", name, "--profile", profile]
+    for key, value in given.items():
+        words += ["-p", key, value if isinstance(value, str) else repr(value)]
+    return shlex.join(words)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def rerun_box(name: str, declared: dict[str, Parameter], values: dict) -> str:
+    """The collapsed Markdown box a chapter page opens with: download links (the executed notebook
+    and the ``.py`` source beside it in ``executed/``), the command that produced the page, and
+    every declared parameter with its type, default, domain and description."""
+
+    def values_text(p: Parameter) -> str:  # a list's domain holds for each element
+        return ("each " if isinstance(p.default, list) and p.domain else "") + (p.domain or "any")
+
+    rows = [
+        f"| `{p.name}` | {p.type_name} | `{_cell(repr(p.default))}` | {_cell(values_text(p))} "
+        f"| {_cell(p.description)} |"
+        for p in declared.values()
+    ]
+    return "\n".join(
+        [
+            ":::{dropdown} Rerun this chapter",
+            f"Download this page as the executed notebook, {{download}}`{name}.ipynb`, or as the "
+            f"jupytext source that produced it, {{download}}`{name}.py` (open either in Jupyter). "
+            "In a clone of the book this page was made by",
+            "",
+            "```bash",
+            rerun_command(name, declared, values),
+            "```",
+            "",
+            'and `PARAMS="name=value name=value"` runs it with other values (`PROFILE` picks the '
+            "model sizes; `make html` then rebuilds the site). Its parameters:",
+            "",
+            "| parameter | type | default | values | meaning |",
+            "|---|---|---|---|---|",
+            *rows,
+            ":::",
+        ]
+    )
+
+
+def _insert_rerun_box(notebook, box: str) -> None:
+    """Put the box right after the title cell (first, if the chapter opens with code)."""
+    import nbformat
+
+    first = notebook.cells[0] if notebook.cells else None
+    at = 1 if first is not None and first.cell_type == "markdown" else 0
+    notebook.cells.insert(at, nbformat.v4.new_markdown_cell(box, metadata={"tags": [RERUN_TAG]}))
 
 
 def _stamp(name: str, values: dict) -> dict:
@@ -299,7 +434,7 @@ def _stamp(name: str, values: dict) -> dict:
 
 def is_up_to_date(name: str, values: dict) -> bool:
     executed = EXECUTED_DIR / f"{name}.ipynb"
-    if not executed.exists():
+    if not executed.exists() or not executed.with_suffix(".py").exists():
         return False
     recorded = json.loads(executed.read_text()).get("metadata", {}).get("ropebook", {})
     stamp = _stamp(name, values)
@@ -318,16 +453,19 @@ def run_chapter(
     import nbformat
 
     name = chapter_path(name).stem
+    source = chapter_path(name).read_bytes()
     notebook = read_chapter(name)
     given = dict(parameters or {})
     if profile is not None:
         given["profile"] = profile
-    values = validate_parameters(name, chapter_parameters(notebook), given)
+    declared = chapter_parameters(notebook)
+    values = validate_parameters(name, declared, given)
     target = EXECUTED_DIR / f"{name}.ipynb"
     if not force and is_up_to_date(name, values):
         print(f"{name}: up to date ({target.relative_to(REPO_ROOT)})")
         return target
 
+    _insert_rerun_box(notebook, rerun_box(name, declared, values))
     cell = nbformat.v4.new_code_cell(PROVENANCE_SOURCE, metadata={"tags": ["remove-input"]})
     notebook.cells.append(cell)
     started = time.time()
@@ -352,6 +490,8 @@ def run_chapter(
         finally:
             os.environ.pop(PROVENANCE_ENV, None)
             provenance_file.unlink(missing_ok=True)
+    with atomic_path(target.with_suffix(".py")) as copy:  # the source this notebook came from
+        copy.write_bytes(source)
     return target
 
 

@@ -75,11 +75,12 @@ VERDICT_COLOURS = ("#2a9d8f", "#e9c46a", "#e76f51", "#8ecae6", "#adb5bd")
 
 
 def _claim_rows(claims: list) -> list[dict]:
+    from ropebook.citations import cite_roles
     from ropebook.claims import evidence_text
 
     return [
         {
-            "claim (source)": f"{c.statement} (*{c.source}*)",
+            "claim (source)": f"{c.statement} — *{cite_roles(c.source)}*",
             "measured": c.measured + (f" ({c.interval})" if c.interval else ""),
             "evidence": evidence_text(c),
             "verdict": f"**{c.verdict}**",

@@ -1,6 +1,7 @@
 """Check a built site: no external scripts or styles, no error outputs, no broken links,
 vendored assets present; with ``--browser`` every page is also opened in headless Chromium at
-1200 px and fails on anything drawn wider than the column that holds it.
+1200 px and fails on anything drawn wider than the column that holds it, on a chart's slider that
+moves nothing, or on a "Contents" button that shows nothing at 1000 px.
 
 ``python -m ropebook check-site [_build/html]`` exits non-zero listing every problem.
 """
@@ -8,9 +9,13 @@ vendored assets present; with ``--browser`` every page is also opened in headles
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
+import shutil
+import subprocess
 import threading
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -128,6 +133,7 @@ PAGE_PROBE = """() => {
 
 
 VIEWPORT = {"width": 1200, "height": 900}
+LOAD_TIMEOUT_MS = 180_000
 # Everything inside the article that does not fit the column holding it, one line each: an
 # element whose right edge passes its parent's; one that clips or scrolls its content sideways
 # (``overflow-x`` not visible, content past its inner right edge); or a block whose own text runs
@@ -235,6 +241,119 @@ OVERFLOW_PROBE = r"""() => {
 }"""
 
 
+# Every slider of every chart must move it: each range input is set to its far end (its maximum,
+# or its minimum when already there), the chart's drawing (SVG markup or canvas pixels) must then
+# change within the given milliseconds (:data:`SLIDER_WAIT_MS`; a chart recomputing a hundred
+# thousand rows on a loaded machine takes seconds), and the slider is put back.
+SLIDER_WAIT_MS = 20_000
+SLIDER_PROBE = r"""async (wait) => {
+  const drawing = (chart) => {
+    const svg = chart.querySelector('svg');
+    if (svg) return svg.outerHTML;
+    const canvas = chart.querySelector('canvas');
+    return canvas ? canvas.toDataURL() : '';
+  };
+  const redrawn = async (chart, before) => {
+    for (let waited = 0; waited < wait; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const now = drawing(chart);
+      if (now !== before) return now;
+    }
+    return null;
+  };
+  const move = (input, value) => {
+    input.value = value;
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+  };
+  const found = [];
+  const charts = Array.from(document.querySelectorAll('.ropebook-vega'));
+  for (const [i, chart] of charts.entries()) {
+    const title = chart.querySelector('.role-title-text');
+    const name = `chart ${i + 1}` + (title ? ` "${title.textContent.trim()}"` : '');
+    for (const input of chart.querySelectorAll('input[type=range]')) {
+      const named = input.parentElement.querySelector('.vega-bind-name');
+      const label = (named ? named.textContent : input.name).trim().replace(/\s+/g, ' ');
+      const start = input.value;
+      const before = drawing(chart);
+      move(input, parseFloat(start) >= parseFloat(input.max) ? input.min : input.max);
+      const after = await redrawn(chart, before);
+      if (after === null) found.push(`${name}: moving the slider "${label}" changed nothing`);
+      move(input, start);
+      await redrawn(chart, after === null ? before : after);
+    }
+  }
+  return found;
+}"""
+
+# The characters of a page's shown text beyond ASCII (math typeset by MathJax, which brings its own
+# fonts, left out): :func:`undrawable` asks fontconfig, which Chromium on Linux falls back through,
+# whether some installed font has each of them.
+PAGE_CHARACTERS = """() => {
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const chars = new Set();
+  while (walker.nextNode()) {
+    const parent = walker.currentNode.parentElement;
+    if (!parent || parent.closest('mjx-container, script, style') || !parent.checkVisibility()) {
+      continue;
+    }
+    for (const c of walker.currentNode.textContent) if (c.codePointAt(0) > 0x7f) chars.add(c);
+  }
+  return Array.from(chars).join('');
+}"""
+
+
+@functools.cache
+def _has_font(char: str) -> bool:
+    listed = subprocess.run(
+        ["fc-list", f":charset={ord(char):x}", "family"], capture_output=True, text=True, check=True
+    )
+    return bool(listed.stdout.strip())
+
+
+def undrawable(text: str) -> str:
+    """The characters of ``text`` that no installed font has (a browser draws them as boxes),
+    in order of first appearance; whitespace, marks and format characters are not drawn alone and
+    are left out. Empty where fontconfig's ``fc-list`` is missing (nothing to ask)."""
+    if not shutil.which("fc-list"):
+        return ""
+    drawn_alone = (c for c in dict.fromkeys(text) if unicodedata.category(c)[0] not in "CZM")
+    return "".join(c for c in drawn_alone if not _has_font(c))
+
+
+# Below 1200 px the in-page contents fold behind the theme's "Contents" button; at NARROW a click
+# on it must put the contents' first link on top of the page.
+NARROW = {"width": 1000, "height": 900}
+CONTENTS_SHOWN = """() => {
+  const link = document.querySelector('#pst-page-toc-nav a');
+  if (!link || !link.checkVisibility()) return false;
+  const box = link.getBoundingClientRect();
+  const x = box.left + Math.min(box.width / 2, 10), y = box.top + box.height / 2;
+  const top = x >= 0 && y >= 0 && x < innerWidth && y < innerHeight && document.elementFromPoint(x, y);
+  return Boolean(top && link.contains(top));
+}"""
+
+
+def contents_problem(page) -> str | None:
+    """Whether the theme's "Contents" button shows a page's contents at :data:`NARROW` (``None``
+    for a page without in-page contents); the viewport is put back to :data:`VIEWPORT`."""
+    if not page.query_selector("#pst-page-toc-nav a"):
+        return None
+    page.set_viewport_size(NARROW)
+    try:
+        buttons = [b for b in page.query_selector_all(".secondary-toggle") if b.is_visible()]
+        if not buttons:
+            return f"no visible Contents button at {NARROW['width']} px"
+        buttons[0].click()
+        try:
+            page.wait_for_function(CONTENTS_SHOWN, timeout=5_000)
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: the check failed
+            return f"the Contents button at {NARROW['width']} px does not show the page's contents"
+        page.keyboard.press("Escape")
+        return None
+    finally:
+        page.set_viewport_size(VIEWPORT)
+
+
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
@@ -256,8 +375,12 @@ def browser_problems(site: Path, screenshots: Path | None = None) -> list[str]:
     """Open every page in headless Chromium with the network cut off but for the site itself.
 
     A page fails on any console error, failed or external request, broken image, math that
-    MathJax did not typeset, an Altair chart that did not draw, or an element wider than its
-    container (:data:`OVERFLOW_PROBE`, at :data:`VIEWPORT`'s 1200 px). Screenshots go to
+    MathJax did not typeset, an Altair chart that did not draw, an element wider than its
+    container (:data:`OVERFLOW_PROBE`, at :data:`VIEWPORT`'s 1200 px), text that no installed font
+    draws (:func:`undrawable`), a chart's slider that does
+    not change the chart (:data:`SLIDER_PROBE`, after the screenshot, so that it shows the
+    charts as the page opens), or a "Contents" button that does not show the page's contents at
+    :data:`NARROW`'s 1000 px (:func:`contents_problem`). Screenshots go to
     ``screenshots`` (default: ``<site>/../screenshots``).
     """
     from playwright.sync_api import sync_playwright
@@ -284,8 +407,10 @@ def browser_problems(site: Path, screenshots: Path | None = None) -> list[str]:
             page.on("console", lambda m, n=name, e=errors: m.type == "error" and e.append(f"{n}: console error: {m.text}"))  # fmt: skip
             page.on("pageerror", lambda exc, n=name, e=errors: e.append(f"{n}: page error: {exc}"))
             page.on("requestfailed", lambda r, n=name, e=errors: e.append(f"{n}: request failed: {r.url}"))  # fmt: skip
-            page.goto(f"{root}/{name}", wait_until="load")
-            page.wait_for_load_state("networkidle")
+            # Pages of several MB of chart specs load in tens of seconds on a loaded 2-core
+            # machine: allow minutes rather than playwright's 30 s before calling it a failure.
+            page.goto(f"{root}/{name}", wait_until="load", timeout=LOAD_TIMEOUT_MS)
+            page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
             try:  # MathJax and vega-embed render asynchronously after load
                 page.wait_for_function(
                     "() => Array.from(document.querySelectorAll('.ropebook-vega')).every("
@@ -307,6 +432,16 @@ def browser_problems(site: Path, screenshots: Path | None = None) -> list[str]:
             errors += [f"{name}: {wide}" for wide in page.evaluate(OVERFLOW_PROBE)]
             shot = screenshots / (name.replace("/", "__").removesuffix(".html") + ".png")
             page.screenshot(path=str(shot), full_page=True)
+            boxes = undrawable(page.evaluate(PAGE_CHARACTERS))
+            if boxes:
+                errors.append(
+                    f"{name}: no installed font draws {len(boxes)} characters: {boxes[:20]}"
+                )
+            errors += [
+                f"{name}: {problem}" for problem in page.evaluate(SLIDER_PROBE, SLIDER_WAIT_MS)
+            ]
+            contents = contents_problem(page)
+            errors += [f"{name}: {contents}"] if contents else []
             found += errors
             page.close()
         browser.close()

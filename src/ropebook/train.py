@@ -10,6 +10,11 @@ tensors named by their pytree path) and ``checkpoint.json`` (configs, step, hist
 sha256 of the tensor file). Both are written atomically, the JSON last, so a crash leaves the
 previous checkpoint intact. With several JAX devices, batches are split data-parallel over a
 1-D mesh and params are replicated.
+
+The JSON also records each call's *provenance* (:func:`provenance`): what can move the numbers at
+float32 rounding without being part of the run's configs (device count, attention path, JAX
+version) and where it ran (host, Slurm job), one entry per call that trained, so a run resumed
+elsewhere says so.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import dataclasses
 import functools
 import json
 import math
+import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +32,14 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import jaxlib
 import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from safetensors.numpy import load_file, save_file
 from tqdm.auto import tqdm
 
-from ropebook import io, model
+from ropebook import fused_attention, io, model
 from ropebook.model import ModelConfig, Params
 
 CHECKPOINT_JSON = "checkpoint.json"
@@ -62,6 +70,7 @@ class TrainConfig:
     checkpoint_every: int = 0
     log_every: int = 10
     snapshots: tuple[int, ...] = ()  # steps whose params are kept (training dynamics)
+    stop_accuracy: float | None = None  # task runs: stop at the first evaluation reaching it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "snapshots", tuple(sorted({int(s) for s in self.snapshots})))
@@ -74,12 +83,15 @@ class TrainConfig:
             raise ValueError(f"warmup must lie in [0, steps={self.steps}], got {self.warmup}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.stop_accuracy is not None and not 0 < self.stop_accuracy <= 1:
+            raise ValueError(f"stop_accuracy must lie in (0, 1], got {self.stop_accuracy}")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready; ``snapshots`` only when set, so runs without them keep their spec hash."""
-        data = dataclasses.asdict(self)
-        data["snapshots"] = list(self.snapshots)
-        return data if self.snapshots else {k: v for k, v in data.items() if k != "snapshots"}
+        """JSON-ready; ``snapshots`` and ``stop_accuracy`` only when set, so runs without them
+        keep their spec hash."""
+        data = dataclasses.asdict(self) | {"snapshots": list(self.snapshots)}
+        unset = {"snapshots": not self.snapshots, "stop_accuracy": self.stop_accuracy is None}
+        return {k: v for k, v in data.items() if not unset.get(k, False)}
 
 
 def log_spaced_steps(steps: int, count: int, first: int = 1) -> tuple[int, ...]:
@@ -100,6 +112,8 @@ class TrainResult:
     )
     tokens_seen: int = 0
     seconds: float = 0.0
+    stopped: bool = False  # reached ``stop_accuracy`` before ``steps``: the run is complete
+    provenance: list[dict[str, Any]] = field(default_factory=list)  # one entry per training call
 
 
 # ---------------------------------------------------------------- optimiser and batches
@@ -151,6 +165,32 @@ def _shardings(batch_size: int) -> tuple[NamedSharding, NamedSharding]:
     return NamedSharding(mesh, PartitionSpec("data")), NamedSharding(mesh, PartitionSpec())
 
 
+def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
+    """How this process trains a run, beyond its configs: what can move its numbers at float32
+    rounding and where it ran.
+
+    ``devices`` (the data-parallel mesh: gradients are summed over the batch in another order on
+    another count), ``platform``, ``attention`` (``"fused"`` or ``"xla"``: the path
+    :func:`ropebook.model.forward` takes on a training batch, decided by
+    :func:`ropebook.fused_attention.applies` for that shape, as in the step), ``jax`` and
+    ``jaxlib`` versions, ``host`` and, in a Slurm job, ``slurm_job`` (``JOB_TASK`` in an array).
+    """
+    batch_sharding, _ = _shardings(tc.batch_size)
+    q = jax.ShapeDtypeStruct(
+        (tc.batch_size, tc.seq_len, config.n_heads, config.head_dim), jnp.dtype(config.dtype)
+    )
+    bias = q if config.encoding_config.has_bias else None  # any score bias keeps XLA's path
+    record = {
+        "devices": batch_sharding.mesh.size, "platform": jax.default_backend(),
+        "attention": "fused" if fused_attention.applies(q, bias) else "xla",
+        "jax": jax.__version__, "jaxlib": jaxlib.__version__, "host": socket.gethostname(),
+    }  # fmt: skip
+    if job := os.environ.get("SLURM_JOB_ID"):
+        task = os.environ.get("SLURM_ARRAY_TASK_ID")
+        record["slurm_job"] = f"{os.environ['SLURM_ARRAY_JOB_ID']}_{task}" if task else job
+    return record
+
+
 # ---------------------------------------------------------------- steps and evaluation
 
 
@@ -159,7 +199,11 @@ def _train_step(config: ModelConfig, tc: TrainConfig):
     """The jitted step, cached per run so that resuming in the same process does not recompile."""
     optimizer = make_optimizer(tc)
 
-    def loss_fn(params: Params, batch: jnp.ndarray, intervention) -> jnp.ndarray:
+    def loss_fn(params: Params, batch, intervention) -> jnp.ndarray:
+        if isinstance(batch, tuple):  # a task batch (tokens, targets, mask): answers only
+            tokens, targets, mask = batch
+            losses, _ = answer_outputs(params, tokens, targets, config, intervention)
+            return jnp.sum(losses * mask) / jnp.maximum(jnp.sum(mask), 1)
         if intervention is None:  # the pre-training path, unchanged
             return model.loss_fn(params, batch, config)
         return jnp.mean(model.token_losses(params, batch, config, intervention))
@@ -173,6 +217,71 @@ def _train_step(config: ModelConfig, tc: TrainConfig):
 
 
 _token_losses = jax.jit(model.token_losses, static_argnames="config")
+
+
+def answer_outputs(
+    params: Params,
+    tokens: jnp.ndarray,
+    targets: jnp.ndarray,
+    config: ModelConfig,
+    intervention: model.Intervention | None = None,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Task outputs at every position of ``tokens [B, T]``: the cross entropy (nats) of
+    ``targets [B, T]`` and whether the most likely token is the target, ``[B, T]`` each."""
+    logits = model.forward(params, tokens, config, intervention=intervention)
+    target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    losses = jax.nn.logsumexp(logits, axis=-1) - target_logit
+    return losses, jnp.argmax(logits, axis=-1) == targets
+
+
+_answer_outputs = jax.jit(answer_outputs, static_argnames="config")
+
+
+def task_outputs(
+    params: Params,
+    config: ModelConfig,
+    tokens: np.ndarray,
+    targets: np.ndarray,
+    intervention: model.Intervention | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`answer_outputs` as numpy arrays, split over devices like evaluation batches."""
+    batch_sharding, replicated = _shardings(len(tokens))
+    params, tokens, targets = jax.device_put(
+        (params, tokens, targets), (replicated, batch_sharding, batch_sharding)
+    )
+    losses, correct = _answer_outputs(params, tokens, targets, config, intervention)
+    return np.asarray(losses), np.asarray(correct)
+
+
+def task_batch_at(task, tc: TrainConfig, step: int):
+    """The training batch of ``step`` of a task (``ropebook.tasks``): a pure function of
+    (seed, step), like :func:`batch_at`."""
+    return task.batch(np.random.default_rng([tc.seed, step]), tc.batch_size, tc.seq_len)
+
+
+def evaluate_task(
+    params: Params,
+    config: ModelConfig,
+    task,
+    *,
+    seq_len: int,
+    batch_size: int,
+    n_batches: int,
+    seed: int = 0,
+    intervention: model.Intervention | None = None,
+) -> dict[str, float]:
+    """Mean answer loss (nats; ``ppl`` its exponential) and accuracy (share of answers whose most
+    likely token is right) over ``n_batches`` task batches that depend only on ``seed``, so every
+    model is scored on the same sequences (paired)."""
+    rng = np.random.default_rng([seed, 2**31])
+    loss = correct = count = 0.0
+    for _ in range(n_batches):
+        b = task.batch(rng, batch_size, seq_len)
+        losses, right = task_outputs(params, config, b.tokens, b.targets, intervention)
+        loss += float(losses[b.mask].sum())
+        correct += float(right[b.mask].sum())
+        count += float(b.mask.sum())
+    return {"loss": loss / count, "ppl": math.exp(loss / count), "accuracy": correct / count}
 
 
 def _window_losses(
@@ -287,13 +396,15 @@ def save_checkpoint(
         "file": name,
         "sha256": io.sha256_file(directory / name),
         "step": run.step,
-        "complete": run.step >= train_config.steps,
+        "complete": run.step >= train_config.steps or run.stopped,
+        "stopped": run.stopped,
         "model": model_config.to_dict(),
         "train": train_config.to_dict(),
         "history": run.history,
         "tokens_seen": run.tokens_seen,
         "seconds": run.seconds,
         "extra": extra or {},
+        "provenance": run.provenance,
     }
     io.write_json_atomic(directory / CHECKPOINT_JSON, meta)
     for old in directory.glob("step_*.safetensors"):
@@ -355,8 +466,15 @@ def read_metadata(directory: Path | str) -> dict[str, Any]:
     return meta
 
 
+LOADED: dict[Path, dict[str, Any]] = {}  # metadata of every checkpoint this process loaded
+
+
 def load_checkpoint(directory: Path | str) -> tuple[Params, Any, dict[str, Any]]:
-    """``(params, opt_state, metadata)`` after verifying the sha256, names and shapes."""
+    """``(params, opt_state, metadata)`` after verifying the sha256, names and shapes.
+
+    The metadata is also kept in :data:`LOADED` by folder, so that a chapter can show the
+    provenance of every model it used (:func:`ropebook.pipeline.show_provenance`).
+    """
     meta = read_metadata(directory)
     path = Path(directory) / meta["file"]
     if not path.exists():
@@ -369,6 +487,7 @@ def load_checkpoint(directory: Path | str) -> tuple[Params, Any, dict[str, Any]]
     tensors = load_file(str(path))
     params = _unflatten(params_shape, "params", tensors, path)
     opt_state = _unflatten(opt_shape, "opt_state", tensors, path)
+    LOADED[Path(directory).resolve()] = meta
     return params, opt_state, meta
 
 
@@ -395,8 +514,9 @@ def _start(
                 f"{diff} differ); delete the directory or pass another checkpoint_dir"
             )
     return TrainResult(
-        params, opt_state, meta["step"], meta["history"], meta["tokens_seen"], meta["seconds"]
-    )
+        params, opt_state, meta["step"], meta["history"], meta["tokens_seen"], meta["seconds"],
+        meta.get("stopped", False), meta.get("provenance", []),
+    )  # fmt: skip
 
 
 def train(
@@ -412,6 +532,7 @@ def train(
     desc: str = "train",
     initial_params: Params | None = None,
     intervention: model.Intervention | None = None,
+    task=None,
 ) -> TrainResult:
     """Train from scratch, or resume from ``checkpoint_dir`` if it holds a checkpoint of this run.
 
@@ -424,8 +545,15 @@ def train(
     (a fresh optimiser), and ``intervention`` (:class:`ropebook.model.Intervention`, e.g. a
     scaled RoPE grid) is applied in every training step and evaluation. Both default to ``None``,
     which leaves training exactly as before.
+
+    Tasks: with ``task`` (a :mod:`ropebook.tasks` task; ``train_tokens`` and ``val_tokens`` then
+    ``None``) every batch is made from ``(seed, step)``, the loss counts only answers, evaluation
+    measures answer accuracy at ``seq_len`` (:func:`evaluate_task`) and, with
+    ``stop_accuracy`` set, the run stops (complete) at the first evaluation that reaches it.
     """
     tc = train_config
+    if (task is None) == (train_tokens is None) or task is not None and val_tokens is not None:
+        raise ValueError("pass train_tokens (and optionally val_tokens), or a task, not both")
     directory = None if checkpoint_dir is None else Path(checkpoint_dir)
     batch_sharding, replicated = _shardings(tc.batch_size)
     run = _start(model_config, tc, directory, initial_params)
@@ -434,8 +562,12 @@ def train(
     start, end = run.step, tc.steps if stop_after is None else min(tc.steps, stop_after)
     seconds_before, clock = run.seconds, time.perf_counter()
 
+    recorded = list(run.provenance)
+
     def checkpoint() -> None:
         run.seconds = seconds_before + time.perf_counter() - clock
+        this_call = {"steps": [start, run.step], **provenance(model_config, tc)}
+        run.provenance = [*recorded, this_call]
         if directory is not None:
             save_checkpoint(directory, run, model_config, tc, extra)
 
@@ -445,8 +577,11 @@ def train(
     last_log = clock
     bar = tqdm(total=tc.steps, initial=start, desc=desc, disable=not progress, leave=False)
     try:
-        while run.step < end:
-            batch = jax.device_put(batch_at(train_tokens, tc, run.step), batch_sharding)
+        while run.step < end and not run.stopped:
+            if task is None:
+                batch = jax.device_put(batch_at(train_tokens, tc, run.step), batch_sharding)
+            else:
+                batch = jax.device_put(task_batch_at(task, tc, run.step).arrays(), batch_sharding)
             run.params, run.opt_state, loss, grad_norm = step_fn(
                 run.params, run.opt_state, batch, intervention
             )
@@ -466,16 +601,21 @@ def train(
                 bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{row['tokens_per_s']:,.0f}")
                 pending, last_log = [], now
             snapshot = run.step in tc.snapshots
-            if val_tokens is not None and (
+            if (val_tokens is not None or task is not None) and (
                 tc.eval_every and run.step % tc.eval_every == 0 or run.step == tc.steps or snapshot
             ):
-                metrics = evaluate(
-                    run.params, model_config, val_tokens, seq_len=tc.seq_len,
-                    batch_size=tc.batch_size, n_batches=tc.eval_batches, seed=0,
-                    intervention=intervention,
+                scored = dict(
+                    seq_len=tc.seq_len, batch_size=tc.batch_size, n_batches=tc.eval_batches,
+                    seed=0, intervention=intervention,
                 )  # fmt: skip
+                if task is None:
+                    metrics = evaluate(run.params, model_config, val_tokens, **scored)
+                    bar.set_postfix(val_ppl=f"{metrics['ppl']:.1f}")
+                else:
+                    metrics = evaluate_task(run.params, model_config, task, **scored)
+                    bar.set_postfix(accuracy=f"{metrics['accuracy']:.3f}")
+                    run.stopped = bool(tc.stop_accuracy and metrics["accuracy"] >= tc.stop_accuracy)
                 run.history["val"].append({"step": run.step, **metrics})
-                bar.set_postfix(val_ppl=f"{metrics['ppl']:.1f}")
             if snapshot and directory is not None:
                 _save_snapshot(directory, run)
             if tc.checkpoint_every and run.step % tc.checkpoint_every == 0 and run.step < end:

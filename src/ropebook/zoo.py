@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ropebook import CACHE_DIR, train
+from ropebook import CACHE_DIR, buildplan, seedplan, tasks, train
 from ropebook.model import ModelConfig, Params
 
 ZOO_FORMAT = 1  # part of every spec hash: bump it when model or training maths change
@@ -104,6 +104,16 @@ TABLE2: tuple[str, ...] = (
     "p-rope-0.25", "p-rope-0.75",
 )  # fmt: skip
 PE_ZOO: tuple[str, ...] = ("rope", "alibi", "kerple", "fire")
+# The recall chapter's models (ropebook.tasks), trained in the "task" regime on each task of
+# tasks.TASKS: five encodings at the matched base, and RoPE and 0.75-RoPE at θ = 10^4 — the
+# predicted-null contrast, whose slowest planes barely turn even at 8× the context.
+TASK_SPECS: dict[str, dict[str, Any]] = {
+    "rope-10k": {"encoding": "rope", "rope_base": 10_000.0},
+    "p-rope-0.75-10k": {"encoding": "p-rope", "proportion": 0.75, "rope_base": 10_000.0},
+}
+TASK_MODELS: tuple[str, ...] = (
+    "nope", "rope", "p-rope-0.75", "p-rope-0.25", "alibi", "rope-10k", "p-rope-0.75-10k",
+)  # fmt: skip
 
 _PROFILE_FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "seeds")
 _ENCODING_FIELDS = ("encoding", "rope_base", "pairing", "proportion", "dtype")
@@ -119,7 +129,7 @@ OVERRIDES: tuple[str, ...] = (*_PROFILE_FIELDS, *_ENCODING_FIELDS, "snapshots")
 # model; 0.14 turns), rounded to two significant digits. "flagship" is the matched regime
 # trained ~10x longer with snapshots at log-spaced steps (training dynamics).
 REFERENCE_MODEL = {"name": "Gemma 7B", "head_dim": 256, "rope_base": 10_000.0, "context": 8192}
-REGIMES: tuple[str, ...] = ("lesson", "matched", "flagship")
+REGIMES: tuple[str, ...] = ("lesson", "matched", "flagship", "task")
 FLAGSHIP: tuple[str, ...] = ("rope", "nope", "p-rope-0.75")
 SNAPSHOTS = 8  # log-spaced snapshot steps of a flagship run (plus step 0, the untrained model)
 
@@ -131,7 +141,21 @@ _REGIME_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
     ("cpu", "flagship"): {"n_heads": 4, "head_dim": 32, "steps": 1800, "warmup": 100},
     ("gpu", "matched"): {"n_heads": 12, "head_dim": 64},
     ("gpu", "flagship"): {"n_heads": 12, "head_dim": 64, "steps": 4000, "warmup": 200},
-}
+    # task: the matched spectrum on 2 layers, batch 32, evaluated every eval_every steps and
+    # stopped at stop_accuracy on the task at 1x, else at the step cap (notes/recall-pilot.md).
+    # smoke's criterion is a token one, so that its few steps still "learn" and every cell runs.
+    **{
+        (profile, "task"): {
+            "n_layers": 2, "n_heads": heads, "head_dim": 32, "vocab_size": tasks.VOCAB_SIZE,
+            "batch_size": batch, "steps": steps, "warmup": warmup, "lr": 3e-3,
+            "eval_batches": 4, "eval_every": every, "stop_accuracy": stop,
+        }
+        for profile, heads, batch, steps, warmup, every, stop in (
+            ("smoke", 2, 8, 40, 10, 10, 0.01), ("cpu", 4, 32, 1000, 20, 20, 0.99),
+            ("gpu", 4, 32, 4000, 20, 20, 0.99),
+        )
+    },
+}  # fmt: skip
 
 
 def _round_significant(x: float, digits: int = 2) -> float:
@@ -212,11 +236,11 @@ def configs(
     ``regime`` (see :data:`REGIMES`) replaces some profile fields; ``overrides`` replace any field
     last. A spec's ``base_factor`` multiplies the regime's base (RoPE θ = 500k is 50× 10^4).
     """
-    _choose("model name", name, SPECS)
+    _choose("model name", name, SPECS | TASK_SPECS)
     _choose("profile", profile, PROFILES)
     for key in overrides:
         _choose("override", key, OVERRIDES)
-    spec = dict(SPECS[name])
+    spec = dict((SPECS | TASK_SPECS)[name])
     factor = spec.pop("base_factor", 1.0)
     settings = dataclasses.asdict(PROFILES[profile]) | regime_settings(profile, regime) | spec
     settings["rope_base"] = settings.get("rope_base", 10_000.0) * factor
@@ -231,8 +255,9 @@ def configs(
     train_config = train.TrainConfig(
         steps=steps, batch_size=settings["batch_size"], seq_len=settings["context"],
         lr=settings["lr"], warmup=settings["warmup"], seed=seed,
-        eval_every=max(steps // 2, 1), checkpoint_every=max(steps // 4, 1),
-        eval_batches=settings["eval_batches"], snapshots=settings.get("snapshots", ()),
+        eval_every=settings.get("eval_every", max(steps // 2, 1)),
+        checkpoint_every=max(steps // 4, 1), eval_batches=settings["eval_batches"],
+        snapshots=settings.get("snapshots", ()), stop_accuracy=settings.get("stop_accuracy"),
     )  # fmt: skip
     return model_config, train_config
 
@@ -253,19 +278,22 @@ class _Job:
     domain: str
     model_config: ModelConfig
     train_config: train.TrainConfig
-    splits: tuple[np.ndarray, np.ndarray]  # train, val
+    splits: tuple[np.ndarray, np.ndarray] | None  # train, val; None for a task
+    task: Any = None  # a ropebook.tasks task: data made from the seed, its settings in the spec
 
     @functools.cached_property
     def spec(self) -> dict[str, Any]:
-        digest = hashlib.sha256(b"".join(np.ascontiguousarray(t).tobytes() for t in self.splits))
-        return {
+        spec = {
             "format": ZOO_FORMAT,
             "name": self.name,
             "domain": self.domain,
             "model": self.model_config.to_dict(),
             "train": self.train_config.to_dict(),
-            "tokens_sha256": digest.hexdigest(),
         }
+        if self.task is not None:
+            return spec | {"task": self.task.to_dict()}
+        digest = hashlib.sha256(b"".join(np.ascontiguousarray(t).tobytes() for t in self.splits))
+        return spec | {"tokens_sha256": digest.hexdigest()}
 
     @functools.cached_property
     def spec_hash(self) -> str:
@@ -278,7 +306,12 @@ def _job(
     model_config, train_config = configs(
         name, seed=seed, profile=profile, regime=regime, **overrides
     )
-    _choose("domain", domain, DOMAINS)
+    _choose("domain", domain, (*DOMAINS, *tasks.TASKS))
+    if (domain in tasks.TASKS) != (regime == "task"):
+        raise ValueError(f"the task regime trains the tasks {tuple(tasks.TASKS)}, and only it")
+    if regime == "task":
+        task = tasks.get(domain)
+        return _Job(name, seed, profile, domain, model_config, train_config, None, task)
     splits = tuple(_tokens(domain, split, model_config.vocab_size) for split in ("train", "val"))
     return _Job(name, seed, profile, domain, model_config, train_config, splits)
 
@@ -321,8 +354,9 @@ def load(
         trained_now = not (done and done.get("complete"))
         if trained_now:
             train.train(
-                job.model_config, job.train_config, *job.splits, checkpoint_dir=directory,
-                progress=progress, extra={"spec": job.spec}, desc=f"{name} s{seed} {domain}",
+                job.model_config, job.train_config, *(job.splits or (None,)),
+                checkpoint_dir=directory, progress=progress, extra={"spec": job.spec},
+                desc=f"{name} s{seed} {domain}", task=job.task,
             )  # fmt: skip
         params, _, meta = train.load_checkpoint(directory)
     return TrainedModel(
@@ -359,14 +393,21 @@ def seeds_for(
     name: str, *, profile: str, domain: str = "shakespeare", regime: str = "lesson"
 ) -> tuple[int, ...]:
     """The seeds the zoo trains by default for ``name`` on ``domain``: what chapters average over."""
-    _choose("model name", name, SPECS)
+    _choose("model name", name, SPECS | TASK_SPECS)
     _choose("profile", profile, PROFILES)
     _choose("regime", regime, REGIMES)
     seeds = PROFILES[profile].seeds
+    if regime == "task":
+        return seeds if name in TASK_MODELS else ()
+    # The p-RoPE comparisons that carry the paper's claim get the seeds their measured noise
+    # needs (ropebook.seedplan, data/seed_plan.json), added after the profile's own.
+    planned = seedplan.planned_counts(profile).get((regime, name))
     if regime == "flagship":
-        return seeds[:FLAGSHIP_SEEDS] if name in FLAGSHIP else ()
+        chosen = seeds[:FLAGSHIP_SEEDS] if name in FLAGSHIP else ()
+        return seedplan.extend_seeds(seeds, planned) if planned and chosen else chosen
     if regime == "matched":
-        return seeds if name in MATCHED else ()
+        chosen = seeds if name in MATCHED else ()
+        return seedplan.extend_seeds(seeds, planned) if planned and chosen else chosen
     budget = SEED_BUDGET.get((profile, domain))
     return seeds if budget is None or name in budget else seeds[:1]
 
@@ -382,6 +423,7 @@ def default_jobs(profile: str, seeds: tuple[int, ...] | None = None) -> list[Job
     groups += [(n, "python", "lesson") for n in TABLE2]
     groups += [(n, "shakespeare", "matched") for n in MATCHED]
     groups += [(n, "shakespeare", "flagship") for n in FLAGSHIP]
+    groups += [(n, t, "task") for t in tasks.TASKS for n in TASK_MODELS]
     chosen = {
         g: seeds or seeds_for(g[0], profile=profile, domain=g[1], regime=g[2]) for g in groups
     }
@@ -409,22 +451,69 @@ def shard_jobs(jobs: list, index: int, count: int) -> list:
     return jobs[index::count]
 
 
+def cache_state(directory: Path) -> tuple[str, int]:
+    """``(state, step)`` of a model's cache folder: ``done`` (a complete checkpoint), ``running``
+    (a process holds the model's lock, training or loading it), ``interrupted`` (a checkpoint short
+    of the end that no process holds: the next :func:`load` resumes it), ``damaged`` (unreadable
+    metadata) or ``missing``; ``step`` is the last checkpoint's (0 without one)."""
+    exists = (directory / train.CHECKPOINT_JSON).exists()
+    try:
+        meta = train.read_metadata(directory) if exists else {}
+    except train.CheckpointError:
+        return "damaged", 0
+    if meta.get("complete"):
+        return "done", meta["step"]
+    if (directory / ".lock").exists():
+        with open(directory / ".lock", "a") as lock:  # "a": never truncate another's lock file
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when closed
+            except BlockingIOError:
+                return "running", meta.get("step", 0)
+    return ("interrupted" if meta else "missing"), meta.get("step", 0)
+
+
+def print_status(jobs: list[Job], profile: str, overrides: dict[str, Any]) -> int:
+    """``zoo --status``: each job's :func:`cache_state` and a count per state; 0 if all done."""
+    rows = [("name", "seed", "domain", "regime", "state", "step", "spec hash")]
+    for name, seed, domain, regime in jobs:
+        job = _job(name, seed, profile, domain, regime, overrides)
+        state, step = cache_state(Path(CACHE_DIR) / "zoo" / job.spec_hash)
+        steps = f"{step}/{job.train_config.steps}"
+        rows.append((name, str(seed), domain, regime, state, steps, job.spec_hash))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    counts = {s: sum(r[4] == s for r in rows[1:]) for s in dict.fromkeys(r[4] for r in rows[1:])}
+    print(f"{len(jobs)} models in {CACHE_DIR / 'zoo'}: "
+          + ", ".join(f"{n} {s}" for s, n in counts.items()))  # fmt: skip
+    return 0 if all(r[4] == "done" for r in rows[1:]) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m ropebook zoo``: train (or load) every model a profile needs, then a table.
 
     With ``--names``, trains those names on ``--domains`` (default Shakespeare); without, the
     default jobs of :func:`default_jobs`, optionally restricted to ``--domains``. With
     ``--shard I/N``, only the I-th of N disjoint shares of those jobs: N processes (or machines
-    sharing one ``ROPEBOOK_CACHE``) train the zoo together, each model exactly once.
+    sharing one ``ROPEBOOK_CACHE``) train the zoo together, each model exactly once. Before
+    training it prints the plan, per regime: models cached and to train, and the time estimated
+    from a few steps timed here (:mod:`ropebook.buildplan`); one bar runs over the whole build.
     """
     parser = argparse.ArgumentParser(prog="python -m ropebook zoo", description=main.__doc__)
     parser.add_argument("--profile", choices=tuple(PROFILES), default="cpu")
     parser.add_argument("--names", nargs="+", metavar="NAME", help=f"from: {', '.join(SPECS)}")
     parser.add_argument("--seeds", nargs="+", type=int, help="default: the profile's seeds")
-    parser.add_argument("--domains", nargs="+", choices=DOMAINS)
+    parser.add_argument("--domains", nargs="+", choices=(*DOMAINS, *tasks.TASKS))
     parser.add_argument("--regimes", nargs="+", choices=REGIMES, help="default: all (or lesson)")
     parser.add_argument("--shard", default="0/1", metavar="I/N", help="train the I-th of N shares")
+    parser.add_argument("--steps", type=int, help="train each model this many steps (another spec)")
+    parser.add_argument(
+        "--status", action="store_true",
+        help="train nothing: say which models are done, running (lock held), interrupted or "
+        "missing in the cache; exit status 0 only if all are done",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    overrides = {} if args.steps is None else {"steps": args.steps}
     try:
         shard = parse_shard(args.shard)
     except ValueError as error:
@@ -432,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = tuple(args.seeds) if args.seeds else None
     if args.names:
         seeds = seeds or PROFILES[args.profile].seeds
-        unknown = [name for name in args.names if name not in SPECS]
+        unknown = [name for name in args.names if name not in SPECS | TASK_SPECS]
         if unknown:
             parser.error(f"unknown model names {unknown}; valid: {', '.join(SPECS)}")
         domains, regimes = args.domains or ["shakespeare"], args.regimes or ["lesson"]
@@ -441,14 +530,26 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [
             j
             for j in default_jobs(args.profile, seeds)
-            if j[2] in (args.domains or DOMAINS) and j[3] in (args.regimes or REGIMES)
+            if j[2] in (args.domains or (*DOMAINS, *tasks.TASKS))
+            and j[3] in (args.regimes or REGIMES)
         ]
     jobs = shard_jobs(jobs, *shard)
+    if args.status:
+        return print_status(jobs, args.profile, overrides)
     start = time.perf_counter()
+    items = [_plan_item(*job, args.profile, overrides) for job in jobs]
+    chosen = buildplan.probes(items)
+    rates = buildplan.measure_rates(chosen)
+    how = f"from {buildplan.PROBE_STEPS} training steps of one model per shape, timed now"
+    print("\n".join(buildplan.describe(buildplan.plan(items, rates), how=how, shard=args.shard)))
+    progress = buildplan.Progress(items, rates)
     rows = []
-    for i, (name, seed, domain, regime) in enumerate(jobs, 1):
+    for i, ((name, seed, domain, regime), item) in enumerate(zip(jobs, items, strict=True), 1):
         print(f"[{i}/{len(jobs)}] {name} seed={seed} domain={domain} regime={regime}", flush=True)
-        m = load(name, seed=seed, profile=args.profile, domain=domain, regime=regime)
+        began = time.perf_counter()
+        m = load(name, seed=seed, profile=args.profile, domain=domain, regime=regime, **overrides)
+        steps = m.tokens_seen // (item.train_config.batch_size * item.train_config.seq_len)
+        progress.done(item, time.perf_counter() - began, trained=m.trained_now, steps=steps)
         status = "trained" if m.trained_now else "cached"
         rows.append(
             (
@@ -462,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{m.seconds:.1f}",
             )
         )
+    summary = progress.close()
     header = ("name", "seed", "domain", "regime", "status", "val ppl", "tokens", "seconds")
     widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header))]
     for row in [header, *rows]:
@@ -469,4 +571,16 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(rows)} models (shard {args.shard}), {time.perf_counter() - start:.0f} s wall in this call"
     )
+    print("\n".join(summary))
     return 0
+
+
+def _plan_item(
+    name: str, seed: int, domain: str, regime: str, profile: str, overrides: dict[str, Any]
+) -> buildplan.Item:
+    """A job as the build plan sees it: its configs, and whether the cache has it complete."""
+    job = _job(name, seed, profile, domain, regime, overrides)
+    directory = Path(CACHE_DIR) / "zoo" / job.spec_hash
+    done = (directory / train.CHECKPOINT_JSON).exists() and train.read_metadata(directory)
+    cached = bool(done and done.get("complete"))
+    return buildplan.Item(regime, cached, job.model_config, job.train_config)

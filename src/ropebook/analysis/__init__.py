@@ -1,10 +1,24 @@
-"""Measurements on queries, keys and attention, one submodule per idea.
+"""Measurements on queries, keys and attention, one submodule per idea: numbers only.
 
-``analysis.frequencies`` (chunk norms), ``analysis.decay`` (activation vs distance),
-``analysis.heads`` (positional-head detectors), ``analysis.semantic`` (semantic channels),
-``analysis.biases`` (additive-bias encodings), ``analysis.dynamics`` (those statistics along
-training snapshots, with a trend verdict), ``analysis.probes`` (removing RoPE planes at
-inference). Shared primitives live here.
+Arrays and dataclasses in; arrays, dataclasses, numbers and verdict words out. The charts,
+tables and sentences that show these results are one layer up, in :mod:`ropebook.present`
+(same module names); nothing here imports it, :mod:`ropebook.plots` or Altair
+(``tests/test_layers.py``). A package ``analysis/<idea>/`` is split by concern and re-exports its
+public names, so ``from ropebook.analysis import <idea>`` reaches all of them.
+
+- ``frequencies`` — chunk norms of queries and keys, band shares, checkpoint readings;
+- ``decay`` — activation against distance: closed forms, Prop. 3.1/3.2 checks, Random RoPE;
+- ``heads`` — positional-head detectors, graded scores, constructions;
+- ``semantic`` — semantic channels: Lemma A.2/Thm 6.1 numerics, trained-model scans, readings;
+- ``ablation`` — trained ablations over seeds: paired comparisons, Table 1 by construction;
+- ``biases`` — additive-bias encodings (ALiBi, Kerple, FIRE) as matrices; length extrapolation;
+- ``scaling`` — context-extension methods applied to trained models: sweeps, fine-tunes, probes;
+- ``recall`` — recall at a distance on models trained for retrieval;
+- the shared method: ``power`` (what a run can resolve), ``dynamics`` (a statistic along
+  training snapshots, with a trend verdict), ``probes`` (removing RoPE planes at inference),
+  ``regime`` (the RoPE settings compared by turns per context).
+
+Shared primitives live here: :func:`chunk_norms`, :func:`mean_interval`, :func:`interval_text`.
 """
 
 from __future__ import annotations

@@ -19,14 +19,14 @@ key ``r`` tokens back.
 - **Helpers.** :func:`fire_threshold` reads FIRE's learned ``L`` from a layer's parameters,
   :func:`alibi_bracket` checks a range against a colour bar's ticks, :func:`block_pool` shrinks a
   ``T x T`` image for display (NaN-aware).
-- **The pe_zoo chapter**, one function per figure or table: the CABLE figures' quoted colour-bar
-  ticks and Table 4 (``CABLE_TICKS``, ``CABLE_TABLE4``), the redrawn head grids
-  (:func:`head_grid`), ALiBi against its closed form (:func:`alibi_fit_errors`,
+- **The pe_zoo chapter's measurements**: the CABLE figures' quoted colour-bar ticks and Table 4
+  (``CABLE_TICKS``, ``CABLE_TABLE4``), ALiBi against its closed form (:func:`alibi_fit_errors`,
   :func:`alibi_cable_brackets`), the Toeplitz survey of every layer (:func:`toeplitz_survey`),
-  the scores' distance measures (:func:`score_measures`), reach and bias curves
-  (:func:`bias_curves_figure`), length extrapolation (:func:`window_losses`,
-  :func:`log_estimate`, the two charts) and the orderings of Table 4 as verdicts
-  (:func:`paired_log_ratio_difference`, :func:`order_verdict`).
+  the scores' distance measures (:func:`score_measures`), reach
+  (:func:`alibi_reach_closed_form`), length extrapolation (:func:`window_losses`,
+  :func:`log_estimate`) and the orderings of Table 4 as verdicts
+  (:func:`paired_log_ratio_difference`, :func:`order_verdict`). Their tables and figures are in
+  :mod:`ropebook.present.biases`.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ def separation_verdict(differences: list[tuple[float, float, float]]) -> str:
 
 
 # ---------------------------------------------------------------- the pe_zoo chapter
-# One function per figure or table of the chapter; each reproduces exactly what the chapter
+# One function per measurement of the chapter; each reproduces exactly what the chapter
 # computed inline before, so its numbers and verdicts do not move.
 
 LABELS = {"rope": "RoPE", "alibi": "ALiBi", "kerple": "Kerple", "fire": "FIRE"}
@@ -327,70 +327,10 @@ def final_layer(m, window) -> dict:
     }
 
 
-def head_grid(stack, title: str, colour_label: str, max_image: int = 256):
-    """One panel per head (rows of 3, or 2), a colour bar each, blank above the diagonal, as in
-    the CABLE appendix figures; panels are mean-pooled to at most ``max_image`` pixels a side."""
-    import matplotlib.pyplot as plt
-
-    heads = stack.shape[0]
-    ncols = 3 if heads % 3 == 0 else 2 if heads % 2 == 0 else 1
-    nrows = math.ceil(heads / ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(3.3 * ncols, 2.75 * nrows), dpi=72, squeeze=False
-    )
-    t = stack.shape[-1]
-    cmap = plt.get_cmap("viridis").with_extremes(bad="white")
-    for h, ax in enumerate(axes.flat):
-        if h >= heads:
-            ax.axis("off")
-            continue
-        image = block_pool(causal_only(stack[h]), max_image)
-        shown = ax.imshow(image, cmap=cmap, extent=(0, t, t, 0), interpolation="nearest")
-        fig.colorbar(shown, ax=ax, fraction=0.046, pad=0.03, label=colour_label)
-        ax.set_title(f"Head {h + 1}", fontsize=10)
-        ax.grid(False)
-        if h % ncols == 0:
-            ax.set_ylabel("query position i (tokens)")
-        if h // ncols == nrows - 1:
-            ax.set_xlabel("key position j (tokens)")
-    fig.suptitle(title, fontsize=12, wrap=True)
-    fig.tight_layout()
-    return fig
-
-
 def panel_range(matrix) -> tuple[float, float]:
     """(min, max) of the causal entries of one head's ``[T, T]`` panel."""
     causal = causal_only(matrix)
     return float(np.nanmin(causal)), float(np.nanmax(causal))
-
-
-def colour_range_tables(final: dict, pairs=(("rope", "alibi"), ("kerple", "fire"))) -> list:
-    """Rows comparing our panels' colour ranges with the CABLE figures' tick brackets, one table
-    per pair of encodings (12 rows: CABLE's heads; "—" where we have fewer heads).
-
-    ``final[name]`` is :func:`final_layer`'s result; RoPE shows its scores, the rest their bias.
-    """
-    n_heads = final["rope"]["scores"].shape[0]
-    tables = []
-    for names in pairs:
-        rows = []
-        for h in range(max(n_heads, CABLE_HEADS)):
-            row = {"head": h + 1}
-            for name in names:
-                matrix = final[name]["scores"] if name == "rope" else final[name]["bias"]
-                if h < n_heads:
-                    lo, hi = panel_range(matrix[h])
-                    row[f"{LABELS[name]} ours"] = f"[{lo:.3g}, {hi:.3g}]"
-                else:
-                    row[f"{LABELS[name]} ours"] = "—"
-                if h < CABLE_HEADS:
-                    top, bottom = CABLE_TICKS[name][h]
-                    row[f"Fig. {CABLE_FIG[name]}"] = f"⊇ [{bottom:g}, {top:g}]"
-                else:
-                    row[f"Fig. {CABLE_FIG[name]}"] = "—"
-            rows.append(row)
-        tables.append(rows)
-    return tables
 
 
 def alibi_fit_errors(layer_biases: list) -> tuple[float, float, float]:
@@ -514,23 +454,6 @@ def toeplitz_summary(rows: list[dict]) -> dict:
     }
 
 
-def toeplitz_tables(rows: list[dict], seed: int, short: int, long: int) -> tuple[list, list]:
-    """Display rows of :func:`toeplitz_survey` for one seed: ALiBi and Kerple, then FIRE."""
-    spread = {"short": f"spread @{short}", "long": f"spread @{long}"}
-    plain = [
-        {"encoding": r["encoding"], "layer": r["layer"], spread["short"]: r["short"],
-         spread["long"]: r["long"], f"finite @{long}": r["finite"]}
-        for r in rows if r["encoding"] != "FIRE" and r["seed"] == seed
-    ]  # fmt: skip
-    fire = [
-        {"layer": r["layer"], "L (tokens)": r["L"], spread["short"]: r["short"],
-         spread["long"]: r["long"], "i < L": r["below"], "i ≥ L": r["above"],
-         f"finite @{long}": r["finite"]}
-        for r in rows if r["encoding"] == "FIRE" and r["seed"] == seed
-    ]  # fmt: skip
-    return plain, fire
-
-
 def score_measures(m, windows) -> tuple[np.ndarray, np.ndarray]:
     """A model's final-layer scores on ``windows [B, T]``: share of variance explained by
     distance (:func:`distance_r2`) and relative diagonal spread, each ``[B, H]``."""
@@ -568,20 +491,6 @@ def score_summary(r2: list, deviation: list, confidence: float) -> dict:
     }  # fmt: skip
 
 
-def score_table(summary: dict, bias_r2: dict) -> list[dict]:
-    """Display rows of :func:`score_summary` per model, with the bias-alone R² (min over heads)."""
-    return [
-        {
-            "model": LABELS[name],
-            "R² (scores)": f"{s['mean']:.3f} [{s['low']:.3f}, {s['high']:.3f}]",
-            "R² < 0.5": f"{s['content_share']:.0%}",
-            "spread: mean (min)": f"{s['dev_mean']:.2f} ({s['dev_min']:.2f})",
-            "R² (bias), min": "—" if name not in bias_r2 else f"{float(bias_r2[name].min()):.6f}",
-        }
-        for name, s in summary.items()
-    ]
-
-
 def alibi_reach_closed_form(n_heads: int, threshold: float, length: int) -> np.ndarray:
     """ALiBi's reach ``ceil(ln(1/threshold) / m_h)`` per head; ``inf`` at or past ``length``."""
     from ropebook import encodings
@@ -595,52 +504,6 @@ def non_increasing(profile) -> np.ndarray:
     """Per head of ``[..., R]``: is ``b(r)`` non-increasing in ``r`` (to a 1e-6 relative slack)?"""
     p = np.asarray(profile)
     return np.all(np.diff(p, axis=-1) <= 1e-6 * (1 + np.abs(p[..., 1:])), axis=-1)
-
-
-def reach_table(reach: dict, alibi_closed, profiles: dict) -> list[dict]:
-    """Per head: each bias's reach (``∞``: never falls that far), ALiBi's closed form, and the
-    total change ``b(r_max) - b(0)`` of the learned biases."""
-
-    def text(r: float) -> str:
-        return "∞" if not np.isfinite(r) else f"{int(r)}"
-
-    return [
-        {
-            "head": h + 1,
-            "ALiBi": text(reach["alibi"][h]),
-            "closed form": text(alibi_closed[h]),
-            "Kerple": text(reach["kerple"][h]),
-            "FIRE": text(reach["fire"][h]),
-            "Kerple Δb": float(profiles["kerple"][h, -1] - profiles["kerple"][h, 0]),
-            "FIRE Δb": float(profiles["fire"][h, -1] - profiles["fire"][h, 0]),
-        }
-        for h in range(len(alibi_closed))
-    ]
-
-
-def bias_curves_figure(profiles: dict, context: int, threshold: float, title: str):
-    """``b(r) - b(0)`` against distance for every head, one panel per biased encoding
-    (log distance, symlog bias), with ``ln threshold`` dashed and the training context grey."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(profiles), figsize=(10, 3.4), sharex=True)
-    for ax, (name, p) in zip(axes, profiles.items(), strict=True):
-        n_heads, length = p.shape
-        colours = plt.get_cmap("viridis")(np.linspace(0, 0.95, n_heads))
-        distances = np.arange(1, length)
-        for h in range(n_heads):
-            ax.plot(distances, p[h, 1:] - p[h, 0], color=colours[h], lw=1.2, label=f"head {h + 1}")
-        ax.axhline(math.log(threshold), color="black", ls="--", lw=1)
-        ax.axvline(context, color="grey", lw=1)
-        ax.set_xscale("log")
-        ax.set_yscale("symlog", linthresh=1.0)  # linear within ±1 logit, logarithmic beyond
-        ax.set_title(LABELS[name])
-        ax.set_xlabel("distance r = i − j (tokens)")
-    axes[0].set_ylabel("b(r) − b(0) (logits)")
-    axes[-1].legend(fontsize=7, ncol=2, loc="lower left")
-    fig.suptitle(title, wrap=True)
-    fig.tight_layout()
-    return fig
 
 
 # ---------------------------------------------------------------- length extrapolation
@@ -692,104 +555,6 @@ def log_estimate(per_seed: list, confidence: float) -> tuple[float, float, float
         mean, lo, hi = mean_interval(per_seed[0], confidence)
         over = f"{len(per_seed[0])} windows, 1 seed"
     return math.exp(mean), math.exp(lo), math.exp(hi), over
-
-
-def perplexity_tables(ppl: dict, ratio: dict, factors: list[int], lengths: list[int]) -> tuple:
-    """Two display tables: perplexity ``mean [low, high]`` at each length per encoding, and the
-    growth ratio against CABLE's Table 4. ``ppl[name, k]`` and ``ratio[name]`` come from
-    :func:`log_estimate`."""
-    names = list(ratio)
-    by_length = [
-        {"encoding": LABELS[n]}
-        | {
-            f"{f}× ({length})": "{:.2f} [{:.2f}, {:.2f}]".format(*ppl[n, k][:3])
-            for k, (f, length) in enumerate(zip(factors, lengths, strict=True))
-        }
-        for n in names
-    ]
-    growth = [
-        {
-            "encoding": LABELS[n],
-            f"ours {factors[-1]}×/1×": "{:.3g} [{:.3g}, {:.3g}]".format(*ratio[n][:3]),
-            "CABLE ppl": "{:.2f} → {:.2f}".format(*CABLE_TABLE4[n]),
-            "CABLE 8×/1×": f"{CABLE_RATIO[n]:.3g}",
-        }
-        for n in names
-    ]
-    return by_length, growth
-
-
-def relative_perplexity_chart(relative: dict, ppl: dict, factors, lengths, title: str):
-    """Altair: each model's perplexity relative to its own at 1× (``relative[name, k]`` from
-    :func:`log_estimate`), with intervals, and CABLE's Table 4 as diamonds at 1× and 8×."""
-    import altair as alt
-
-    names = sorted({n for n, _ in relative}, key=list(LABELS).index)
-    ours = [
-        {"encoding": LABELS[n], "factor": f, "relative perplexity": relative[n, k][0],
-         "low": relative[n, k][1], "high": relative[n, k][2], "source": "ours",
-         "perplexity": ppl[n, k][0], "tokens": lengths[k]}
-        for n in names for k, f in enumerate(factors)
-    ]  # fmt: skip
-    cable = [
-        {"encoding": LABELS[n], "factor": f, "relative perplexity": v, "source": "CABLE Table 4"}
-        for n in names
-        for f, v in ((1, 1.0), (8, CABLE_RATIO[n]))
-    ]
-    x = alt.X(
-        "factor:Q",
-        scale=alt.Scale(type="log", base=2),
-        title="evaluation length (× training context)",
-    )
-    y = alt.Y(
-        "relative perplexity:Q", scale=alt.Scale(type="log"), title="perplexity / perplexity at 1×"
-    )
-    colour = alt.Color("encoding:N")
-    chart = alt.Chart(alt.InlineData(values=ours))
-    return alt.layer(
-        chart.mark_line(point=True).encode(
-            x=x, y=y, color=colour,
-            tooltip=["encoding:N", "factor:Q", "tokens:Q", alt.Tooltip("perplexity:Q", format=".2f"),
-                     alt.Tooltip("relative perplexity:Q", format=".3f")],
-        ),
-        chart.mark_errorbar().encode(x=x, y=alt.Y("low:Q", title=""), y2="high:Q", color=colour),
-        alt.Chart(alt.InlineData(values=cable)).mark_point(shape="diamond", size=90, filled=True).encode(
-            x=x, y=y, color=colour,
-            tooltip=["source:N", "encoding:N", "factor:Q",
-                     alt.Tooltip("relative perplexity:Q", format=".3g")],
-        ),
-    ).properties(width=520, height=300, title=title)  # fmt: skip
-
-
-def loss_by_position_chart(curves: dict, context: int, title: str, n_bins: int = 64):
-    """Altair: mean next-token loss by position (``curves[name]`` over the whole long window) in
-    ``n_bins`` bins, with the training context marked by a grey rule."""
-    import altair as alt
-
-    length = len(next(iter(curves.values())))
-    edges = np.linspace(0, length, n_bins + 1).astype(int)
-    rows = [
-        {"encoding": LABELS[n], "position (tokens)": int((a + b) // 2),
-         "loss (nats)": float(curve[a:b].mean())}
-        for n, curve in curves.items() for a, b in zip(edges[:-1], edges[1:], strict=True)
-    ]  # fmt: skip
-    return alt.layer(
-        alt.Chart(alt.InlineData(values=rows))
-        .mark_line()
-        .encode(
-            x=alt.X("position (tokens):Q", title="position in the window (tokens)"),
-            y=alt.Y(
-                "loss (nats):Q", scale=alt.Scale(zero=False), title="mean next-token loss (nats)"
-            ),
-            color="encoding:N",
-            tooltip=[
-                "encoding:N",
-                "position (tokens):Q",
-                alt.Tooltip("loss (nats):Q", format=".3f"),
-            ],
-        ),
-        alt.Chart(alt.InlineData(values=[{"x": context}])).mark_rule(color="grey").encode(x="x:Q"),
-    ).properties(width=520, height=280, title=title)
 
 
 # ---------------------------------------------------------------- extrapolation orderings
@@ -862,19 +627,3 @@ def order_verdict(differences: list[tuple[float, float, float]], tau: float) -> 
 def weakest_difference(pairs, difference: dict) -> tuple[str, str]:
     """The ``(worse, better)`` pair of an ordering whose difference has the lowest lower bound."""
     return min(pairs, key=lambda p: difference[p][1])
-
-
-def ordering_table(checks: dict, difference: dict, verdicts: dict) -> list[dict]:
-    """Display rows: every difference each ordering needs, its paired ln-ratio difference with
-    interval, the ratio of perplexity ratios it amounts to, and the ordering's verdict."""
-    return [
-        {
-            "ordering": label,
-            "needs": f"{LABELS[worse]} > {LABELS[better]}",
-            "Δ ln ratio": "{:+.3f} [{:+.3f}, {:+.3f}]".format(*difference[worse, better]),
-            "ratio": f"{math.exp(difference[worse, better][0]):.3g}",
-            "verdict": verdicts[label],
-        }
-        for label, pairs in checks.items()
-        for worse, better in pairs
-    ]

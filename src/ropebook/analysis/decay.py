@@ -15,11 +15,11 @@ is ``r = i - j >= 0`` (so ``j - i = -r``). Functions here:
   rotated queries and keys (``internals["q_rot"], ["k_rot"]``);
 - summaries: :func:`half_distance`, :func:`mean_square_ratio`, :func:`binomial_range`.
 
-The decay chapter's checks, tables and figures, one function each: :func:`closest_return`
-(Lemma A.1), :func:`prop31_softmax_peaks` (Prop. 3.1), :func:`zero_mean_check` (Prop. 3.2),
+The decay chapter's checks, one function each: :func:`closest_return` (Lemma A.1),
+:func:`prop31_softmax_peaks` (Prop. 3.1), :func:`zero_mean_check` (Prop. 3.2),
 :func:`setup_vectors` and :func:`decay_ratios` (Figs 2 and 9), :func:`random_rope_summary` and
 :func:`random_rope_verdict` (Fig. 8), :func:`trained_activation_curves` and :func:`trained_decay`
-(the book's models), and the ``plot_*`` / ``*_table`` / :func:`trained_chart` figures.
+(the book's models). Their tables and figures are in :mod:`ropebook.present.decay`.
 """
 
 from __future__ import annotations
@@ -274,11 +274,6 @@ class PeakCheck:
     worst_gap: float  # min over cases of 1 - (second-largest score) / ||q||^2
     max_distance: int
 
-    def table(self):
-        from ropebook import plots
-
-        return plots.table(self.rows)
-
 
 def prop31_softmax_peaks(
     rng: np.random.Generator, seq_len: int, n_queries: int, head_dim: int, *, base: float
@@ -331,15 +326,6 @@ class ZeroMeanCheck:
         """As many intervals contain 0 as chance allows: at least the binomial range's low end."""
         return self.covered >= self.binomial_low
 
-    def __str__(self) -> str:
-        n = len(self.intervals)
-        return (
-            f"{self.covered} of {n} intervals contain 0 (expected {self.expected:.0f}; "
-            f"99% binomial range {self.binomial_low}-{self.binomial_high}); largest |mean|/s.e. "
-            f"{self.largest_z:.2f}; variance over r: {self.variance.mean():.1f} on average, "
-            f"range {self.variance.min():.1f}-{self.variance.max():.1f}"
-        )
-
 
 def zero_mean_check(samples, *, confidence: float = 0.95, mass: float = 0.99) -> ZeroMeanCheck:
     """Student-t intervals of each column's mean of ``samples [M, R]`` (independent columns) and
@@ -364,23 +350,6 @@ def decay_ratios(
         kind: bootstrap_interval(sample, lambda c: mean_square_ratio(c, short, long), rng)
         for kind, sample in curves.items()
     }
-
-
-def ratio_table(ratios: dict[str, tuple[float, float, float]], threshold: float):
-    """Markdown table of :func:`decay_ratios`: a ratio below ``threshold`` counts as decay."""
-    from ropebook import plots
-
-    return plots.table(
-        [
-            {
-                "set-up": kind,
-                "ratio long/short": value,
-                "95% interval": f"[{low:.3f}, {high:.3f}]",
-                f"decays (< {threshold})": value < threshold,
-            }
-            for kind, (value, low, high) in ratios.items()
-        ]
-    )
 
 
 @dataclass(frozen=True)
@@ -423,37 +392,6 @@ def random_rope_summary(
             RandomRopeRow(factor, int(factor * n), half, plain_half / factor, far_mean, gaussian)
         )
     return rows
-
-
-def random_rope_tables(rows: list[RandomRopeRow]):
-    """Two Markdown tables: the all-ones half-distances, then the Gaussian ratios."""
-    from IPython.display import Markdown
-
-    from ropebook import plots
-
-    ones = plots.table(
-        [
-            {
-                "L": f"{row.factor}N = {row.length}",
-                "half-distance (tokens)": row.half[0],
-                "95% interval": f"[{row.half[1]:.1f}, {row.half[2]:.1f}]",
-                "plain RoPE / (L/N)": row.plain_half,
-                "mean, r ≥ N/2": row.far_mean,
-            }
-            for row in rows
-        ]
-    )
-    gaussian = plots.table(
-        [
-            {
-                "L": f"{row.factor}N = {row.length}",
-                "Gaussian ratio long/short": row.gaussian[0],
-                "95% interval": f"[{row.gaussian[1]:.2f}, {row.gaussian[2]:.2f}]",
-            }
-            for row in rows
-        ]
-    )
-    return Markdown(f"**All-ones q, k**\n\n{ones.data}\n\n**Gaussian q, k**\n\n{gaussian.data}")
 
 
 def random_rope_verdict(rows: list[RandomRopeRow], threshold: float) -> str:
@@ -519,25 +457,9 @@ class TrainedDecay:
             for name in models
         }
 
-    def __str__(self) -> str:
-        return "; ".join(
-            f"{name}: " + ", ".join(f"{n} of {self.n_layers} layers {b}" for b, n in c.items() if n)
-            for name, c in self.counts().items()
-        )
-
     @property
     def all_decay(self) -> bool:
         return all(row["behaviour"] == "decays" for row in self.rows)
-
-    def measured(self) -> str:
-        return f"{self} (short r = 1-{self.short} vs last quarter of {self.context} tokens)"
-
-    def table(self):
-        from IPython.display import Markdown
-
-        from ropebook import plots
-
-        return Markdown(f"{plots.table(self.rows).data}\n\n95% intervals over {self.over}.")
 
 
 BEHAVIOURS = ("decays", "flat", "grows")
@@ -578,153 +500,3 @@ def trained_decay(trained: dict, model_names, seeds, short: int) -> TrainedDecay
                 }
             )
     return TrainedDecay(rows, over, n_layers, t, short)
-
-
-# ----------------------------------------------------------------------------------- figures
-
-
-def _bands(ax, x, sample, label, color) -> None:
-    """Mean over draws (line) and their 5th-95th percentile band."""
-    low, high = np.quantile(sample, [0.05, 0.95], axis=0)
-    ax.fill_between(x, low, high, alpha=0.25, lw=0, color=color)
-    ax.plot(x, sample.mean(0), lw=1, color=color, label=label)
-
-
-def plot_prop31_examples(q, targets, seq_len: int, *, base: float):
-    """Attention of one query over its causal row when every key is ``R^r q``, per ``r``."""
-    import matplotlib.pyplot as plt
-
-    head_dim = len(q)
-    distances = np.arange(seq_len)
-    fig, ax = plt.subplots(figsize=(7.5, 3.2))
-    for r in targets:
-        k_seq = np.broadcast_to(prop31_key(q, r, base=base), (seq_len, head_dim))
-        q_seq = np.broadcast_to(q, (seq_len, head_dim))
-        logits = last_query_profile(q_seq, k_seq, distances, base=base) / np.sqrt(head_dim)
-        probs = np.exp(logits - logits.max())
-        ax.plot(distances, probs / probs.sum(), lw=1, label=f"key $R^{{{r}}}q$")
-        ax.axvline(r, color="grey", lw=0.5, ls=":")
-    ax.set(
-        title=f"Prop. 3.1: attention peaks at the chosen distance (d = {head_dim})",
-        xlabel="distance r = i − j back from the query (tokens)",
-        ylabel="attention probability",
-    )
-    ax.legend()
-    return fig
-
-
-def plot_zero_mean(check: ZeroMeanCheck, n_samples: int):
-    """Prop. 3.2's Monte-Carlo means and their 95% intervals at every distance."""
-    import matplotlib.pyplot as plt
-
-    distances = np.arange(len(check.intervals))
-    fig, ax = plt.subplots(figsize=(7.5, 3.2))
-    mean, low, high = check.intervals.T
-    ax.fill_between(distances, low, high, alpha=0.3, lw=0, label="95% interval")
-    ax.plot(distances, mean, lw=0.8, label="Monte-Carlo mean")
-    ax.axhline(0, color="black", lw=0.8)
-    ax.set(
-        title=f"Prop. 3.2: E[qᵀR⁻ʳk] = 0 at every distance ({n_samples} fresh pairs per r)",
-        xlabel="distance r (tokens)",
-        ylabel="activation qᵀR⁻ʳk",
-    )
-    ax.legend(loc="upper right")
-    return fig
-
-
-def plot_setups(curves: dict, *, head_dim: int, base: float):
-    """Figs 2(a), 2(b) and 9 side by side: ``curves[kind] [S, N]`` for each of :data:`SETUPS`."""
-    import matplotlib.pyplot as plt
-
-    titles = ("(a) all-ones q, k (Fig. 2a)", "(b) Gaussian q, k per position (Fig. 2b)",
-              "Gaussian q, k repeated (Fig. 9)")  # fmt: skip
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), sharex=True)
-    for ax, kind, title, color in zip(axes, SETUPS, titles, ("C0", "C1", "C2"), strict=True):
-        sample = curves[kind]
-        distances = np.arange(sample.shape[-1])
-        _bands(ax, distances, sample, f"mean of {len(sample)} draws", color)
-        if kind != "all-ones":
-            ax.plot(distances, sample[0], lw=0.4, color="black", alpha=0.6, label="one draw")
-        ax.axhline(0, color="black", lw=0.5)
-        ax.set(title=title, xlabel="distance r (tokens)")
-        ax.legend(fontsize=7, loc="upper right")
-    axes[0].set_ylabel("activation (cosine of rotated q, k)")
-    fig.suptitle(f"RoPE activation vs distance, d = {head_dim}, θ = {base:,.0f}", y=1.02)
-    return fig
-
-
-def plot_random_rope(random_curves: dict, factors, *, short_window: int, head_dim: int):
-    """Fig. 8: (a) the all-ones curves per Random RoPE range ``L``, (b) the Gaussian curves'
-    spread (RMS over draws, averaged over ``short_window`` distances) against ``1/sqrt(d)``."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.4), sharex=True)
-    smooth = np.ones(short_window) / short_window  # moving average over short_window distances
-    for i, factor in enumerate(factors):
-        ones = random_curves[factor, SETUPS[0]]
-        seq_len = ones.shape[-1]
-        distances = np.arange(seq_len)
-        label = "RoPE (L = N)" if factor == 1 else f"Random RoPE, L = {factor}N"
-        _bands(axes[0], distances, ones, label, f"C{i}")
-        rms = np.sqrt(np.mean(random_curves[factor, SETUPS[1]] ** 2, axis=0))
-        smoothed = np.convolve(rms, smooth, mode="valid")  # centred at r + (short_window - 1) / 2
-        centres = distances[: smoothed.size] + (short_window - 1) / 2
-        axes[1].plot(centres, smoothed, lw=1, color=f"C{i}", label=label)
-    axes[1].axhline(head_dim**-0.5, color="black", lw=0.8, ls="--", label="1/√d (theory)")
-    axes[1].set_ylim(0, 2 * head_dim**-0.5)
-    axes[0].axhline(0, color="black", lw=0.5)
-    axes[0].set(
-        title="(a) all-ones q, k: mean and 5–95% band over draws", ylabel="activation (cosine)"
-    )
-    axes[1].set(
-        title="(b) Gaussian q, k per position: spread over draws",
-        ylabel=f"RMS activation ({short_window}-token average)",
-    )
-    for ax in axes:
-        ax.set_xlabel("token distance r (tokens)")
-        ax.legend(fontsize=7, loc="upper right")
-    fig.suptitle(f"Random RoPE (Ruoss et al.): positions from [0, L), N = {seq_len}", y=1.02)
-    return fig
-
-
-def trained_chart(trained: dict, model_names, seeds, *, width: int = 240):
-    """Altair line chart of the mean activation vs distance per layer, one facet per model
-    (mean over seeds and windows); every distance below 32 and ~96 spread over the rest."""
-    import altair as alt
-
-    context = trained[model_names[0], seeds[0]].shape[-1]
-    n_layers = trained[model_names[0], seeds[0]].shape[0]
-    chart_r = np.unique(
-        np.r_[np.arange(min(32, context)), np.linspace(0, context - 1, 96).astype(int)]
-    )
-    rows = []
-    for name in model_names:
-        mean_curves = np.mean([trained[name, s].mean(1) for s in seeds], axis=0)  # [layers, T]
-        for layer in range(n_layers):
-            rows += [
-                {"model": name, "layer": layer, "distance r": int(r), "mean activation": float(v)}
-                for r, v in zip(chart_r, mean_curves[layer, chart_r], strict=True)
-            ]
-    title = [  # two lines, so that the title is no wider than the panels
-        "Trained models: mean activation qᵢᵀRʲ⁻ⁱkⱼ vs distance",
-        f"({len(seeds)} seed(s), held-out text)",
-    ]
-    return (
-        alt.Chart(alt.InlineData(values=rows))
-        .mark_line()
-        .encode(
-            x=alt.X("distance r:Q", title="distance r = i − j (tokens)"),
-            y=alt.Y("mean activation:Q", title="mean activation (unscaled)"),
-            color=alt.Color("layer:N"),
-            tooltip=[
-                "model:N",
-                "layer:N",
-                "distance r:Q",
-                alt.Tooltip("mean activation:Q", format=".3f"),
-            ],
-        )
-        .properties(width=width, height=220)
-        .facet(column=alt.Column("model:N", title=None))
-        .resolve_scale(y="independent")
-        .properties(title=title)  # once above both panels, not repeated in each
-    )

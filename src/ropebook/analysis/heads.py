@@ -12,16 +12,15 @@ Conventions: attention matrices are ``[..., T, T]`` with rows = queries ``i`` an
   perfect, so :func:`positional_score` (mean attention on the target) ranks them softly.
 - **Construction** (Thm. 5.3): every query ``psi``, every key ``psi`` (diagonal) or ``R psi``
   (previous token), rotated by :func:`ropebook.rope.apply_rope`. :func:`threshold_norm` is the
-  closed form for the ``||psi||^2`` that guarantees ``1 - eps``.
+  closed form for the ``||psi||^2`` that guarantees ``1 - eps``; :func:`threshold_study` checks it.
 - **Isolated heads** (Prop. 5.2, empirically): :func:`fit_isolated_head` trains one head whose
   queries and keys are arbitrary functions of the token (two lookup tables), with or without RoPE.
 - **Trained models**: :func:`scan_model` measures every head of a :mod:`ropebook.model` model on
-  token windows; :func:`activation_table` is the paper's Tables 3-5 (activations next to their
-  Cauchy-Schwarz bound).
-- **Chapter views**: one function per table or figure of the chapter ``positional_heads``
-  (:func:`detector_table`, :func:`isolated_tables`, :func:`threshold_study`, :func:`count_table`,
-  :func:`head_scatter_chart`, ...), and :func:`interval_text` / :func:`verdict_above` for its
-  claims.
+  token windows; :func:`target_activations` gives the paper's Tables 3-5 (activations next to
+  their Cauchy-Schwarz bound); :func:`count_heads`, :func:`positional_fast_shares`,
+  :func:`target_cosines` and :func:`verdict_above` read the scans for the chapter's claims.
+
+Numbers only: the chapter's tables and figures are in :mod:`ropebook.present.heads`.
 """
 
 from __future__ import annotations
@@ -293,6 +292,9 @@ def fit_isolated_head(
     general function of the token a head can compute, so Prop. 5.2's bound applies to NoPE however
     well it trains. The loss is ``-mean log alpha_{i,target}`` over rows ``1..T-1`` of random
     sequences; Adam (optax) for ``steps`` steps with fresh batches.
+
+    One function on purpose: the loss, the jitted step and the held-out evaluation share the
+    head's settings and would only be split into helpers that take them all.
     """
     import optax
 
@@ -388,7 +390,8 @@ def scan_model(params, config, windows, *, batch_size: int = 4) -> HeadScan:
     """Measure every head of a :mod:`ropebook.model` model on ``windows [B, T]`` of tokens.
 
     Works batch by batch and layer by layer, keeping only running sums, so memory stays at one
-    layer's ``[batch, H, T, T]`` attention whatever the model size.
+    layer's ``[batch, H, T, T]`` attention whatever the model size (hence one loop that updates
+    every statistic in place rather than one pass per statistic).
     """
     from ropebook import model
 
@@ -459,35 +462,41 @@ def fast_share(q_norms, k_norms, fraction: float = 0.25) -> np.ndarray:
     return budget[..., :n_fast].sum(-1) / budget.sum(-1)
 
 
-def activation_table(layer_internals: dict, head: int, n_tokens: int = 8, batch: int = 0) -> list:
-    """Tables 3-5: for the first ``n_tokens`` queries of one window, the Cauchy-Schwarz bound
-    ``||q_i|| ||k_i|| / sqrt(d)``, the diagonal activation ``a_{i,i}``, the previous-token
-    activation ``a_{i,i-1}`` and its own bound ``||q_i|| ||k_{i-1}|| / sqrt(d)``.
+@dataclass(frozen=True)
+class TargetActivations:
+    """Tables 3-5 for the first queries ``i`` of one window (``[n]`` each, ``nan`` where token 0
+    has no previous token): the Cauchy-Schwarz bound ``||q_i|| ||k_i|| / sqrt(d)``, the diagonal
+    activation ``a_{i,i}``, the previous-token activation ``a_{i,i-1}`` and its own bound
+    ``||q_i|| ||k_{i-1}|| / sqrt(d)``."""
 
-    Activations are the model's pre-softmax scores (scaled by ``1/sqrt(d)``, any bias included).
-    """
+    bound_diagonal: np.ndarray
+    diagonal: np.ndarray
+    previous: np.ndarray
+    bound_previous: np.ndarray
+
+
+def target_activations(
+    layer_internals: dict, head: int, n_tokens: int = 8, batch: int = 0
+) -> TargetActivations:
+    """:class:`TargetActivations` of one head for the first ``n_tokens`` queries of window
+    ``batch``. Activations are the model's pre-softmax scores (scaled by ``1/sqrt(d)``, any bias
+    included)."""
     q = np.asarray(layer_internals["q_rot"][batch, :, head], np.float64)  # [T, D]
     k = np.asarray(layer_internals["k_rot"][batch, :, head], np.float64)
     scores = np.asarray(layer_internals["scores"][batch, head], np.float64)
     scale = q.shape[-1] ** -0.5
     qn, kn = np.linalg.norm(q, axis=-1), np.linalg.norm(k, axis=-1)
-    rows = []
-    for i in range(min(n_tokens, q.shape[0])):
-        rows.append(
-            {
-                "token": i,
-                "bound ‖q_i‖‖k_i‖/√d": float(qn[i] * kn[i] * scale),
-                "diagonal a_ii": float(scores[i, i]),
-                "previous a_i,i-1": float(scores[i, i - 1]) if i else float("nan"),
-                "bound ‖q_i‖‖k_i-1‖/√d": float(qn[i] * kn[i - 1] * scale) if i else float("nan"),
-            }
-        )
-    return rows
+    i = np.arange(min(n_tokens, q.shape[0]))
+    previous = i >= 1
+    return TargetActivations(
+        bound_diagonal=qn[i] * kn[i] * scale,
+        diagonal=scores[i, i],
+        previous=np.where(previous, scores[i, i - 1], np.nan),
+        bound_previous=np.where(previous, qn[i] * kn[i - 1] * scale, np.nan),
+    )
 
 
-# ---------------------------------------------------------------- the chapter's tables and figures
-# One function per table or figure of the chapter "How RoPE builds positional heads". Tables are
-# lists of records for :func:`ropebook.plots.table`; charts are Altair, figures matplotlib.
+# ---------------------------------------------------------------- the chapter's readings
 
 ENCODINGS: tuple[str, ...] = ("nope", "rope")
 PAIRED_UNIT = "heads, pooled over seeds"
@@ -525,22 +534,6 @@ def verdict_above(values, threshold: float, digits: int) -> tuple[str, Estimate 
     return verdict, estimate
 
 
-def detector_table(matrices: dict, eps: float) -> list[dict]:
-    """Def. 5.1 on named ``[T, T]`` attention matrices: the ``eps`` each reaches as a diagonal and
-    as a previous-token head, its mean attention on each target, and its class at ``eps``."""
-    return [
-        {
-            "matrix": name,
-            "ε, diagonal": epsilon_achieved(a, "diagonal"),
-            "ε, previous": epsilon_achieved(a, "previous"),
-            "mean α_i,i": positional_score(a, "diagonal"),
-            "mean α_i,i−1": positional_score(a, "previous"),
-            f"class at ε = {eps}": classify(a, eps),
-        }
-        for name, a in matrices.items()
-    ]
-
-
 def fit_isolated_heads(n_seeds: int, **kwargs) -> dict[tuple[str, str, int], IsolatedFit]:
     """:func:`fit_isolated_head` for every encoding (NoPE, RoPE), kind and seed ``0 .. n_seeds-1``,
     all with the same settings ``kwargs``: ``{(encoding, kind, seed): fit}``."""
@@ -550,43 +543,6 @@ def fit_isolated_heads(n_seeds: int, **kwargs) -> dict[tuple[str, str, int], Iso
         for kind in KINDS
         for seed in range(n_seeds)
     }
-
-
-def _groups(fits: dict) -> dict[tuple[str, str], list[IsolatedFit]]:
-    groups: dict[tuple[str, str], list[IsolatedFit]] = {}
-    for (encoding, kind, _), fit in fits.items():
-        groups.setdefault((encoding, kind), []).append(fit)
-    return groups
-
-
-def isolated_tables(fits: dict) -> tuple[list[dict], list[dict]]:
-    """Two tables over the seeds of each (encoding, kind) of :func:`fit_isolated_heads`.
-
-    First, the Prop. 5.2 probes: the largest target weight on ``[bos, x, x]``, the mean target
-    weight on repeated rows and the largest excess ``alpha - 1/r`` there. Second, training: the
-    mean target weight on all held-out rows, the worst seed's ``eps`` and the mean final loss.
-    """
-    probes, training = [], []
-    for (encoding, kind), group in _groups(fits).items():
-        probes.append(
-            {
-                "encoding": encoding,
-                "head": kind,
-                "max α, [bos,x,x]": max(f.bos_x_x for f in group),
-                "mean α, repeated": float(np.mean([f.repeated_target for f in group])),
-                "max (α − 1/r)": max(f.repeat_excess for f in group),
-            }
-        )
-        training.append(
-            {
-                "encoding": encoding,
-                "head": kind,
-                "mean α, all rows": float(np.mean([f.mean_target for f in group])),
-                "ε (worst seed)": max(f.epsilon for f in group),
-                "final loss": float(np.mean([f.losses[-1] for f in group])),
-            }
-        )
-    return probes, training
 
 
 @dataclass
@@ -614,66 +570,6 @@ def isolated_summary(fits: dict) -> IsolatedSummary:
         nope_excess=max(f.repeat_excess for f in nope),
         rope_bos_x_x=interval_text([f.bos_x_x for f in rope_fits], 3, "fits (seeds × kinds)"),
     )
-
-
-def loss_chart(fits: dict, points: int = 80):
-    """Training loss of every isolated head (about ``points`` steps per curve), log scale."""
-    import altair as alt
-
-    rows = [
-        {"step": step, "encoding": enc, "head": kind, "seed": s, "loss": float(f.losses[step])}
-        for (enc, kind, s), f in fits.items()
-        for step in range(0, len(f.losses), max(1, len(f.losses) // points))
-    ]
-    title = "One head trained alone to be positional: NoPE vs RoPE"
-    return (
-        alt.Chart(alt.InlineData(values=rows), title=title)
-        .mark_line()
-        .encode(
-            x=alt.X("step:Q", title="Adam step"),
-            y=alt.Y(
-                "loss:Q", scale=alt.Scale(type="log"), title="loss −log α on the target (nats)"
-            ),
-            color=alt.Color("encoding:N"),
-            strokeDash=alt.StrokeDash("head:N"),
-            detail="seed:N",
-        )
-        .properties(width=520, height=260)
-    )
-
-
-def plot_construction(psi, key, row, norm2: float, *, base: float = 10_000.0):
-    """Fig. 1 of the paper for one 2-D plane: identical query ``psi`` and key ``key`` before RoPE,
-    the rotated keys ``k_0 .. k_i`` against the rotated query ``q_i`` (``i = len(row) - 1``), and
-    the attention ``row`` of query ``i`` at ``||psi||^2 = norm2``."""
-    import matplotlib.pyplot as plt
-
-    i_query = len(row) - 1
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
-    colors = plt.cm.viridis(np.linspace(0, 0.9, i_query + 1))
-    for ax in axes[:2]:
-        ax.add_patch(plt.Circle((0, 0), 1, fill=False, color="0.8"))
-        ax.set_xlim(-1.3, 1.3), ax.set_ylim(-1.3, 1.3), ax.set_aspect("equal")
-        ax.set_xlabel("plane coordinate 1"), ax.set_ylabel("plane coordinate 2")
-    arrow = dict(head_width=0.06, length_includes_head=True)
-    axes[0].arrow(0, 0, *psi, color="crimson", lw=2, **arrow, label="query ψ (every i)")
-    axes[0].arrow(0, 0, *key, color="navy", lw=2, **arrow, label="key ρ(g)ψ (every j)")
-    axes[0].legend(loc="lower left", fontsize=8)
-    axes[0].set_title("before RoPE: identical keys")
-    for j in range(i_query + 1):
-        kj = rope.rotation_matrix(j, 2, base=base) @ key
-        axes[1].arrow(0, 0, *kj, color=colors[j], **arrow)
-        axes[1].annotate(f"k{j}", 1.15 * kj, ha="center", va="center", fontsize=8)
-    q_rot = rope.rotation_matrix(i_query, 2, base=base) @ psi
-    axes[1].arrow(0, 0, *(0.8 * q_rot), color="crimson", lw=3, **arrow)
-    axes[1].annotate(f"q{i_query}", 0.6 * q_rot + [0.12, 0.0], color="crimson", fontsize=9)
-    axes[1].set_title(f"after RoPE: k{i_query - 1} aligns with q{i_query}")
-    axes[2].bar(np.arange(i_query + 1), row, color=colors)
-    axes[2].set_xlabel("key position j (tokens)"), axes[2].set_ylabel(f"α_{i_query},j")
-    axes[2].set_title(f"attention of query {i_query} (‖ψ‖² = {norm2:.1f})")
-    fig.suptitle("Thm. 5.3 construction on one RoPE plane (g = 1 rad/token): a previous-token head")
-    fig.tight_layout()
-    return fig
 
 
 @dataclass
@@ -738,144 +634,25 @@ def threshold_study(
     return ThresholdStudy(epsilon, list(sizes), curves, stars, rows, within)
 
 
-def threshold_chart(study: ThresholdStudy, head_dim: int):
-    """The exact ``eps`` curves of the diagonal construction, with the closed-form points."""
-    import altair as alt
-
-    curves = (
-        alt.Chart(alt.InlineData(values=study.curves))
-        .mark_line()
-        .encode(
-            x=alt.X(
-                "‖ψ‖²:Q",
-                scale=alt.Scale(type="log"),
-                title="‖ψ‖² (squared norm of queries and keys)",
-            ),
-            y=alt.Y(
-                "ε:Q", scale=alt.Scale(type="log", domain=[1e-12, 1]), title="ε = 1 − min α_i,i"
-            ),
-            color=alt.Color("N:O", title="N (tokens)"),
-            strokeDash=alt.StrokeDash("ψ on:N"),
-        )
-    )
-    stars = (
-        alt.Chart(alt.InlineData(values=study.stars))
-        .mark_point(filled=True, size=50)
-        .encode(x="‖ψ‖²:Q", y="ε:Q", color="N:O", shape=alt.Shape("ψ on:N"))
-    )
-    return (curves + stars).properties(
-        width=480,
-        height=300,
-        title=f"Thm. 5.3: sharpness of the diagonal construction (d = {head_dim})",
-    )
+# ---------------------------------------------------------------- reading the scans
 
 
-# ---------------------------------------------------------------- trained models, chapter views
-
-
-def _by_model(scans: dict, name: str) -> dict[int, HeadScan]:
+def by_model(scans: dict, name: str) -> dict[int, HeadScan]:
     """``{seed: scan}`` of one model name from ``{(name, seed): scan}``."""
     return {seed: scan for (n, seed), scan in scans.items() if n == name}
-
-
-def found_table(scans: dict, threshold: float) -> list[dict]:
-    """Every positional head of ``{(model, seed): HeadScan}`` at ``threshold``: its mean target
-    weight, Def. 5.1's ``eps`` reached, its mean on repeated rows and its target cosine."""
-    rows = []
-    for (name, seed), scan in scans.items():
-        for kind in KINDS:
-            for layer, head in scan.heads(kind, threshold):
-                rows.append(
-                    {
-                        "model": f"{name} s{seed}",
-                        "kind": kind,
-                        "head": f"L{layer} H{head}",
-                        "mean α": float(scan.score[kind][layer, head]),
-                        "ε (Def. 5.1)": float(scan.epsilon[kind][layer, head]),
-                        "α, repeated": float(scan.repeated[kind][layer, head]),
-                        "a / CS bound": float(scan.cosine[kind][layer, head]),
-                    }
-                )
-    return rows
 
 
 def count_heads(scans: dict, threshold: float) -> dict[tuple[str, str], list[int]]:
     """``{(model, kind): [count per seed]}`` of positional heads, kinds and ``"either"``."""
     counts = {}
     for name in dict.fromkeys(name for name, _ in scans):
-        by_seed = _by_model(scans, name)
+        by_seed = by_model(scans, name)
         for kind in KINDS:
             counts[name, kind] = [len(scan.heads(kind, threshold)) for scan in by_seed.values()]
         counts[name, "either"] = [
             d + p for d, p in zip(counts[name, "diagonal"], counts[name, "previous"], strict=True)
         ]
     return counts
-
-
-def count_table(scans: dict, threshold: float) -> list[dict]:
-    """Positional heads per model (mean and interval over seeds) and per layer (all seeds)."""
-    rows = []
-    for (name, kind), values in count_heads(scans, threshold).items():
-        by_seed = _by_model(scans, name)
-        n_layers, n_heads = next(iter(by_seed.values())).shape
-        per_layer = np.zeros(n_layers, int)
-        for scan in by_seed.values():
-            for k in KINDS if kind == "either" else (kind,):
-                for layer, _ in scan.heads(k, threshold):
-                    per_layer[layer] += 1
-        estimate = interval_text(values, 1)
-        rows.append(
-            {
-                "model": name,
-                "kind": kind,
-                f"per model (of {n_layers * n_heads})": estimate.mean,
-                "interval": estimate.text,
-                "by layer": per_layer.tolist(),
-            }
-        )
-    return rows
-
-
-def head_scatter_chart(scans: dict, threshold: float):
-    """Every head of every model: mean attention on itself against on the previous token, one
-    panel per model, the threshold dashed."""
-    import altair as alt
-
-    rows = [
-        {
-            "model": name,
-            "seed": seed,
-            "layer": layer,
-            "head": head,
-            "mean α on diagonal": float(scan.score["diagonal"][layer, head]),
-            "mean α on i−1": float(scan.score["previous"][layer, head]),
-        }
-        for (name, seed), scan in scans.items()
-        for layer in range(scan.shape[0])
-        for head in range(scan.shape[1])
-    ]
-
-    def panel(name: str):
-        points = (
-            alt.Chart(alt.InlineData(values=[r for r in rows if r["model"] == name]))
-            .mark_point(filled=True, opacity=0.7)
-            .encode(
-                x=alt.X("mean α on diagonal:Q", scale=alt.Scale(domain=[0, 1])),
-                y=alt.Y("mean α on i−1:Q", scale=alt.Scale(domain=[0, 1])),
-                color=alt.Color("layer:O"),
-                tooltip=["seed:N", "layer:O", "head:O", "mean α on diagonal:Q", "mean α on i−1:Q"],
-            )
-        )
-        line = alt.InlineData(values=[{"t": threshold}])
-        rule = alt.Chart(line).mark_rule(strokeDash=[4, 4])
-        return (points + rule.encode(x="t:Q") + rule.encode(y="t:Q")).properties(
-            width=270, height=260, title=f"{name} model"
-        )
-
-    names = dict.fromkeys(name for name, _ in scans)
-    return alt.hconcat(*(panel(name) for name in names)).properties(
-        title="Every head: mean attention on itself vs on the previous token"
-    )
 
 
 def strongest(scan: HeadScan, kind: str) -> tuple[int, int]:
@@ -885,129 +662,37 @@ def strongest(scan: HeadScan, kind: str) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def token_labels(tokens, width: int = 8) -> list[str]:
-    """Short printable labels of token ids (``<bos>`` for 0), for attention-map axes."""
-    from ropebook import data
+@dataclass(frozen=True)
+class FastShare:
+    """One RoPE positional head's :func:`fast_share` (``share``) against the mean over the other
+    heads of its layer (``rest``)."""
 
-    return [
-        "<bos>" if x == 0 else repr(data.decode([int(x)]))[1:-1][:width] for x in np.asarray(tokens)
-    ]
+    seed: int
+    kind: str
+    layer: int
+    head: int
+    share: float
+    rest: float
 
-
-def plot_strongest_heads(internals: dict, scans: dict, labels, threshold: float):
-    """Fig. 5 analogue: for each model (rows) and kind (columns) the attention map of the head
-    with the highest mean target weight. ``internals[name]`` is ``model.forward``'s per-layer
-    list on one window, ``scans[name]`` the same model's :class:`HeadScan`."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(internals), len(KINDS), figsize=(10, 9.5), squeeze=False)
-    for r, name in enumerate(internals):
-        for c, kind in enumerate(KINDS):
-            layer, head = strongest(scans[name], kind)
-            probs = np.asarray(internals[name][layer]["probs"][0, head])
-            ax = axes[r, c]
-            ax.imshow(probs, cmap="viridis", vmin=0, vmax=1)
-            ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=6)
-            ax.set_yticks(range(len(labels)), labels, fontsize=6)
-            ax.set_xlabel("key (token)"), ax.set_ylabel("query (token)")
-            score = scans[name].score[kind][layer, head]
-            tag = "positional" if score >= threshold else "below threshold"
-            ax.set_title(
-                f"{name}: best {kind} head L{layer} H{head}\nmean α = {score:.2f} ({tag})",
-                fontsize=9,
-            )
-            ax.grid(False)
-    fig.suptitle("Strongest diagonal and previous-token heads (attention weights, held-out text)")
-    fig.tight_layout()
-    return fig
+    @property
+    def gap(self) -> float:
+        return self.share - self.rest
 
 
-def plot_chunk_norms(internals: list, scan: HeadScan, pairing: str = "half"):
-    """Figs 6, 14-16 analogue: for the strongest head of each kind (rows), the chunk norms of its
-    queries and keys at every token (fastest plane left) and its attention map."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(KINDS), 3, figsize=(12, 7.5))
-    for r, kind in enumerate(KINDS):
-        layer, head = strongest(scan, kind)
-        layer_int = internals[layer]
-        for c, (key, title) in enumerate((("q", "queries"), ("k", "keys"))):
-            norms = chunk_norms(np.asarray(layer_int[key][0, :, head]), pairing)
-            im = axes[r, c].imshow(norms, aspect="auto", cmap="magma")
-            axes[r, c].set_xlabel("RoPE plane k (0 = fastest)")
-            axes[r, c].set_ylabel("token position")
-            axes[r, c].set_title(f"{kind} head L{layer} H{head}: {title} chunk norms", fontsize=9)
-            axes[r, c].grid(False)
-            fig.colorbar(im, ax=axes[r, c], label="‖chunk‖₂")
-        axes[r, 2].imshow(np.asarray(layer_int["probs"][0, head]), cmap="viridis", vmin=0, vmax=1)
-        axes[r, 2].set_xlabel("key position (tokens)"), axes[r, 2].set_ylabel("query position")
-        axes[r, 2].set_title(
-            f"attention (mean α on target {scan.score[kind][layer, head]:.2f})", fontsize=9
-        )
-        axes[r, 2].grid(False)
-    fig.suptitle("RoPE model: queries, keys and attention of the strongest positional heads")
-    fig.tight_layout()
-    return fig
-
-
-def frequency_profile_chart(scan: HeadScan):
-    """Mean chunk norm per plane of the strongest head of each kind, against its layer's mean."""
-    import altair as alt
-
-    rows = []
-    for kind in KINDS:
-        layer, head = strongest(scan, kind)
-        for which, norms in (("queries", scan.q_norms), ("keys", scan.k_norms)):
-            for plane in range(norms.shape[-1]):
-                for curve, value in (
-                    ("this head", norms[layer, head, plane]),
-                    ("layer average", norms[layer, :, plane].mean()),
-                ):
-                    rows.append(
-                        {
-                            "head": f"{kind} L{layer} H{head}",
-                            "of": which,
-                            "plane k": plane,
-                            "curve": curve,
-                            "mean chunk norm": float(value),
-                        }
-                    )
-    return (
-        alt.Chart(alt.InlineData(values=rows))
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("plane k:Q", title="RoPE plane k (0 = fastest, 1 rad/token)"),
-            y=alt.Y("mean chunk norm:Q", title="mean chunk 2-norm"),
-            color=alt.Color("curve:N"),
-            strokeDash=alt.StrokeDash("of:N"),
-        )
-        .properties(width=240, height=220)
-        .facet(column=alt.Column("head:N", title=None))
-        .properties(title="Frequency usage of the strongest RoPE positional heads vs their layer")
-    )
-
-
-def fast_share_table(scans: dict, threshold: float, fraction: float) -> tuple[list[dict], list]:
-    """For every RoPE positional head: its :func:`fast_share` against the mean of the other heads
-    of its layer. Returns the table and the differences (one per head, pooled over seeds)."""
-    rows, gaps = [], []
-    for seed, scan in _by_model(scans, "rope").items():
+def positional_fast_shares(scans: dict, threshold: float, fraction: float) -> list[FastShare]:
+    """:class:`FastShare` of every positional head of the ``"rope"`` model, seed by seed."""
+    found = []
+    for seed, scan in by_model(scans, "rope").items():
         share = fast_share(scan.q_norms, scan.k_norms, fraction)  # [L, H]
         for kind in KINDS:
             for layer, head in scan.heads(kind, threshold):
                 others = np.delete(share[layer], head)
-                gaps.append(float(share[layer, head] - others.mean()))
-                rows.append(
-                    {
-                        "seed": seed,
-                        "kind": kind,
-                        "head": f"L{layer} H{head}",
-                        "this head": float(share[layer, head]),
-                        "rest of layer": float(others.mean()),
-                        "difference": gaps[-1],
-                    }
+                found.append(
+                    FastShare(
+                        seed, kind, layer, head, float(share[layer, head]), float(others.mean())
+                    )
                 )
-    return rows, gaps
+    return found
 
 
 def paper_ratios() -> dict[str, list[float]]:
@@ -1019,73 +704,27 @@ def paper_ratios() -> dict[str, list[float]]:
     }
 
 
-def paper_table() -> list[dict]:
-    ratios = paper_ratios()
-    return [
-        {
-            "table (paper)": label,
-            "target": target,
-            "activation / bound, per token": ", ".join(f"{x:.2f}" for x in ratios[kind]),
-            "mean": float(np.mean(ratios[kind])),
-        }
-        for kind, label, target in (
-            ("diagonal", "Table 3, diagonal head", "diagonal"),
-            ("previous", "Table 5, previous-token head", "previous token"),
-        )
-    ]
-
-
-def cauchy_schwarz_table(scans: dict, threshold: float) -> tuple[list[dict], list[float]]:
-    """Mean target cosine (activation / Cauchy-Schwarz bound) of the RoPE positional heads of
-    each kind against all other heads of the same models, next to the paper's. Returns the
-    table and the positional heads' cosines (pooled over kinds and seeds)."""
-    rows, positional = [], []
-    paper = paper_ratios()
+def target_cosines(scans: dict, threshold: float) -> dict[str, tuple[list, list]]:
+    """``{kind: (positional, rest)}``: the mean target cosine (activation / Cauchy-Schwarz bound)
+    of every RoPE positional head of that kind, and of every other head of the same models."""
+    cosines = {}
     for kind in KINDS:
         pos, rest = [], []
-        for scan in _by_model(scans, "rope").values():
+        for scan in by_model(scans, "rope").values():
             chosen = set(scan.heads(kind, threshold))
             for layer in range(scan.shape[0]):
                 for head in range(scan.shape[1]):
                     value = float(scan.cosine[kind][layer, head])
                     (pos if (layer, head) in chosen else rest).append(value)
-        positional += pos
-        rows.append(
-            {
-                "target": kind,
-                "heads": len(pos),
-                "positional": float(np.mean(pos)) if pos else float("nan"),
-                "other heads": float(np.mean(rest)),
-                "paper": float(np.mean(paper[kind])),
-            }
-        )
-    return rows, positional
-
-
-def layer_table(scans: dict) -> list[dict]:
-    """Per model and layer: the largest excess ``alpha - 1/r`` on repeated rows and the best mean
-    target weight, for each kind."""
-    rows = []
-    for (name, seed), scan in scans.items():
-        for layer in range(scan.shape[0]):
-            rows.append(
-                {
-                    "model": f"{name} s{seed}",
-                    "layer": layer,
-                    "α − 1/r, diag.": float(scan.repeat_excess["diagonal"][layer].max()),
-                    "α − 1/r, prev.": float(scan.repeat_excess["previous"][layer].max()),
-                    "α_i,i": float(scan.score["diagonal"][layer].max()),
-                    "α_i,i−1": float(scan.score["previous"][layer].max()),
-                }
-            )
-    return rows
+        cosines[kind] = (pos, rest)
+    return cosines
 
 
 def layer0_excess(scans: dict, name: str) -> float:
     """The largest ``alpha - 1/r`` in layer 0 of model ``name``, over heads, kinds and seeds."""
     return max(
         float(max(scan.repeat_excess[kind][0].max() for kind in KINDS))
-        for scan in _by_model(scans, name).values()
+        for scan in by_model(scans, name).values()
     )
 
 
@@ -1093,6 +732,6 @@ def deep_positional_heads(scans: dict, name: str, threshold: float) -> int:
     """How many positional heads model ``name`` has outside layer 0 (summed over seeds)."""
     return sum(
         len([h for h in scan.heads(kind, threshold) if h[0] > 0])
-        for scan in _by_model(scans, name).values()
+        for scan in by_model(scans, name).values()
         for kind in KINDS
     )

@@ -17,6 +17,8 @@ previous-token attention of the model's strongest previous-token heads (chosen o
 windows). Every difference is paired: the same seed, the same window, with and without removal.
 Intervals are over seeds (each seed's mean over windows) when there are several, else over the
 windows of the one seed (:func:`paired_estimate`).
+
+Numbers only: the probe's table, chart and claim text are in :mod:`ropebook.present.probes`.
 """
 
 from __future__ import annotations
@@ -195,38 +197,6 @@ def min_detectable(diffs) -> float:
     return power.min_detectable_effect(float(np.std(samples, ddof=1)), samples.size)
 
 
-def probe_table(result: ProbeResult, digits: int = 3) -> list[dict]:
-    """One row per condition: planes removed, Δ loss (nats) with interval and as a perplexity
-    change, Δ previous-token attention with interval, and the smallest Δs the samples could
-    detect (80% power)."""
-    from ropebook.analysis import power
-
-    rows = []
-    for c in CONDITIONS:
-        dl, dp = (paired_estimate(result.delta(m, c), digits) for m in ("loss", "previous"))
-        rows.append(
-            {
-                "planes removed": c,
-                "planes (first seed)": " or ".join(map(str, result.removed[0][c][:2]))
-                + (
-                    f" … ({len(result.removed[0][c])} draws)"
-                    if len(result.removed[0][c]) > 2
-                    else ""
-                ),
-                "Δ loss (nats)": f"{dl.mean:+.{digits}f}",
-                "Δ loss interval": dl.text,
-                "perplexity change": f"{power.percent_of_perplexity(dl.mean):+.1f}%",
-                "Δ prev.-token attention": f"{dp.mean:+.{digits}f}",
-                "Δ attention interval": dp.text,
-                "min. detectable Δ (loss, attention)": (
-                    f"{min_detectable(result.delta('loss', c)):.3f}, "
-                    f"{min_detectable(result.delta('previous', c)):.3f}"
-                ),
-            }
-        )
-    return rows
-
-
 @dataclass(frozen=True)
 class ProbeReading:
     """The two paired contrasts that test the claim, and their verdicts."""
@@ -237,21 +207,6 @@ class ProbeReading:
     semantic_mde: float
     n_seeds: int
     verdict: str
-
-    def measured(self) -> str:
-        return (
-            f"removing the fastest instead of the slowest quarter changes previous-token attention "
-            f"by {self.positional.mean:+.3f} ({self.positional.text}); removing the slowest "
-            f"instead of a random quarter changes loss by {self.semantic.mean:+.3f} nats "
-            f"({self.semantic.text})"
-        )
-
-    def basis(self) -> str:
-        return (
-            f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}, paired per seed and window; "
-            "minimum detectable differences "
-            f"{self.positional_mde:.3g} (attention) and {self.semantic_mde:.3g} nats (80% power)"
-        )
 
 
 def probe_reading(result: ProbeResult) -> ProbeReading:
@@ -271,37 +226,3 @@ def probe_reading(result: ProbeResult) -> ProbeReading:
     ]
     verdict = "cannot decide" if len(result.seeds) < 2 else combine(parts)
     return ProbeReading(p, s, min_detectable(pos), min_detectable(sem), len(result.seeds), verdict)
-
-
-def probe_chart(result: ProbeResult, width: int = 400):
-    """Altair, two panels: mean Δ loss and Δ previous-token attention per condition with 95%
-    intervals (over seeds, or windows of one seed), zero marked."""
-    import altair as alt
-
-    panels = []
-    for metric, label in (
-        ("loss", "Δ loss (nats)"),
-        ("previous", "Δ previous-token attention"),
-    ):
-        rows = []
-        for c in CONDITIONS:
-            e = paired_estimate(result.delta(metric, c))
-            rows.append({"planes removed": c, "mean": e.mean, "low": e.low, "high": e.high})
-        y = alt.Y("planes removed:N", sort=list(CONDITIONS), title="planes removed")
-        base = alt.Chart(alt.InlineData(values=rows))
-        panels.append(
-            alt.layer(
-                base.mark_rule(strokeWidth=2).encode(
-                    x=alt.X("low:Q", title=label), x2="high:Q", y=y
-                ),
-                base.mark_point(filled=True, size=70).encode(
-                    x="mean:Q", y=y, tooltip=["planes removed:N", "mean:Q", "low:Q", "high:Q"]
-                ),
-                alt.Chart(alt.InlineData(values=[{"zero": 0.0}]))
-                .mark_rule(strokeDash=[4, 3], color="gray")
-                .encode(x="zero:Q"),
-            ).properties(
-                width=width, height=90, title=f"{label} when a quarter of planes is removed"
-            )
-        )
-    return alt.vconcat(*panels)

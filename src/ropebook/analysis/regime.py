@@ -2,17 +2,13 @@
 
 The paper's models and ours differ in head dimension, base and context, so "the slow planes" of
 one are not the slow planes of another. The comparable quantity is how many full turns each plane
-makes over the training context (:func:`ropebook.rope.turns_per_context`).
+makes over the training context (:func:`ropebook.rope.turns_per_context`). This module names
+the settings compared; their chart and table are in :mod:`ropebook.present.regime`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import altair as alt
-import numpy as np
-
-from ropebook import rope
 
 
 @dataclass(frozen=True)
@@ -48,49 +44,3 @@ def profile_settings(regimes: tuple[str, ...] = ("lesson", "matched")) -> dict[s
                 config.head_dim, config.rope_base, config.context, f"ropebook.zoo ({regime})"
             )
     return settings
-
-
-def regime_rows(settings: dict[str, RopeSetting]) -> list[dict]:
-    """Per model: planes, share turning at least once over the context, the slowest's turns."""
-    rows = []
-    for name, s in settings.items():
-        turns = rope.turns_per_context(s.head_dim, s.base, s.context)
-        rows.append(
-            {
-                "model": name, "d": s.head_dim, "θ": f"{s.base:,.0f}", "context": s.context,
-                "planes": turns.size, "≥ 1 turn": f"{np.mean(turns >= 1):.0%}",
-                "slowest plane, turns": float(turns.min()),
-            }
-        )  # fmt: skip
-    return rows
-
-
-def turns_chart(settings: dict[str, RopeSetting]) -> alt.Chart:
-    """Turns per context of every plane, planes placed by their rank from fastest (0) to
-    slowest (1) so that models with different head dimensions share one axis."""
-    records = []
-    for name, s in settings.items():
-        turns = rope.turns_per_context(s.head_dim, s.base, s.context)
-        rank = np.arange(turns.size) / max(turns.size - 1, 1)
-        records += [
-            {"model": name, "plane rank": float(r), "turns": float(t), "plane": k}
-            for k, (r, t) in enumerate(zip(rank, turns, strict=True))
-        ]
-    lines = (
-        alt.Chart(alt.Data(values=records))
-        .mark_line(point=alt.OverlayMarkDef(size=12))
-        .encode(
-            x=alt.X("plane rank:Q", title="plane, fastest (0) to slowest (1)"),
-            y=alt.Y("turns:Q", scale=alt.Scale(type="log"), title="turns over the context"),
-            color=alt.Color("model:N", legend=alt.Legend(orient="bottom", columns=3)),
-            tooltip=["model:N", "plane:Q", alt.Tooltip("turns:Q", format=".3g")],
-        )
-    )
-    one_turn = (
-        alt.Chart(alt.Data(values=[{"turns": 1.0}]))
-        .mark_rule(strokeDash=[4, 4])
-        .encode(y="turns:Q")
-    )
-    return (lines + one_turn).properties(
-        width=560, height=280, title="Turns of each RoPE plane over the training context"
-    )

@@ -1,22 +1,24 @@
 """Stretching RoPE past its training context, measured on the zoo (chapter ``rope_scaling``).
 
 The rules themselves live in :mod:`ropebook.scaling`; this module applies them to trained models
-and computes one table or figure of the chapter per function:
+and measures what the chapter reports:
 
 - :func:`intervention`: a method at scale ``s`` as a :class:`ropebook.model.Intervention` (the
   model's own grid rescaled — p-RoPE's unrotated planes stay unrotated — and YaRN's ``m²`` on
   the logits);
-- :func:`turns_rows`, :func:`changed_rows`, :func:`turns_chart`: which pairs each method changes,
-  as turns (cycles) per original context before and after;
-- :func:`length_sweep`, :func:`sweep_rows`, :func:`sweep_chart`, :func:`paired_change`:
-  perplexity at multiples of the training context, with intervals over seeds formed on the log
-  scale (mean loss ± t·s.e., then exponentiated), and paired differences between methods;
+- :func:`turns_rows`, :func:`changed_rows`: which pairs each method changes, as turns (cycles)
+  per original context before and after;
+- :func:`length_sweep`, :func:`log_estimate`, :func:`paired_change`: perplexity at multiples of
+  the training context, with intervals over seeds formed on the log scale (mean loss ± t·s.e.,
+  then exponentiated), and paired differences between methods;
 - :func:`finetune`: a short fine-tune at the longer context with a method applied, cached under
   ``CACHE_DIR/finetune/<hash of parent spec, method, scale and schedule>``;
-- :func:`previous_token_scores`, :func:`chunk_energy`, :func:`head_rows`: do previous-token
+- :func:`previous_token_scores`, :func:`chunk_energy`, :func:`head_survival`: do previous-token
   heads survive a method, and how much of their query-key energy sits in the pairs it changes;
 - :func:`passkey_batch`, :func:`passkey_accuracy`: a passkey retrieval probe (a random key
   planted early, asked for at the end).
+
+The chapter's tables and figures of these numbers are in :mod:`ropebook.present.scaling`.
 """
 
 from __future__ import annotations
@@ -152,41 +154,6 @@ def changed_rows(rows: Sequence[dict], tolerance: float = 0.01) -> list[dict[str
     return out
 
 
-def turns_chart(rows: Sequence[dict], scale: float, *, width: float = 6.0):
-    """Figure: turns over the original context per chunk (log scale) before scaling (black) and
-    after each method, one panel per setting; dotted lines at YaRN's α = 1 and β = 32 turns."""
-    import matplotlib.pyplot as plt
-
-    settings = list(dict.fromkeys(r["setting"] for r in rows))
-    methods = list(dict.fromkeys(r["method"] for r in rows))
-    fig, axes = plt.subplots(1, len(settings), figsize=(width, 2.9), sharey=False, squeeze=False)
-    for ax, setting in zip(axes[0], settings, strict=True):
-        mine = [r for r in rows if r["setting"] == setting]
-        first = [r for r in mine if r["method"] == methods[0]]
-        ax.plot([r["chunk"] for r in first], [r["turns before"] for r in first], "k-", lw=2.2,
-                label="trained (before)")  # fmt: skip
-        for i, name in enumerate(methods):
-            pts = [r for r in mine if r["method"] == name]
-            if all(abs(r["slowdown"] - 1) < 1e-12 for r in pts):
-                continue  # "plain RoPE": the black line
-            ax.plot([r["chunk"] for r in pts], [r["turns after"] for r in pts], lw=1.2,
-                    ls=("-", "--", "-.", ":")[i % 4], label=name)  # fmt: skip
-        for level in (scaling.YARN_ALPHA, scaling.YARN_BETA):
-            ax.axhline(level, color="grey", lw=0.7, ls=":")
-        ax.set_yscale("log")
-        ax.set_title(setting, fontsize=7)
-        ax.set_xlabel("chunk k (fastest → slowest)", fontsize=7)
-        ax.tick_params(labelsize=6)
-    axes[0][0].set_ylabel("turns over original context L", fontsize=7)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=6, frameon=False)
-    fig.suptitle(f"Cycles per original context before and after scaling by s = {scale:g}",
-                 fontsize=9)  # fmt: skip
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
-    plt.close(fig)  # shown once, by the notebook's display of the returned figure
-    return fig
-
-
 # ---------------------------------------------------------------- 2. perplexity by length
 
 
@@ -271,66 +238,6 @@ def length_sweep(
             losses.append(float(np.mean(curve)))
         out[name, method, factor] = losses
     return out
-
-
-def sweep_rows(
-    losses: Mapping[tuple[str, str, int], Sequence[float]],
-    labels: Mapping[tuple[str, str], str],
-    factors: Sequence[int],
-    context: int,
-    confidence: float = 0.95,
-) -> list[dict[str, str]]:
-    """Table: one row per (model, method) of ``labels``, perplexity ``[interval]`` per length."""
-    rows = []
-    for (name, method), label in labels.items():
-        row = {"model · method": label}
-        for f in factors:
-            row[f"{f}× ({f * context})"] = log_estimate(losses[name, method, f], confidence).text()
-        rows.append(row)
-    return rows
-
-
-def sweep_chart(
-    losses: Mapping[tuple[str, str, int], Sequence[float]],
-    labels: Mapping[tuple[str, str], str],
-    factors: Sequence[int],
-    confidence: float = 0.95,
-    *,
-    title: str,
-    dashed: Sequence[tuple[str, str]] | None = None,
-    width: float = 6.0,
-):
-    """Figure: perplexity (log) against the length in multiples of the training context (log 2),
-    one line per (model, method) with its interval over seeds as a band. With ``dashed``, those
-    keys are drawn dashed and the others solid; otherwise line styles cycle."""
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-
-    fig, ax = plt.subplots(figsize=(width, 3.4))
-    for i, ((name, method), label) in enumerate(labels.items()):
-        ests = [log_estimate(losses[name, method, f], confidence).ppl for f in factors]
-        mean, low, high = (np.array(v) for v in zip(*ests, strict=True))
-        if dashed is None:
-            style = ("-", "--", "-.", ":")[i % 4]
-        else:
-            style = "--" if (name, method) in dashed else "-"
-        (line,) = ax.plot(factors, mean, style, marker="o", ms=3, lw=1.3, label=label)
-        ax.fill_between(factors, low, high, color=line.get_color(), alpha=0.15, lw=0)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    plain = FuncFormatter(lambda v, _: f"{v:g}")
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
-    ax.tick_params(axis="y", which="minor", labelsize=7)
-    ax.set_xticks(list(factors), [f"{f}×" for f in factors])
-    ax.axvline(1, color="grey", lw=0.7, ls=":")
-    ax.set_xlabel("evaluation length (multiples of the training context)")
-    ax.set_ylabel("perplexity (log scale)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6, ncol=2, frameon=False)
-    fig.tight_layout()
-    plt.close(fig)  # shown once, by the notebook's display of the returned figure
-    return fig
 
 
 def lowest(
@@ -571,33 +478,6 @@ def head_survival(
     return HeadSurvival(threshold, heads, out_scores, survived, share)
 
 
-def head_rows(
-    survival: HeadSurvival, labels: Mapping[str, str], confidence: float = 0.95
-) -> list[dict[str, str]]:
-    """Table: per method, the previous-token heads' mean attention on the previous token, the
-    share still above the threshold and how far the method interpolates the pairs they use."""
-
-    def fmt(values: Sequence[float], pct: bool = False) -> str:
-        if not values:
-            return "no heads"
-        mean, low, high = mean_interval(values, confidence)
-        k = 100 if pct else 1
-        unit = " %" if pct else ""
-        if len(values) < 2:
-            return f"{k * mean:.3g}{unit} (1 seed)"
-        return f"{k * mean:.3g}{unit} [{k * low:.3g}, {k * high:.3g}]"
-
-    return [
-        {
-            "method": labels.get(method, method),
-            "attention on previous token": fmt(survival.scores[method]),
-            f"heads still ≥ {survival.threshold}": fmt(survival.survived[method], pct=True),
-            "interpolation of their pairs": fmt(survival.share[method], pct=True),
-        }
-        for method in survival.scores
-    ]
-
-
 def drop(survival: HeadSurvival, method: str, confidence: float = 0.95) -> tuple[float, ...]:
     """``(mean, low, high, n)`` of the paired drop in previous-token attention, unscaled minus
     ``method``, over seeds that have previous-token heads."""
@@ -704,29 +584,6 @@ def passkey_sweep(
             accs.append(passkey_accuracy(run.params, run.config, batch, iv))
         out[name, method, factor] = accs
     return out
-
-
-def accuracy_rows(
-    accuracy: Mapping[tuple[str, str, int], Sequence[float]],
-    labels: Mapping[tuple[str, str], str],
-    factors: Sequence[int],
-    context: int,
-    confidence: float = 0.95,
-) -> list[dict[str, str]]:
-    """Table: passkey accuracy (%) per (model, method) and length, mean [interval] over seeds
-    (clipped to [0, 100])."""
-    rows = []
-    for (name, method), label in labels.items():
-        row = {"model · method": label}
-        for f in factors:
-            values = accuracy[name, method, f]
-            mean, low, high = mean_interval(values, confidence)
-            cell = f"{100 * mean:.0f}"
-            if len(values) > 1:
-                cell += f" [{100 * max(low, 0):.0f}, {100 * min(high, 1):.0f}]"
-            row[f"{f}× ({f * context})"] = cell
-        rows.append(row)
-    return rows
 
 
 # ---------------------------------------------------------------- checks and verdicts

@@ -2,12 +2,17 @@
 // (used by ropebook.fused_attention; compiled on first use, see that module).
 //
 // q, k, v are [..., T, H, D] float32 (the layout the model's projections produce; leading dims
-// are batch), D a multiple of 16; the scale is 1/sqrt(D). Each (batch, head) is done in tiles
-// that stay in L1: keys transposed to [D, T] so the key index j runs along 16-float vectors,
-// query rows in blocks of R. Only the causal half (j <= i, rounded up to whole vectors) is
-// computed, forward and backward, and the backward pass recomputes the probabilities from the
+// are batch), D a multiple of the vector width W; the scale is 1/sqrt(D). Each (batch, head) is
+// done in tiles that stay in L1: keys transposed to [D, T] so the key index j runs along W-float
+// vectors, query rows in blocks of R. Only the causal half (j <= i, rounded up to whole vectors)
+// is computed, forward and backward, and the backward pass recomputes the probabilities from the
 // saved log-sum-exp, as FlashAttention does, so no [T, T] array ever reaches memory. Vectors use
 // the GCC/Clang vector extension, so the same source compiles to AVX-512, AVX2 or NEON.
+//
+// W is one register of the instruction set compiled for: 16 floats under AVX-512, else 8 (AVX2,
+// or two NEON registers). A 16-float vector on AVX2 is two registers, so the R accumulators of
+// a tile no longer fit in AVX2's 16 and spill to memory: that made the kernel slower than XLA's
+// attention there. -DROPEBOOK_LANES=N overrides the choice (benchmarks compare the two).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,8 +24,15 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-constexpr int64_t W = 16;  // floats per vector
-constexpr int64_t R = 8;   // query rows per block
+#if defined(ROPEBOOK_LANES)
+constexpr int64_t W = ROPEBOOK_LANES;
+#elif defined(__AVX512F__)
+constexpr int64_t W = 16;
+#else
+constexpr int64_t W = 8;
+#endif  // floats per vector
+constexpr int64_t R = 8;  // query rows per block
+static_assert(W % R == 0, "a query block must not run past the padded sequence");
 typedef float vf __attribute__((vector_size(W * sizeof(float))));
 typedef int32_t vi __attribute__((vector_size(W * sizeof(int32_t))));
 typedef float vf_unaligned __attribute__((vector_size(W * sizeof(float)), aligned(4)));
@@ -154,7 +166,8 @@ ffi::Error Forward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer
                    ffi::ResultBuffer<ffi::F32> out, ffi::ResultBuffer<ffi::F32> lse) {
   const Head s = head_of(q);
   const int64_t batch = batch_of(q), tile = s.padded * s.dim;
-  if (s.dim % W != 0) return ffi::Error::InvalidArgument("head dimension must be a multiple of 16");
+  if (s.dim % W != 0)
+    return ffi::Error::InvalidArgument("head dimension must be a multiple of the vector width");
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.dim));
   Tile qs(tile), kt(tile), vr(tile), p(R * s.padded), o(R * s.dim);
   for (int64_t b = 0; b < batch; ++b) {
@@ -199,7 +212,8 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffe
                     ffi::ResultBuffer<ffi::F32> dk, ffi::ResultBuffer<ffi::F32> dv) {
   const Head s = head_of(q);
   const int64_t batch = batch_of(q), tile = s.padded * s.dim;
-  if (s.dim % W != 0) return ffi::Error::InvalidArgument("head dimension must be a multiple of 16");
+  if (s.dim % W != 0)
+    return ffi::Error::InvalidArgument("head dimension must be a multiple of the vector width");
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.dim));
   Tile qs(tile), g(tile), kt(tile), kr(tile), vt(tile), dkt(tile), dvt(tile);
   Tile p(R * s.padded), dp(R * s.padded), dq_rows(R * s.dim);
@@ -253,6 +267,9 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffe
 }
 
 }  // namespace
+
+// The vector width this library was compiled with, for ropebook.fused_attention to report.
+extern "C" int64_t RopebookCausalAttentionLanes() { return W; }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(RopebookCausalAttentionForward, Forward,
                               ffi::Ffi::Bind()

@@ -40,7 +40,10 @@ class Proof:
         return expression
 
     def _repr_markdown_(self) -> str:
-        lines = [f"**{self.name}** — {self.claim} ({self.source}). Checked with sympy:", ""]
+        from ropebook.citations import cite_roles
+
+        source = cite_roles(self.source)  # typed citations link to the bibliography
+        lines = [f"**{self.name}** — {self.claim}. Source: {source}. Checked with sympy:", ""]
         lines += [
             f"- {label} $\\;\\longrightarrow\\; {sp.latex(expr)}$" for label, expr in self.steps
         ]

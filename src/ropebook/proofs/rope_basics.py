@@ -2,7 +2,8 @@
 
 The sympy proofs come first; below them, the same identities checked in float32 on the library's
 ``apply_rope`` (:func:`float32_errors`) and the frequency grid of each RoPE variant
-(:func:`variant_spectrum`, :func:`spectrum_chart`), as the chapter ``rope_basics`` shows them.
+(:func:`variant_spectrum`, charted by :func:`ropebook.present.regime.spectrum_chart`), as the
+chapter ``rope_basics`` shows them.
 """
 
 from __future__ import annotations
@@ -150,34 +151,3 @@ def rotating_planes(spectrum: list[dict]) -> dict[str, int]:
     for row in spectrum:
         counts[row["variant"]] = counts.get(row["variant"], 0) + row["rotates"]
     return counts
-
-
-def spectrum_chart(spectrum: list[dict], *, head_dim: int, base: float, width: int = 480):
-    """Frequency of each plane per variant, log scale, with a tooltip per point."""
-    import altair as alt
-
-    return (
-        alt.Chart(
-            alt.InlineData(values=spectrum),
-            title=f"RoPE variants: frequency of each plane (d = {head_dim}, θ = {base:,.0f})",
-        )
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("plane k:Q", title="plane k (0 = fastest)"),
-            y=alt.Y(
-                "plotted frequency:Q",
-                scale=alt.Scale(type="log"),
-                title="angular frequency g_k (rad/token)",
-            ),
-            color=alt.Color("variant:N"),
-            strokeDash=alt.StrokeDash("variant:N"),
-            tooltip=[
-                "variant:N",
-                "plane k:Q",
-                alt.Tooltip("frequency g_k (rad/token):Q", format=".3g"),
-                alt.Tooltip("wavelength (tokens):Q", format=",.1f"),
-                "rotates:N",
-            ],
-        )
-        .properties(width=width, height=300)
-    )

@@ -1,0 +1,298 @@
+"""Trained runs over seeds: loading them, length extrapolation, and paired noise over training.
+
+- :func:`load_runs`: the zoo models of every variant, domain and seed;
+- :func:`extrapolation_curve`, :func:`binned_ppl`: loss by position at several times the
+  training context, from one long window per sample (a causal model's loss at position ``t``
+  does not depend on the tokens after ``t``, so the first ``L`` positions of a long window *are* a
+  window of length ``L``);
+- :func:`comparisons_over_training`, :func:`training_noise`: the paired comparison of two models
+  at every recorded validation step, and how its seed noise moves with tokens seen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+
+from ropebook.analysis.ablation.seeds import (
+    Comparison,
+    Estimate,
+    compare,
+    estimate,
+    paired_sd_percent,
+)
+from ropebook.analysis.power import sd_interval, seeds_needed
+
+# ---------------------------------------------------------------- the runs
+
+
+def load_runs(
+    names: Sequence[str],
+    domains: Sequence[str],
+    *,
+    profile: str,
+    extra: Sequence = (),
+    regime: str = "lesson",
+) -> dict[tuple[str, str], list]:
+    """``{(name, domain): [zoo model of each default seed]}`` for every name on every domain,
+    then the ``extra`` ``(name, domain)`` pairs not already there (trained if not cached)."""
+    from ropebook import zoo
+
+    jobs = [(n, d) for d in domains for n in names]
+    jobs += [job for job in extra if job not in jobs]
+    return {
+        (name, domain): [
+            zoo.load(name, seed=s, profile=profile, domain=domain, regime=regime, progress=False)
+            for s in zoo.seeds_for(name, profile=profile, domain=domain, regime=regime)
+        ]
+        for name, domain in jobs
+    }
+
+
+def shared_runs(runs_a: Sequence, runs_b: Sequence) -> tuple[list, list]:
+    """The runs of two models on the seeds both have, in seed order. A paired comparison pairs on
+    these: one model may have more seeds, chosen by power for another comparison (seedplan)."""
+    by_seed = {m.seed: m for m in runs_b}
+    shared = [m for m in runs_a if m.seed in by_seed]
+    return shared, [by_seed[m.seed] for m in shared]
+
+
+def tokens_seen(models: Mapping[tuple[str, str], Sequence]) -> list[int]:
+    """The distinct numbers of training tokens the models saw (one, if trained identically)."""
+    return sorted({m.tokens_seen for runs in models.values() for m in runs})
+
+
+def n_parameters(params) -> int:
+    """Number of scalars in a parameter tree."""
+    return sum(int(np.size(leaf)) for leaf in jax.tree.leaves(params))
+
+
+# ---------------------------------------------------------------- length extrapolation
+
+
+@dataclass(frozen=True)
+class ExtrapolationCurve:
+    """Mean next-token loss (nats) at every position of windows ``factor × context`` long."""
+
+    losses: np.ndarray  # [max(factors) * context]
+    context: int
+    n_windows: int
+
+    def ppl_at(self, factor: float) -> float:
+        """Perplexity of windows of ``factor × context`` tokens (mean loss over their positions)."""
+        length = int(round(factor * self.context))
+        if not 0 < length <= len(self.losses):
+            raise ValueError(f"factor {factor} needs {length} positions, have {len(self.losses)}")
+        return math.exp(float(np.mean(self.losses[:length])))
+
+    def ppl_between(self, start: int, stop: int) -> float:
+        """Perplexity over positions ``start .. stop-1`` only."""
+        return math.exp(float(np.mean(self.losses[start:stop])))
+
+
+def extrapolation_curve(
+    params,
+    config,
+    tokens: np.ndarray,
+    *,
+    max_factor: int = 8,
+    n_windows: int = 8,
+    seed: int = 0,
+    batch_size: int = 4,
+) -> ExtrapolationCurve:
+    """Loss by position over windows of ``max_factor × config.context`` tokens (random starts).
+
+    The first ``L`` positions of a window are themselves a window of length ``L`` for a causal
+    model, so :meth:`ExtrapolationCurve.ppl_at` gives the perplexity at every shorter length.
+    """
+    from ropebook import train
+
+    losses = train.loss_by_position(
+        params, config, tokens, seq_len=max_factor * config.context, n_windows=n_windows,
+        seed=seed, batch_size=batch_size,
+    )  # fmt: skip
+    return ExtrapolationCurve(np.asarray(losses, dtype=np.float64), config.context, n_windows)
+
+
+def binned_ppl(
+    curves: Sequence[ExtrapolationCurve], bin_width: int, confidence: float = 0.95
+) -> list[dict[str, float]]:
+    """Per bin of ``bin_width`` positions: perplexity of the mean loss in the bin for each curve
+    (one per seed), then mean and interval over curves. Positions are in tokens; ``x context`` is
+    the bin's centre in units of the training context."""
+    length = min(len(c.losses) for c in curves)
+    rows = []
+    for start in range(0, length, bin_width):
+        stop = min(start + bin_width, length)
+        est = estimate([c.ppl_between(start, stop) for c in curves], confidence, log=True)
+        rows.append(
+            {
+                "start": start,
+                "stop": stop,
+                "centre": (start + stop - 1) / 2,
+                "x context": (start + stop) / 2 / curves[0].context,
+                "ppl": est.mean,
+                "low": est.low,
+                "high": est.high,
+            }
+        )
+    return rows
+
+
+def length_factors(max_factor: int, *also: int) -> list[int]:
+    """Context multiples to report: the powers of two up to ``max_factor``, ``max_factor``
+    itself and any of ``also`` that fit (sorted)."""
+    powers = {2**k for k in range(max(max_factor, 1).bit_length()) if 2**k <= max_factor}
+    return sorted(powers | {max_factor} | {f for f in also if 1 <= f <= max_factor})
+
+
+def extrapolation_table(
+    curves: Mapping[tuple[str, str], Sequence[ExtrapolationCurve]],
+    factors: Sequence[int],
+    confidence: float = 0.95,
+) -> dict[tuple[str, str], dict[int, Estimate]]:
+    """``{key: {factor: Estimate over seeds of the perplexity of factor × context windows}}``."""
+    return {
+        key: {f: estimate([c.ppl_at(f) for c in cs], confidence, log=True) for f in factors}
+        for key, cs in curves.items()
+    }
+
+
+def compare_curves(
+    a: str,
+    a_curves: Sequence[ExtrapolationCurve],
+    b: str,
+    b_curves: Sequence[ExtrapolationCurve],
+    factor: float,
+    confidence: float = 0.95,
+) -> Comparison:
+    """:func:`compare` of the perplexities at ``factor × context`` (one curve per seed)."""
+    return compare(
+        a, [c.ppl_at(factor) for c in a_curves], b, [c.ppl_at(factor) for c in b_curves],
+        confidence, log=True,
+    )  # fmt: skip
+
+
+def extrapolation_summary(
+    table: Mapping[tuple[str, str], Mapping[int, Estimate]],
+    names: Sequence[str],
+    domain: str,
+    factor: int,
+) -> dict:
+    """On ``domain`` at ``factor × context``: the name with the lowest perplexity, and the
+    smallest and largest growth of perplexity from ``1×`` over ``names``."""
+    growth = [table[n, domain][factor].mean / table[n, domain][1].mean for n in names]
+    best = min(names, key=lambda n: table[n, domain][factor].mean)
+    return {"best": best, "growth_min": min(growth), "growth_max": max(growth)}
+
+
+# ---------------------------------------------------------------- paired noise over training
+
+
+def validation_curve(runs: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """``(tokens [S], losses [seeds, S])``: the validation losses a zoo model's seeds recorded
+    while training (at every evaluation and snapshot step, on the same windows), at the steps all
+    seeds recorded."""
+    if not runs:
+        raise ValueError("validation_curve needs at least one run")
+    recorded = [{e["step"]: e["loss"] for e in m.history["val"]} for m in runs]
+    steps = sorted(set.intersection(*(set(r) for r in recorded)))
+    if not steps:
+        raise ValueError(f"the seeds of {runs[0].name!r} share no validation step")
+    final = int(runs[0].history["train"][-1]["step"])
+    tokens = np.array([runs[0].tokens_seen * s // final for s in steps])
+    return tokens, np.array([[r[s] for s in steps] for r in recorded])
+
+
+def comparisons_over_training(
+    a: str, runs_a: Sequence, b: str, runs_b: Sequence, confidence: float = 0.95
+) -> dict[int, Comparison]:
+    """``{tokens seen: paired log-scale Comparison of a vs b}`` at every validation step both
+    models' seeds recorded (same seeds on both sides)."""
+    if [m.seed for m in runs_a] != [m.seed for m in runs_b]:
+        raise ValueError(f"{a} and {b} must be trained on the same seeds to be paired")
+    tokens_a, losses_a = validation_curve(runs_a)
+    tokens_b, losses_b = validation_curve(runs_b)
+    shared = np.intersect1d(tokens_a, tokens_b)
+    pick_a, pick_b = np.searchsorted(tokens_a, shared), np.searchsorted(tokens_b, shared)
+    return {
+        int(t): compare(a, np.exp(losses_a[:, i]), b, np.exp(losses_b[:, j]), confidence, log=True)
+        for t, i, j in zip(shared, pick_a, pick_b, strict=True)
+    }
+
+
+@dataclass(frozen=True)
+class TrainingNoise:
+    """One comparison's paired noise over training (:func:`training_noise`); s.d.s and effects are
+    in % of perplexity.
+
+    ``tokens``, ``last``: the last validation step and its :class:`Comparison`; ``sd`` with its
+    interval ``sd_low``–``sd_high``: the s.d. of the paired difference there; ``earlier_sd``: the
+    same for the earlier run of the comparison; ``late_from``: the first step of the second half
+    of training (in log tokens), over which the s.d. ranges ``late_min``–``late_max`` with
+    Spearman ``rho`` against tokens, read as ``trend``; ``detectable``: the smallest effect the
+    seeds detect at the last step; ``seeds_needed``: the paired seeds the paper's gap would need
+    at that noise."""
+
+    tokens: int
+    last: Comparison
+    sd: float
+    sd_low: float
+    sd_high: float
+    earlier_sd: float
+    late_from: int
+    late_min: float
+    late_max: float
+    rho: float
+    trend: str
+    detectable: float
+    seeds_needed: int
+
+
+def training_noise(
+    by_tokens: Mapping[int, Comparison],
+    earlier: Comparison,
+    paper_gap_percent: float,
+    confidence: float = 0.95,
+    power: float = 0.8,
+) -> TrainingNoise | None:
+    """:class:`TrainingNoise` of one comparison over training (``by_tokens`` from
+    :func:`comparisons_over_training`) against an ``earlier`` run of the same comparison (the
+    matched regime) and the paper's gap (``paper_gap_percent``, a log-ratio in %); ``None`` with
+    one seed per model (no paired noise to follow)."""
+    from scipy import stats
+
+    last_tokens, last = max(by_tokens.items())
+    sd = paired_sd_percent(last)
+    if not np.isfinite(sd):
+        return None
+    half = math.sqrt(min(t for t in by_tokens if t > 0) * last_tokens)
+    late = {t: paired_sd_percent(c) for t, c in by_tokens.items() if t >= half}
+    rho = stats.spearmanr(list(late), list(late.values())).statistic if len(late) > 2 else math.nan
+    trend = (
+        "falls steadily"
+        if rho <= -0.8
+        else "rises steadily"
+        if rho >= 0.8
+        else "does not fall steadily"
+    )
+    low, high = sd_interval(sd, last.difference.n, confidence)
+    return TrainingNoise(
+        tokens=last_tokens,
+        last=last,
+        sd=sd,
+        sd_low=low,
+        sd_high=high,
+        earlier_sd=paired_sd_percent(earlier),
+        late_from=min(late),
+        late_min=min(late.values()),
+        late_max=max(late.values()),
+        rho=rho,
+        trend=trend,
+        detectable=last.min_detectable(confidence, power),
+        seeds_needed=seeds_needed(sd, paper_gap_percent, confidence=confidence, power=power),
+    )

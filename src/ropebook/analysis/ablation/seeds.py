@@ -1,0 +1,454 @@
+"""Estimates over seeds and what they decide: intervals, paired comparisons, rankings, seed noise.
+
+- :func:`estimate` / :func:`seed_table`: a mean and a Student-t interval over seeds per variant;
+- :func:`compare`: is ``a`` lower than ``b``? Two tests: the *paired* difference (seed ``s`` of
+  ``a`` minus seed ``s`` of ``b``; zoo models with the same seed share the initialisation key and
+  every batch, so pairing removes the noise the two runs have in common, and its Student-t
+  interval excluding 0 is the verdict's test), and the stricter, unpaired one (the two variants'
+  own intervals do not overlap);
+- :func:`kendall_tau`, :func:`rank_order`: agreement of a ranking with a reference (the paper's);
+- :func:`seed_noise`, :func:`matched_noise`: seed noise against the differences it must resolve.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ropebook.analysis import mean_interval
+from ropebook.analysis.power import bound_text, min_detectable_effect, percent_of_perplexity
+
+# ---------------------------------------------------------------- estimates over seeds
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Mean and ``confidence`` interval of independent samples (one per seed).
+
+    ``scale`` says how it was formed: ``linear`` (Student t on the values), ``log`` (on the log
+    of positive values such as perplexities, then exponentiated: the mean is geometric and the
+    interval never reaches below 0), ``percent`` (a difference of logs, e.g. of losses, shown as
+    the relative change ``100 (e^Δ - 1)``).
+    """
+
+    mean: float
+    low: float
+    high: float
+    values: tuple[float, ...]
+    confidence: float = 0.95
+    scale: str = "linear"
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+    def overlaps(self, other: Estimate) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+    def format(self, digits: int = 4) -> str:
+        sign, unit = ("+", " %") if self.scale == "percent" else ("", "")
+        if self.n < 2:
+            return f"{self.mean:{sign}.{digits}f}{unit} (1 seed)"
+        if self.scale == "linear":
+            return f"{self.mean:.{digits}f} ± {self.half_width:.{digits}f}"
+        return f"{self.mean:{sign}.{digits}f}{unit} [{self.low:{sign}.{digits}f}, {self.high:{sign}.{digits}f}]"
+
+
+def estimate(samples: Sequence[float], confidence: float = 0.95, *, log: bool = False) -> Estimate:
+    """:class:`Estimate` of ``samples`` (Student-t interval; a point when there is one sample).
+
+    ``log=True`` for positive quantities such as perplexity: the interval is formed on the logs
+    (for perplexity: on the loss) and exponentiated.
+    """
+    values = tuple(float(v) for v in np.asarray(samples, dtype=np.float64).ravel())
+    if not values:
+        raise ValueError("estimate needs at least one sample")
+    if not log:
+        return Estimate(*mean_interval(values, confidence), values, confidence)
+    if min(values) <= 0:
+        raise ValueError(f"log-scale estimate needs positive samples, got {min(values)}")
+    mean, low, high = np.exp(mean_interval(np.log(values), confidence))
+    return Estimate(float(mean), float(low), float(high), values, confidence, "log")
+
+
+def percent_estimate(log_differences: Sequence[float], confidence: float = 0.95) -> Estimate:
+    """Differences of logs (of losses: ``log ppl_a - log ppl_b``), interval formed on them and
+    shown as relative changes in percent."""
+    mean, low, high = mean_interval(log_differences, confidence)
+    values = tuple(percent_of_perplexity(d) for d in np.ravel(log_differences))
+    return Estimate(
+        *(percent_of_perplexity(x) for x in (mean, low, high)), values, confidence, "percent"
+    )
+
+
+def seed_table(
+    values: Mapping[str, Sequence[float]], confidence: float = 0.95, *, log: bool = False
+) -> dict[str, Estimate]:
+    """``{variant: Estimate}`` from ``{variant: [value of seed 0, seed 1, ...]}``."""
+    return {name: estimate(v, confidence, log=log) for name, v in values.items()}
+
+
+# ---------------------------------------------------------------- pairwise orderings
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``a`` versus ``b`` (lower is better, e.g. perplexity)."""
+
+    a: str
+    b: str
+    a_est: Estimate
+    b_est: Estimate
+    difference: Estimate  # a - b, paired by seed when both have the same seeds
+
+    @property
+    def testable(self) -> bool:
+        return min(self.a_est.n, self.b_est.n) >= 2
+
+    @property
+    def separated(self) -> bool:
+        """Both have ≥ 2 seeds and their intervals do not overlap."""
+        return self.testable and not self.a_est.overlaps(self.b_est)
+
+    @property
+    def paired(self) -> bool:
+        """Both have the same ≥ 2 seeds, so :attr:`difference` is paired seed by seed."""
+        return self.testable and self.a_est.n == self.b_est.n
+
+    @property
+    def paired_separated(self) -> bool:
+        """The interval of the paired difference excludes 0."""
+        d = self.difference
+        return self.paired and (d.high < 0 or d.low > 0)
+
+    @property
+    def lower(self) -> str:
+        return self.a if self.a_est.mean < self.b_est.mean else self.b
+
+    @property
+    def status(self) -> str:
+        """``"a < b"`` / ``"a > b"`` when separated, else ``"within noise"`` or ``"single seed"``."""
+        if not self.testable:
+            return "single seed"
+        if not self.separated:
+            return "within noise"
+        return f"{self.a} < {self.b}" if self.lower == self.a else f"{self.a} > {self.b}"
+
+    @property
+    def paired_status(self) -> str:
+        """Like :attr:`status`, from the paired difference's interval."""
+        if not self.paired:
+            return self.status
+        if not self.paired_separated:
+            return "within noise"
+        return f"{self.a} < {self.b}" if self.difference.mean < 0 else f"{self.a} > {self.b}"
+
+    @property
+    def bound(self) -> str:
+        """The paired difference's interval read as a bound on the effect (``|Δ| < X``)."""
+        unit = "%" if self.difference.scale == "percent" else ""
+        return bound_text(self.difference.low, self.difference.high, unit=unit)
+
+    def min_detectable(self, confidence: float = 0.95, power: float = 0.8) -> float:
+        """Smallest true paired difference this many seeds detect with ``power`` (paired t-test;
+        in percent of perplexity for a ``log`` comparison); ``nan`` without two paired seeds."""
+        if not self.paired:
+            return math.nan
+        d = self.difference
+        if d.scale != "percent":
+            return min_detectable_effect(
+                float(np.std(d.values, ddof=1)), d.n, confidence=confidence, power=power
+            )
+        logs = np.log1p(np.asarray(d.values) / 100)
+        mde = min_detectable_effect(
+            float(np.std(logs, ddof=1)), d.n, confidence=confidence, power=power
+        )
+        return percent_of_perplexity(mde)
+
+    def verdict(self, claimed_lower: str, *, test: str = "paired") -> str:
+        """Verdict on "``claimed_lower`` has the lower value": ``held`` if the ``test`` separates
+        the two in that direction, ``not held`` if the other way, ``cannot decide`` if it does
+        not separate them (:attr:`bound` says how large the effect can be), ``not testable here``
+        with a single seed.
+
+        ``test="paired"``: the paired difference's interval excludes 0 (falls back to
+        ``"intervals"`` when the seeds differ); ``test="intervals"``: the two intervals do not
+        overlap."""
+        if claimed_lower not in (self.a, self.b):
+            raise ValueError(f"{claimed_lower!r} is neither {self.a!r} nor {self.b!r}")
+        if test not in ("paired", "intervals"):
+            raise ValueError(f"unknown test {test!r}; valid tests: paired, intervals")
+        if not self.testable:
+            return "not testable here"
+        if test == "paired" and self.paired:
+            if not self.paired_separated:
+                return "cannot decide"
+            lower = self.a if self.difference.mean < 0 else self.b
+        elif not self.separated:
+            return "cannot decide"
+        else:
+            lower = self.lower
+        return "held" if lower == claimed_lower else "not held"
+
+
+def compare(
+    a: str,
+    a_values: Sequence[float],
+    b: str,
+    b_values: Sequence[float],
+    confidence: float = 0.95,
+    *,
+    log: bool = False,
+) -> Comparison:
+    """Compare two variants' per-seed values (lower is better); see :class:`Comparison`.
+
+    The difference is paired seed by seed when both lists have the same length; otherwise it is the
+    difference of means with a Welch-style interval. ``log=True`` (perplexities): intervals are
+    formed on the log scale and the paired difference is ``log a - log b`` (a difference of
+    losses), shown in percent of perplexity.
+    """
+    a_est, b_est = estimate(a_values, confidence, log=log), estimate(b_values, confidence, log=log)
+    if log and len(a_values) == len(b_values):
+        difference = percent_estimate(np.log(a_values) - np.log(b_values), confidence)
+    elif log:
+        raise ValueError("a log-scale comparison needs the same seeds on both sides")
+    elif len(a_values) == len(b_values):
+        difference = estimate(np.subtract(a_values, b_values), confidence)
+    else:
+        from scipy import stats
+
+        va = np.var(a_values, ddof=1) / len(a_values) if len(a_values) > 1 else 0.0
+        vb = np.var(b_values, ddof=1) / len(b_values) if len(b_values) > 1 else 0.0
+        mean = a_est.mean - b_est.mean
+        dof = max(min(len(a_values), len(b_values)) - 1, 1)
+        half = float(stats.t.ppf(0.5 + confidence / 2, dof) * math.sqrt(va + vb))
+        difference = Estimate(mean, mean - half, mean + half, (mean,), confidence)
+    return Comparison(a, b, a_est, b_est, difference)
+
+
+# ---------------------------------------------------------------- rankings
+
+
+def rank_order(values: Mapping[str, float]) -> list[str]:
+    """Names sorted from lowest to highest value (ties keep the mapping's order)."""
+    return sorted(values, key=lambda n: values[n])
+
+
+def kendall_tau(
+    measured: Mapping[str, float], reference: Mapping[str, float]
+) -> tuple[float, float]:
+    """Kendall's τ (and its two-sided p-value) between two scorings of the names they share."""
+    from scipy import stats
+
+    names = [n for n in reference if n in measured]
+    if len(names) < 2:
+        raise ValueError("Kendall's τ needs at least two common names")
+    result = stats.kendalltau([measured[n] for n in names], [reference[n] for n in names])
+    return float(result.statistic), float(result.pvalue)
+
+
+def per_seed_tau(values: Mapping[str, Sequence[float]], reference: Mapping[str, float]) -> list:
+    """τ of each seed's own ranking against ``reference`` (all variants need the same seeds)."""
+    n_seeds = {len(v) for v in values.values()}
+    if len(n_seeds) != 1:
+        raise ValueError(f"variants have different numbers of seeds: {sorted(n_seeds)}")
+    return [
+        kendall_tau({n: v[s] for n, v in values.items()}, reference)[0]
+        for s in range(n_seeds.pop())
+    ]
+
+
+def ranks(values: Mapping[str, float]) -> dict[str, int]:
+    """``{name: rank}``, 1 for the lowest value (ties keep the mapping's order)."""
+    return {n: i + 1 for i, n in enumerate(rank_order(values))}
+
+
+def means(table: Mapping[str, Estimate]) -> dict[str, float]:
+    return {n: e.mean for n, e in table.items()}
+
+
+def kendall_taus(
+    tables: Mapping[str, Mapping[str, Estimate]],
+    paper: Mapping[str, Mapping[str, float]],
+    confidence: float = 0.95,
+) -> dict[tuple[str, str], tuple[float, float, Estimate]]:
+    """``{(domain, paper column): (τ, p-value, Estimate of the per-seed τ)}``: our ranking of
+    the mean perplexities against each column of the paper, and each seed's own ranking."""
+    taus = {}
+    for domain, table in tables.items():
+        for column, reference in paper.items():
+            tau, pvalue = kendall_tau(means(table), reference)
+            per_seed = per_seed_tau({n: e.values for n, e in table.items()}, reference)
+            taus[domain, column] = (tau, pvalue, estimate(per_seed, confidence))
+    return taus
+
+
+def rank_verdict(matched: Sequence[tuple[float, float, object]], alpha: float = 0.05) -> str:
+    """``held`` if every ``(τ, p, ...)`` is positive with ``p < alpha``, ``not held`` if none is
+    positive, else ``partly``."""
+    if all(t > 0 and p < alpha for t, p, _ in matched):
+        return "held"
+    if all(t <= 0 for t, _, _ in matched):
+        return "not held"
+    return "partly"
+
+
+def worst_rival(table: Mapping[str, Estimate], name: str) -> str:
+    """The variant other than ``name`` with the highest mean."""
+    return rank_order({n: e.mean for n, e in table.items() if n != name})[-1]
+
+
+def relative_change(
+    table: Mapping[str, Estimate], reference: str, confidence: float = 0.95
+) -> dict[str, Estimate]:
+    """Each variant relative to ``reference`` in %, paired seed by seed: the :class:`Estimate` of
+    ``100 (a_s / ref_s − 1)`` over seeds ``s`` (``reference`` against itself is exactly 0)."""
+    return {
+        name: estimate(
+            100 * (np.asarray(est.values) / np.asarray(table[reference].values) - 1), confidence
+        )
+        for name, est in table.items()
+    }
+
+
+def combine_verdicts(verdicts: Sequence[str]) -> str:
+    """One verdict for a claim tested several times (e.g. on two domains):
+    :func:`ropebook.claims.combine`."""
+    from ropebook.claims import combine
+
+    return combine(verdicts)
+
+
+def pair_verdicts(
+    comparisons: Mapping[tuple[str, str, str], Comparison], pairs: Sequence[tuple[str, str, str]]
+) -> dict[str, str]:
+    """``{claim id: verdict}`` for ``pairs`` of ``(better, worse, claim id)``: "better is lower"
+    on every domain of ``comparisons``, combined with :func:`combine_verdicts`."""
+    return {
+        cid: combine_verdicts(
+            [c.verdict(c.a) for (b, w, _), c in comparisons.items() if (b, w) == (better, worse)]
+        )
+        for better, worse, cid in pairs
+    }
+
+
+# ---------------------------------------------------------------- seed noise
+
+
+def noise_vs_differences(table: Mapping[str, Estimate]) -> dict[str, float]:
+    """Seed noise against the spread between variants.
+
+    ``seed_sd``: median over variants of the standard deviation across seeds; ``gap``: median of
+    the absolute differences between the means of all pairs of variants; ``ratio = gap / seed_sd``
+    (``inf`` when there is one seed per variant and no measured noise).
+    """
+    sds = [float(np.std(e.values, ddof=1)) for e in table.values() if e.n >= 2]
+    means = [e.mean for e in table.values()]
+    gaps = [abs(x - y) for i, x in enumerate(means) for y in means[i + 1 :]]
+    seed_sd = float(np.median(sds)) if sds else float("nan")
+    gap = float(np.median(gaps)) if gaps else float("nan")
+    ratio = gap / seed_sd if sds and seed_sd > 0 else float("inf")
+    return {"seed_sd": seed_sd, "gap": gap, "ratio": ratio}
+
+
+def paired_noise(values: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Seed noise of *paired* differences against their size, over all pairs of variants.
+
+    ``values``: ``{variant: [value of seed 0, seed 1, ...]}``, the same seeds for every variant.
+    ``seed_sd``: median over pairs of the s.d. across seeds of the paired difference; ``gap``:
+    median over pairs of its mean's absolute value; ``ratio = gap / seed_sd``.
+    """
+    n_seeds = {len(v) for v in values.values()}
+    if len(n_seeds) != 1 or n_seeds.pop() < 2:
+        raise ValueError("paired noise needs the same ≥ 2 seeds for every variant")
+    rows = [np.asarray(v, dtype=np.float64) for v in values.values()]
+    diffs = [a - b for i, a in enumerate(rows) for b in rows[i + 1 :]]
+    if not diffs:
+        raise ValueError("paired noise needs at least two variants")
+    seed_sd = float(np.median([np.std(d, ddof=1) for d in diffs]))
+    gap = float(np.median([abs(np.mean(d)) for d in diffs]))
+    return {"seed_sd": seed_sd, "gap": gap, "ratio": gap / seed_sd if seed_sd > 0 else math.inf}
+
+
+@dataclass(frozen=True)
+class SeedNoise:
+    """Seed noise against the differences between encodings, per domain.
+
+    ``unpaired``: :func:`noise_vs_differences`; ``paired``: :func:`paired_noise` (``None`` unless
+    every variant has the same ≥ 2 seeds); ``seed_cv``: median over variants of the seed s.d. as
+    a fraction of the mean (nan with one seed); ``paper_gap``: per paper column, the median
+    relative gap ``|a/b − 1|`` between two of its encodings."""
+
+    unpaired: dict[str, dict[str, float]]
+    paired: dict[str, dict[str, float] | None]
+    seed_cv: dict[str, float]
+    paper_gap: dict[str, float]
+
+
+def paper_gap(values: Mapping[str, float]) -> float:
+    """Median over pairs of the relative gap ``|a/b − 1|`` (``a`` listed before ``b``)."""
+    v = list(values.values())
+    return float(np.median([abs(a / b - 1) for i, a in enumerate(v) for b in v[i + 1 :]]))
+
+
+def seed_noise(
+    tables: Mapping[str, Mapping[str, Estimate]], paper: Mapping[str, Mapping[str, float]]
+) -> SeedNoise:
+    """:class:`SeedNoise` of per-domain seed tables and the paper's columns."""
+
+    def paired(table: Mapping[str, Estimate]) -> dict[str, float] | None:
+        sizes = {e.n for e in table.values()}
+        if len(sizes) != 1 or min(sizes) < 2:
+            return None
+        return paired_noise({n: e.values for n, e in table.items()})
+
+    def cv(table: Mapping[str, Estimate]) -> float:
+        values = [np.std(e.values, ddof=1) / e.mean for e in table.values() if e.n > 1]
+        return float(np.median(values)) if values else float("nan")
+
+    return SeedNoise(
+        unpaired={d: noise_vs_differences(t) for d, t in tables.items()},
+        paired={d: paired(t) for d, t in tables.items()},
+        seed_cv={d: cv(t) for d, t in tables.items()},
+        paper_gap={c: paper_gap(v) for c, v in paper.items()},
+    )
+
+
+def noise_verdict(noise: SeedNoise) -> str:
+    """ "Seed noise is smaller than the differences": on every domain the median paired gap
+    exceeds the median s.d. of paired differences (``held``), on some (``partly``), on none
+    (``not held``); ``not testable here`` without paired seeds."""
+    if any(p is None for p in noise.paired.values()):
+        return "not testable here"
+    above = [p["ratio"] > 1 for p in noise.paired.values()]
+    return "held" if all(above) else "partly" if any(above) else "not held"
+
+
+def paired_sd_percent(c: Comparison) -> float:
+    """Standard deviation over seeds of a log-scale comparison's paired difference of losses,
+    in percent of perplexity (nan without two paired seeds)."""
+    if not c.paired or c.difference.scale != "percent":
+        return math.nan
+    return 100 * float(np.std(np.log1p(np.asarray(c.difference.values) / 100), ddof=1))
+
+
+def matched_noise(comparisons: Mapping[tuple[str, str], Comparison]) -> float:
+    """Median over orderings of the paired s.d. in % of perplexity (the book's target: ≤ 1 %)."""
+    values = [paired_sd_percent(c) for c in comparisons.values()]
+    values = [v for v in values if np.isfinite(v)]
+    return float(np.median(values)) if values else math.nan
+
+
+def noise_target_verdict(noise_percent: float, target: float = 1.0) -> str:
+    """``held`` if the paired noise is at most ``target`` % of perplexity, ``not held`` above,
+    ``not testable here`` without two paired seeds (nan)."""
+    if not np.isfinite(noise_percent):
+        return "not testable here"
+    return "held" if noise_percent <= target else "not held"

@@ -1,0 +1,315 @@
+"""The frequency-usage readings over seeds: intervals (:class:`SeedInterval`), the verdict of
+each of the paper's readings (slowest band, edge layers, flat values, high-frequency heads and
+whether they are positional, input domains) and of a real checkpoint's (Figs 10, 11).
+
+Each reading is a frozen dataclass of numbers and a verdict word; the sentences and tables that
+report them are in ``ropebook/present/frequencies.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ropebook.analysis.frequencies.usage import (
+    KINDS,
+    FrequencyUsage,
+    band_share,
+    band_size,
+    frequency_trend,
+    map_similarity,
+)
+
+# ---------------------------------------------------------------------------------------------
+# over seeds: intervals and verdicts
+
+
+@dataclass(frozen=True)
+class SeedInterval:
+    """Mean and 95% Student-t interval of one number measured on ``n`` seeds."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def text(self) -> str | None:
+        """How a claim prints the interval; ``None`` with one seed (there is no interval)."""
+        if self.n < 2:
+            return None
+        return f"95% CI [{self.low:.3f}, {self.high:.3f}] over {self.n} seeds"
+
+
+def over_seeds(samples) -> SeedInterval:
+    """:func:`ropebook.analysis.mean_interval` of per-seed ``samples`` as a :class:`SeedInterval`."""
+    from ropebook.analysis import mean_interval
+
+    mean, low, high = mean_interval(samples)
+    return SeedInterval(mean, low, high, int(np.size(samples)))
+
+
+def combine_verdicts(verdicts: Sequence[str]) -> str:
+    """Verdicts of the parts of a claim → one (:func:`ropebook.claims.combine`)."""
+    from ropebook.claims import combine
+
+    return combine(verdicts)
+
+
+def interval_verdict(stats: SeedInterval, threshold: float) -> str:
+    """``held`` if the interval lies wholly above ``threshold``, ``not held`` if wholly below."""
+    from ropebook.claims import verdict_from_interval
+
+    return verdict_from_interval(stats.low, stats.high, threshold=threshold)
+
+
+def flat_bound(n_layers: int, n_chunks: int) -> float:
+    """Twice the spread of a layer-averaged :func:`frequency_trend` under random chunk order.
+
+    One layer's Spearman correlation of ``K`` values in random order has standard deviation
+    ``1/sqrt(K-1)``; the mean of ``L`` independent layers ``1/sqrt(L(K-1))``.
+    """
+    return 2 / np.sqrt(n_layers * (n_chunks - 1))
+
+
+def flat_verdict(samples, bound: float) -> tuple[str, SeedInterval]:
+    """Is a per-seed trend flat? ``held`` if its interval lies within ``±bound``, ``not held`` if
+    it lies wholly outside, ``cannot decide`` otherwise (the interval reaches across the bound);
+    with the interval."""
+    stats = over_seeds(samples)
+    if -bound < stats.low and stats.high < bound:
+        return "held", stats
+    outside = stats.low > bound or stats.high < -bound
+    return ("not held" if outside else "cannot decide"), stats
+
+
+# ---------------------------------------------------------------------------------------------
+# Readings 1 and 2: bands and trends per layer, over seeds
+
+
+def band_shares(usages: Sequence[FrequencyUsage], kind: str, fraction: float, band: str):
+    """:func:`band_share` of every layer of ``kind`` for each seed's usage: ``[seeds, layers]``."""
+    return np.stack([band_share(u.layers(kind), fraction, band) for u in usages])
+
+
+def trends(usages: Sequence[FrequencyUsage], kind: str) -> np.ndarray:
+    """:func:`frequency_trend` of ``kind``, mean over layers, for each seed: ``[seeds]``."""
+    return np.stack([frequency_trend(u.layers(kind)).mean() for u in usages])
+
+
+@dataclass(frozen=True)
+class LowBandReading:
+    """Reading 1: do queries and keys put more than the uniform share in the slowest band?"""
+
+    q: SeedInterval  # slowest-band share of the queries, mean over layers, over seeds
+    k: SeedInterval
+    uniform: float
+    verdict: str  # both intervals above uniform: held
+    every_layer_fraction: float  # of (q/k, seed, layer) cases above uniform
+    every_layer_verdict: str  # all: held; at least half: partly
+
+
+def low_band_reading(q_shares, k_shares, uniform: float) -> LowBandReading:
+    """Reading 1 from the slowest-band shares ``[seeds, layers]`` of queries and keys."""
+    q, k = over_seeds(np.mean(q_shares, axis=1)), over_seeds(np.mean(k_shares, axis=1))
+    verdict = combine_verdicts([interval_verdict(s, uniform) for s in (q, k)])
+    fraction = float((np.stack([q_shares, k_shares]) > uniform).mean())
+    every = "held" if fraction == 1 else "partly" if fraction >= 0.5 else "not held"
+    return LowBandReading(q, k, uniform, verdict, fraction, every)
+
+
+@dataclass(frozen=True)
+class EdgeLayerReading:
+    """Is the fastest band used most in the first and last layers?"""
+
+    per_layer: np.ndarray  # fastest-band share (mean of q and k) [seeds, layers]
+    gap: SeedInterval | None  # first+last minus middle layers; None with fewer than 3 layers
+    verdict: str
+
+
+def edge_layer_reading(usages: Sequence[FrequencyUsage], fraction: float) -> EdgeLayerReading:
+    """Fastest-band share of queries and keys (averaged) in the first and last layers minus the
+    layers between them, per seed; ``not testable here`` with fewer than three layers."""
+    per_layer = (
+        band_shares(usages, "q", fraction, "high") + band_shares(usages, "k", fraction, "high")
+    ) / 2
+    n_layers = per_layer.shape[1]
+    if n_layers < 3:
+        return EdgeLayerReading(per_layer, None, "not testable here")
+    gap = over_seeds(per_layer[:, [0, -1]].mean(axis=1) - per_layer[:, 1:-1].mean(axis=1))
+    return EdgeLayerReading(per_layer, gap, interval_verdict(gap, 0.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading 3: heads that use the fastest frequencies, and whether they are positional
+
+
+def head_high_share(usage: FrequencyUsage, fraction: float) -> np.ndarray:
+    """Per head, the larger of its queries' and keys' fastest-band share: ``[layers, heads]``.
+
+    Keys are repeated over the query heads of their group under grouped-query attention."""
+    q = band_share(usage.heads("q"), fraction, "high")
+    k = band_share(usage.heads("k"), fraction, "high")
+    return np.maximum(q, np.repeat(k, q.shape[1] // k.shape[1], axis=1))
+
+
+def few_heads_verdict(flag_fractions: Sequence[float]) -> str:
+    """ "A few heads": in every seed at least one and at most a quarter of heads are flagged →
+    held; in every seed none or more than half → not held; otherwise partly."""
+    if all(0 < f <= 0.25 for f in flag_fractions):
+        return "held"
+    if all(f == 0 or f > 0.5 for f in flag_fractions):
+        return "not held"
+    return "partly"
+
+
+@dataclass(frozen=True)
+class PositionalReading:
+    """Are the heads that use the fastest frequencies most the positional ones?"""
+
+    top_heads: list[tuple[int, int]]  # per seed, (layer, head) of the largest fastest-band share
+    strongest: list[np.ndarray]  # per seed, [layers, heads] max of self / previous attention
+    top_is_positional: list[bool]  # per seed
+    correlations: list  # per seed, scipy SpearmanrResult over heads (two-sided p)
+    rank_positive: list[bool]  # per seed: positive, one-sided p < 0.05
+    flagged_positional: float  # share of flagged heads that are positional (nan if none)
+    rest_positional: float  # the same for the other heads
+
+    @property
+    def evidence(self) -> list[bool]:
+        """The parts of the claim, for :func:`ropebook.claims.graded`."""
+        return self.top_is_positional + self.rank_positive
+
+
+def positional_reading(
+    shares: Sequence[np.ndarray], positional: Sequence[np.ndarray], flagged, mass: float
+) -> PositionalReading:
+    """Per seed: is the head with the largest fastest-band share (``shares [layers, heads]``)
+    positional (``positional [layers, 2, heads]`` reaches ``mass`` at offset 0 or 1), and do
+    share and positional attention rise together over heads (Spearman, one-sided p < 0.05)?"""
+    from scipy import stats
+
+    strongest = [p.max(axis=1) for p in positional]
+    top = [tuple(int(i) for i in np.unravel_index(np.argmax(s), s.shape)) for s in shares]
+    correlations = [
+        stats.spearmanr(s.ravel(), p.ravel()) for s, p in zip(shares, strongest, strict=True)
+    ]
+    flag_pos = np.concatenate([p[f] for p, f in zip(strongest, flagged, strict=True)])
+    rest_pos = np.concatenate([p[~f] for p, f in zip(strongest, flagged, strict=True)])
+    return PositionalReading(
+        top_heads=top,
+        strongest=strongest,
+        top_is_positional=[bool(p[t] >= mass) for p, t in zip(strongest, top, strict=True)],
+        correlations=correlations,
+        rank_positive=[bool(c.statistic > 0 and c.pvalue / 2 < 0.05) for c in correlations],
+        flagged_positional=float((flag_pos >= mass).mean()) if flag_pos.size else np.nan,
+        rest_positional=float((rest_pos >= mass).mean()) if rest_pos.size else np.nan,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the input domain
+
+
+def domain_similarities(
+    usages: Sequence[dict[str, FrequencyUsage]], kind: str = "q"
+) -> list[dict[tuple[str, str], dict[str, float]]]:
+    """Per seed, :func:`map_similarity` of the ``kind`` maps of every pair of domains."""
+    names = list(usages[0])
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+    return [
+        {(a, b): map_similarity(u[a].layers(kind), u[b].layers(kind)) for a, b in pairs}
+        for u in usages
+    ]
+
+
+def seed_similarities(
+    a: Sequence[FrequencyUsage], a_kind: str, b: Sequence[FrequencyUsage], b_kind: str
+) -> list[dict[str, float]]:
+    """Per seed, :func:`map_similarity` of ``a``'s ``a_kind`` map and ``b``'s ``b_kind`` map."""
+    return [map_similarity(x.layers(a_kind), y.layers(b_kind)) for x, y in zip(a, b, strict=True)]
+
+
+@dataclass(frozen=True)
+class DomainReading:
+    """Is query usage "very similar" across domains?"""
+
+    least: SeedInterval  # per seed, the profile correlation of the least similar pair
+    yardstick: float  # mean profile correlation of the "not alike" reference
+    verdict: str
+
+
+def domain_reading(
+    similarity: list[dict], yardstick: list[dict], threshold: float
+) -> DomainReading:
+    """Held if the least similar pair's profile correlation lies above ``threshold`` over seeds,
+    not held if below — but only ``partly`` if it still lies above the ``yardstick`` maps."""
+    least = over_seeds([min(v["profile correlation"] for v in s.values()) for s in similarity])
+    reference = float(np.mean([x["profile correlation"] for x in yardstick]))
+    verdict = interval_verdict(least, threshold)
+    if verdict == "not held" and least.low > reference:
+        verdict = "partly"
+    return DomainReading(least, reference, verdict)
+
+
+# ---------------------------------------------------------------------------------------------
+# real checkpoints
+
+
+@dataclass(frozen=True)
+class CheckpointLowReading:
+    """Do a checkpoint's queries and keys favour the slow chunks, with flat values?"""
+
+    low: dict[str, float]  # slowest-band share per kind, mean over layers
+    trend: dict[str, float]  # frequency_trend per kind, mean over layers
+    uniform: float
+    bound: float  # flat_bound of the checkpoint
+    verdict: str
+
+
+def checkpoint_low_reading(usage: FrequencyUsage, fraction: float) -> CheckpointLowReading:
+    """Held if queries and keys both hold more than the uniform slowest-band share *and* trend
+    towards the slow chunks beyond the flat bound, while values are flat; not held if neither
+    queries nor keys do; partly otherwise."""
+    n_layers, n_chunks = usage.q.shape[0], usage.n_chunks
+    uniform = band_size(n_chunks, fraction) / n_chunks
+    low = {kind: float(band_share(usage.layers(kind), fraction, "low").mean()) for kind in KINDS}
+    trend = {kind: float(frequency_trend(usage.layers(kind)).mean()) for kind in KINDS}
+    bound = flat_bound(n_layers, n_chunks)
+    favours = [low[k] > uniform and trend[k] > bound for k in ("q", "k")]
+    if all(favours) and abs(trend["v"]) < bound:
+        verdict = "held"
+    else:
+        verdict = "partly" if any(favours) else "not held"
+    return CheckpointLowReading(low, trend, uniform, bound, verdict)
+
+
+@dataclass(frozen=True)
+class DiagonalHeadReading:
+    """Is the last-layer query head that uses the fastest band most the diagonal one of its
+    KV group (Fig. 11)?"""
+
+    q_high: np.ndarray  # [heads] fastest-band share of the last layer's query heads
+    diagonal: np.ndarray  # [heads] attention on the token itself
+    top: int  # the head with the largest fastest-band share
+    members: list[int]  # the query heads sharing its KV head
+    most_diagonal: int  # the member with the most attention on itself
+    verdict: str  # top is the most diagonal member; and it reaches the mass: held
+
+
+def diagonal_head_reading(
+    usage: FrequencyUsage, diagonal: np.ndarray, fraction: float, mass: float
+) -> DiagonalHeadReading:
+    """:class:`DiagonalHeadReading` from a checkpoint's usage and its last layer's
+    :func:`last_layer_self_attention`; a KV group is ``heads / kv_heads`` consecutive heads."""
+    from ropebook.claims import graded
+
+    q_high = band_share(usage.heads("q")[-1], fraction, "high")
+    group = usage.q.shape[1] // usage.k.shape[1]
+    top = int(np.argmax(q_high))
+    members = list(range((top // group) * group, (top // group + 1) * group))
+    most = members[int(np.argmax(diagonal[members]))]
+    verdict = graded([most == top, bool(diagonal[top] >= mass)])
+    return DiagonalHeadReading(q_high, np.asarray(diagonal), top, members, most, verdict)

@@ -1,0 +1,447 @@
+"""Recall at a distance, measured on the task models of the zoo (chapter ``recall``).
+
+Every measurement scores *answers* of a :mod:`ropebook.tasks` batch (the most likely token is
+the target) and is paired: all models see the same sequences (``Generator([seed, length])``), so
+differences between encodings are taken seed by seed. Numerics only; charts and sentences live
+in :mod:`ropebook.present.recall`.
+
+- :func:`learning` reads a model's learning curve and its steps to the stopping criterion; a
+  model that never reached it is *not learnt* and is left out of every average
+  (:func:`learnt_seeds`).
+- :func:`binned_accuracy`: accuracy by key–query distance (recall) or by position (k-back) at a
+  test length, in bins whose edges are powers of two up to the longest test length.
+- :func:`passkey_grid`: passkey accuracy over needle depth × length.
+- :func:`paired`: a paired difference over seeds with its interval and the smallest difference
+  the seeds could detect (:mod:`ropebook.analysis.power`).
+- :func:`plane_probes`: accuracy change when RoPE planes are removed (the book's probes:
+  fastest, slowest and random quarter, and each single plane).
+- :func:`finetune`: a short fine-tune of a task model at a longer context with a
+  context-extension method applied (the PI paper's setting), cached like a zoo model.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ropebook import model, tasks, train
+from ropebook.analysis import Estimate, interval_text
+
+FINETUNE_FORMAT = 1  # part of every task fine-tune hash: bump when the recipe changes
+FACTORS: tuple[int, ...] = (1, 2, 4, 8)  # test lengths, in multiples of the training context
+
+# ---------------------------------------------------------------- learning
+
+
+@dataclass(frozen=True)
+class Learning:
+    """A task model's learning curve: evaluation steps and accuracy at 1×, the criterion, and
+    the first step that met it (``None``: never learnt within the step cap)."""
+
+    steps: np.ndarray
+    accuracy: np.ndarray
+    criterion: float
+    learnt_at: int | None
+    seconds: float
+    tokens_per_s: float = float("nan")  # mean training throughput, to compare machines
+
+    @property
+    def learnt(self) -> bool:
+        return self.learnt_at is not None
+
+
+def learning(m) -> Learning:
+    """:class:`Learning` of a zoo task model (its ``history["val"]`` and training config)."""
+    meta = train.read_metadata(m.path)
+    criterion = meta["train"].get("stop_accuracy") or 1.0
+    val = m.history["val"]
+    steps = np.array([r["step"] for r in val])
+    accuracy = np.array([r["accuracy"] for r in val])
+    reached = np.flatnonzero(accuracy >= criterion)
+    learnt_at = int(steps[reached[0]]) if reached.size else None
+    speed = [r["tokens_per_s"] for r in m.history.get("train", [])]
+    tokens_per_s = float(np.mean(speed)) if speed else float("nan")
+    return Learning(steps, accuracy, float(criterion), learnt_at, float(m.seconds), tokens_per_s)
+
+
+def learnt_seeds(runs: Sequence, *others: Sequence) -> list[int]:
+    """Indices of the seeds at which every given list of runs (one model per seed, the same
+    seeds in the same order) learnt its task: the seeds a paired comparison may use."""
+    groups = (runs, *others)
+    n = len(runs)
+    if any(len(g) != n for g in groups):
+        raise ValueError("paired runs need the same seeds")
+    return [i for i in range(n) if all(learning(g[i]).learnt for g in groups)]
+
+
+# ---------------------------------------------------------------- scoring answers
+
+
+def score(params, config, batch: tasks.Batch, intervention=None, chunk: int = 8) -> np.ndarray:
+    """Whether each answer of ``batch`` is right: ``[B, T]`` bool (False where no answer)."""
+    right = np.zeros(batch.tokens.shape, bool)
+    for start in range(0, len(batch.tokens), chunk):
+        part = slice(start, start + chunk)
+        tokens, targets = batch.tokens[part], batch.targets[part]
+        n = len(tokens)
+        if n < chunk:  # pad to a full chunk: one compiled program per length, not per size
+            tokens, targets = (
+                np.concatenate([a, np.repeat(a[-1:], chunk - n, 0)]) for a in (tokens, targets)
+            )
+        _, correct = train.task_outputs(params, config, tokens, targets, intervention)
+        right[part] = correct[:n] & batch.mask[part]
+    return right
+
+
+def bin_edges(context: int, max_factor: int) -> np.ndarray:
+    """``[0, L/8, L/4, L/2, L, 2L, …, max_factor·L]``: bins of distance or position in tokens."""
+    top = int(np.log2(max_factor))
+    return np.array([0, *(context * 2.0 ** np.arange(-3, top + 1))], np.int64)
+
+
+def binned(values: np.ndarray, right: np.ndarray, mask: np.ndarray, edges) -> np.ndarray:
+    """Accuracy of the answers (``mask``) in each bin ``[edges[i], edges[i+1])`` of ``values``;
+    NaN for an empty bin."""
+    which = np.digitize(values[mask], edges) - 1
+    inside = (which >= 0) & (which < len(edges) - 1)  # answers outside every bin are left out
+    which, hits_of = which[inside], right[mask][inside]
+    hits = np.bincount(which, hits_of, minlength=len(edges) - 1)
+    count = np.bincount(which, minlength=len(edges) - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, hits / np.maximum(count, 1), np.nan)
+
+
+def task_batch(task, length: int, n_sequences: int, seed: int = 0) -> tasks.Batch:
+    """The test batch every model sees at ``length``: a function of ``(seed, length)`` only."""
+    return task.batch(np.random.default_rng([seed, 2**30, length]), n_sequences, length)
+
+
+def score_runs(
+    runs: Sequence, batch: tasks.Batch, intervention: Callable | None = None
+) -> np.ndarray:
+    """``[seeds, B, T]`` whether each model (one per seed) answers each answer of ``batch``
+    right; ``intervention(config)`` gives a model's :class:`~ropebook.model.Intervention`."""
+    return np.stack(
+        [
+            score(m.params, m.config, batch, intervention(m.config) if intervention else None)
+            for m in runs
+        ]
+    )
+
+
+def binned_accuracy(right: np.ndarray, batch: tasks.Batch, edges, *, by: str) -> np.ndarray:
+    """``[seeds, bins]`` accuracy of :func:`score_runs` output, binned by each answer's
+    ``distance`` (recall: key to query) or ``position`` (k-back)."""
+    if by not in ("distance", "position"):
+        raise ValueError(f"bin answers by 'distance' or 'position', not {by!r}")
+    if by == "distance":
+        values = batch.distance
+    else:
+        values = np.broadcast_to(np.arange(batch.tokens.shape[1]), batch.mask.shape)
+    return np.array([binned(values, r, batch.mask, edges) for r in right])
+
+
+def accuracy(
+    runs: Sequence, batch: tasks.Batch, intervention: Callable | None = None
+) -> np.ndarray:
+    """``[seeds]`` share of right answers on ``batch``."""
+    return np.array(
+        [
+            score(m.params, m.config, batch, intervention(m.config) if intervention else None)[
+                batch.mask
+            ].mean()
+            for m in runs
+        ]
+    )
+
+
+def passkey_grid(
+    runs: Sequence,
+    task: tasks.Recall,
+    lengths: Sequence[int],
+    depths: Sequence[float],
+    *,
+    n_sequences: int,
+    seed: int = 0,
+    intervention: Callable | None = None,
+) -> np.ndarray:
+    """``[seeds, lengths, depths]`` passkey accuracy; ``intervention(config, length)`` gives
+    each model's intervention at a length (``None``: as trained)."""
+    out = np.zeros((len(runs), len(lengths), len(depths)))
+    for j, length in enumerate(lengths):
+        for k, depth in enumerate(depths):
+            rng = np.random.default_rng([seed, 2**29, length, k])
+            batch = task.passkey(rng, n_sequences, length, depth)
+            out[:, j, k] = accuracy(
+                runs, batch, (lambda c, n=length: intervention(c, n)) if intervention else None
+            )
+    return out
+
+
+# ---------------------------------------------------------------- paired comparisons
+
+
+@dataclass(frozen=True)
+class Paired:
+    """``a − b`` over the seeds both learnt: mean, interval, and the smallest true difference
+    the seeds would detect (80 % power, 95 %); ``n`` seeds (fewer than 2: no interval)."""
+
+    estimate: Estimate
+    mde: float
+    n: int
+
+    def verdict(self, *, above: bool = True, threshold: float = 0.0) -> str:
+        """``held`` if the interval lies on the claimed side of ``threshold``, ``not held`` if
+        on the other, else ``cannot decide`` (and always with fewer than 2 seeds)."""
+        from ropebook.claims import verdict_from_interval
+
+        if self.n < 2:
+            return "cannot decide"
+        return verdict_from_interval(*self.estimate.bounds, threshold=threshold, above=above)
+
+    def equivalence(self, margin: float) -> str:
+        """A claim of *no* difference: ``held`` if the interval lies inside ``(−margin,
+        margin)``, ``not held`` if wholly outside it, else ``cannot decide``."""
+        low, high = self.estimate.bounds
+        if self.n < 2:
+            return "cannot decide"
+        if -margin < low and high < margin:
+            return "held"
+        return "not held" if low > margin or high < -margin else "cannot decide"
+
+    def text(self, scale: float = 100.0, unit: str = " points") -> str:
+        e = self.estimate
+        if self.n == 0:
+            return "no seed at which both models learnt the task"
+        if self.n < 2:
+            return f"{scale * e.mean:+.1f}{unit} ({self.n} seed, no interval)"
+        return (
+            f"{scale * e.mean:+.1f}{unit} [{scale * e.low:+.1f}, {scale * e.high:+.1f}] over "
+            f"{self.n} seeds (detectable: {scale * self.mde:.1f})"
+        )
+
+
+def paired(a, b) -> Paired:
+    """Paired difference of two ``[seeds]`` arrays (NaN pairs dropped)."""
+    from ropebook.analysis import power
+
+    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    d = d[np.isfinite(d)]
+    estimate = interval_text(d, 3, "seeds")
+    mde = power.min_detectable_effect(float(np.std(d, ddof=1)), d.size) if d.size > 1 else np.nan
+    return Paired(estimate, float(mde), int(d.size))
+
+
+# ---------------------------------------------------------------- plane probes
+
+
+def probe_masks(config, rng: np.random.Generator, n_random: int = 4) -> dict[str, list[np.ndarray]]:
+    """``condition -> keep masks [D/2]``: the fastest, slowest and ``n_random`` random quarters
+    of the planes (:mod:`ropebook.analysis.probes`) and ``plane k`` for each single plane."""
+    from ropebook.analysis import frequencies, probes
+
+    g = frequencies.zoo_frequencies(config)
+    masks = {c: [k] for c, k in probes.removal_masks(g).items()}
+    masks["random"] = probes.random_masks(
+        g.size, frequencies.band_size(g.size, 0.25), rng, n_random
+    )
+    for k in range(g.size):
+        keep = np.ones(g.size, np.float32)
+        keep[k] = 0.0
+        masks[f"plane {k}"] = [keep]
+    return masks
+
+
+def plane_probes(runs: Sequence, batch: tasks.Batch, *, seed: int = 0) -> dict[str, np.ndarray]:
+    """``condition -> [seeds]`` accuracy change (removed − intact) on ``batch``; ``"intact"``
+    holds the intact accuracy. Random quarters average their draws (``Generator([seed, s])``)."""
+    out: dict[str, list[float]] = {}
+    for m in runs:
+        intact = float(score(m.params, m.config, batch)[batch.mask].mean())
+        out.setdefault("intact", []).append(intact)
+        for condition, keeps in probe_masks(
+            m.config, np.random.default_rng([seed, m.seed])
+        ).items():
+            accs = [
+                score(m.params, m.config, batch, model.Intervention(keep_chunks=keep))[
+                    batch.mask
+                ].mean()
+                for keep in keeps
+            ]
+            out.setdefault(condition, []).append(float(np.mean(accs)) - intact)
+    return {c: np.array(v) for c, v in out.items()}
+
+
+# ---------------------------------------------------------------- context extension
+
+
+@dataclass(frozen=True)
+class TaskFineTune:
+    """A task model fine-tuned at ``scale ×`` its context with ``method`` applied."""
+
+    params: Any
+    config: model.ModelConfig
+    method: str
+    scale: int
+    steps: int
+    tokens_seen: int
+    seconds: float
+    seed: int
+    trained_now: bool
+
+
+def finetune(
+    parent, task, method: str, scale: int, *, steps: int, batch_size: int, lr: float,
+    progress: bool = True,
+) -> TaskFineTune:  # fmt: skip
+    """Fine-tune zoo task model ``parent`` for ``steps`` steps on ``task`` at ``scale ×`` its
+    context with ``method`` (:mod:`ropebook.scaling`) at scale ``s`` in every step. Cached under
+    ``CACHE_DIR/finetune/<hash of parent spec, task, method, scale, schedule>`` with a lock,
+    atomic checkpoints and sha256 checks; batches are drawn with the parent's seed."""
+    from ropebook import CACHE_DIR
+    from ropebook.analysis import scaling as stretch
+
+    iv = stretch.intervention(parent.config, method, scale)
+    if iv is None:
+        raise ValueError(f"{method!r} at s = {scale} changes nothing on {parent.name!r}")
+    tc = train.TrainConfig(
+        steps=steps, batch_size=batch_size, seq_len=scale * parent.config.context, lr=lr,
+        warmup=min(5, steps - 1), seed=parent.seed, eval_every=0, eval_batches=2,
+        log_every=max(min(10, steps), 1),
+    )  # fmt: skip
+    key = {
+        "format": FINETUNE_FORMAT, "parent": parent.spec_hash, "task": task.to_dict(),
+        "method": method, "scale": scale, "train": tc.to_dict(),
+    }  # fmt: skip
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    directory = Path(CACHE_DIR) / "finetune" / digest
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = (directory / train.CHECKPOINT_JSON).exists() and train.read_metadata(directory)
+        trained_now = not (done and done.get("complete"))
+        if trained_now:
+            train.train(
+                parent.config, tc, None, task=task, checkpoint_dir=directory, progress=progress,
+                extra={"finetune": key}, initial_params=parent.params, intervention=iv,
+                desc=f"fine-tune {parent.name} s{parent.seed} {method}",
+            )  # fmt: skip
+        params, _, meta = train.load_checkpoint(directory)
+    if meta.get("extra", {}).get("finetune") != key:
+        raise train.CheckpointError(f"{directory}: fine-tune checkpoint of another recipe")
+    return TaskFineTune(
+        params, parent.config, method, scale, steps, meta["tokens_seen"], meta["seconds"],
+        parent.seed, trained_now,
+    )  # fmt: skip
+
+
+def extension(method: str, scale: int | None = None) -> Callable:
+    """``(config, length) -> Intervention`` for ``method`` at scale ``s = length / context``
+    (or a fixed ``scale``); dynamic NTK takes factor 1 (or ``scale``) and reads the length, so
+    its own scale is ``length / context`` too (:mod:`ropebook.analysis.scaling`)."""
+    from ropebook import scaling
+    from ropebook.analysis import scaling as stretch
+
+    dynamic = scaling.method(method).dynamic
+
+    def at(config, length: int):
+        # dynamic NTK at factor 1 scales itself by length / context (transformers' "dynamic")
+        s = scale or (1 if dynamic else max(length // config.context, 1))
+        return stretch.intervention(config, method, s, length)
+
+    return at
+
+
+# ---------------------------------------------------------------- sweeps over test lengths
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A task scored at several test lengths (``factors`` × the training context) for the seeds
+    of one encoding; rows of seeds that did not learn the task are NaN (never averaged in).
+
+    ``overall [seeds, factors]``: accuracy over every answer; ``bins [seeds, bins]``: accuracy
+    by distance or position bin (``edges``) at the longest length; ``beyond [seeds, factors]``:
+    accuracy over answers whose distance or position is at least the training context."""
+
+    factors: tuple[int, ...]
+    edges: np.ndarray
+    overall: np.ndarray
+    bins: np.ndarray
+    beyond: np.ndarray
+    learnt: tuple[bool, ...]
+
+
+def length_sweep(
+    runs: Sequence,
+    task,
+    factors: Sequence[int],
+    *,
+    by: str,
+    n_sequences: int,
+    seed: int = 0,
+    intervention: Callable | None = None,
+) -> Sweep:
+    """:class:`Sweep` of ``runs`` (one zoo task model per seed) on ``task``; the test batches
+    depend only on ``(seed, length)``, so every encoding sees the same sequences.
+    ``intervention(config, length)`` gives a model's intervention at a length."""
+    context = runs[0].config.context
+    edges = bin_edges(context, max(factors))
+    learnt = tuple(learning(m).learnt for m in runs)
+    chosen = [m for m, ok in zip(runs, learnt, strict=True) if ok]
+    overall = np.full((len(runs), len(factors)), np.nan)
+    beyond = np.full((len(runs), len(factors)), np.nan)
+    bins = np.full((len(runs), len(edges) - 1), np.nan)
+    rows = np.flatnonzero(learnt)
+    for j, f in enumerate(factors):
+        length = f * context
+        batch = task_batch(task, length, n_sequences, seed)
+        if not chosen:
+            continue
+        at = (lambda c, n=length: intervention(c, n)) if intervention else None
+        right = score_runs(chosen, batch, at)
+        overall[rows, j] = [r[batch.mask].mean() for r in right]
+        beyond[rows, j] = binned_accuracy(right, batch, [context, length + 1], by=by)[:, 0]
+        if f == max(factors):
+            bins[rows] = binned_accuracy(right, batch, edges, by=by)
+    return Sweep(tuple(factors), edges, overall, bins, beyond, learnt)
+
+
+def learnt_runs(runs: Sequence) -> list:
+    """The runs (seeds) that learnt their task."""
+    return [m for m in runs if learning(m).learnt]
+
+
+def extension_sweep(
+    runs: Sequence,
+    method: str,
+    factors: Sequence[int],
+    depths: Sequence[float],
+    *,
+    n_passkey: int,
+    n_sequences: int,
+    scale: int | None = None,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(passkey, recall)``, each ``[seeds, factors]``: passkey accuracy (mean over ``depths``)
+    and recall accuracy at each length, with ``method`` applied at ``s = length / context`` (or
+    the fixed ``scale``; ``"none"``: as trained)."""
+    recall_task = tasks.get("recall")
+    context = runs[0].config.context
+    lengths = [f * context for f in factors]
+    at = None if method == "none" else extension(method, scale)
+    passkey = passkey_grid(
+        runs, recall_task, lengths, depths, n_sequences=n_passkey, seed=seed, intervention=at
+    ).mean(-1)
+    overall = np.zeros((len(runs), len(factors)))
+    for j, length in enumerate(lengths):
+        batch = task_batch(recall_task, length, n_sequences, seed)
+        overall[:, j] = accuracy(runs, batch, (lambda c, n=length: at(c, n)) if at else None)
+    return passkey, overall

@@ -1,0 +1,598 @@
+"""The p-RoPE chapter's tables, charts and sentences, from the numbers of
+:mod:`ropebook.analysis.ablation`: one function per table or figure of ``chapters/p_rope.py``.
+
+Tables are lists of records for :func:`ropebook.plots.table`, charts are Altair; the three
+sentence builders (:func:`ordering_summary`, :func:`seed_noise_text`, :func:`training_noise_text`)
+are paragraphs whose whole text changes with the number of seeds. Nothing here trains or measures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import altair as alt
+import numpy as np
+
+from ropebook import rope
+from ropebook.analysis import ablation
+from ropebook.analysis.ablation import Comparison, Estimate, ExtrapolationCurve, SeedNoise
+from ropebook.analysis.power import sd_interval
+
+# ---------------------------------------------------------------- Table 1 by construction
+
+
+def plane_rows(frequencies: np.ndarray, rotating: np.ndarray, label: str = "0.75-RoPE") -> list:
+    """One row per plane (fastest first): RoPE's frequency ``g_k``, its wavelength ``2π/g_k`` and
+    whether the variant ``label`` (which rotates the planes in ``rotating``) turns it."""
+    return [
+        {
+            "plane k": k,
+            "g_k (rad/token)": float(g),
+            "wavelength (tokens)": float(2 * math.pi / g),
+            f"{label} rotates it": "yes" if r else "no (free)",
+        }
+        for k, (g, r) in enumerate(zip(frequencies, rotating, strict=True))
+    ]
+
+
+def construction_rows(constructions: Sequence[ablation.Construction]) -> list[dict]:
+    """One row per :func:`~ropebook.analysis.ablation.construction`: the margin ``δ``, the scale
+    (``any`` where nothing rotates) and the worst query's attention on its target per head."""
+    return [
+        {
+            "encoding": c.encoding,
+            "ψ on": c.where,
+            "N": c.n,
+            "δ": c.margin,
+            "scale s": c.scale if c.sharp else f"any ({c.scale:g} shown)",
+            "min α diag.": c.min_diagonal,
+            "min α prev.": c.min_previous,
+        }
+        for c in constructions
+    ]
+
+
+def score_distance_chart(head_dim: int, base: float, *, proportion: float = 0.75, turns=4):
+    """Figure: the score ``⟨R^r ψ, ψ⟩`` of a matching key ``r`` tokens back, on RoPE's slowest
+    plane and on p-RoPE's free planes, over ``turns`` turns of the slowest plane."""
+    slowest = rope.base_frequencies(head_dim, base)[-1]
+    shown = np.unique(np.round(np.geomspace(1, turns * 2 * math.pi / slowest, 600)))
+    free = ~ablation.rotating_planes(head_dim, base, variant="p-rope", proportion=proportion)
+    scores = {
+        "RoPE, slowest plane": ablation.plane_scores(
+            ablation.plane_vector(head_dim, [head_dim // 2 - 1]), shown, base=base
+        ),
+        f"{proportion:g}-RoPE, free planes (= NoPE)": ablation.plane_scores(
+            ablation.plane_vector(head_dim, free),
+            shown,
+            base=base,
+            variant="p-rope",
+            proportion=proportion,
+        ),
+    }
+    values = [
+        {"distance r (tokens)": int(r), "score": float(s), "channel": name}
+        for name, row in scores.items()
+        for r, s in zip(shown, row, strict=True)
+    ]
+    return (
+        alt.Chart(
+            alt.InlineData(values=values),
+            title=f"Score of a matching key r tokens back (d = {head_dim}, θ = {base:,.0f})",
+        )
+        .mark_line()
+        .encode(
+            x=alt.X("distance r (tokens):Q", scale=alt.Scale(type="log"), title="distance r (tokens)"),
+            y=alt.Y("score:Q", title="⟨R^r ψ, ψ⟩ / ‖ψ‖²"),
+            color=alt.Color("channel:N", legend=alt.Legend(orient="bottom")),
+            tooltip=["channel:N", "distance r (tokens):Q", alt.Tooltip("score:Q", format=".4f")],
+        )
+        .properties(width=560, height=260)
+    )  # fmt: skip
+
+
+def table1_rows(measured: Mapping[str, Mapping[str, bool]], paper: Mapping) -> list[dict]:
+    """Table 1, one row per property: each encoding's measured mark and the paper's."""
+
+    def mark(ok: bool) -> str:
+        return "✓" if ok else "✗"
+
+    return [
+        {"property": prop}
+        | {enc: f"{mark(measured[prop][enc])} (paper {mark(ok)})" for enc, ok in marks.items()}
+        for prop, marks in paper.items()
+    ]
+
+
+def table1_text(rows: Sequence[dict]) -> str:
+    """Table 1's rows on one line: ``positional: NoPE ✗ (paper ✗), ...; semantic: ...``."""
+    return "; ".join(
+        f"{r['property']}: " + ", ".join(f"{k} {v}" for k, v in r.items() if k != "property")
+        for r in rows
+    )
+
+
+# ---------------------------------------------------------------- Table 2: the trained models
+
+
+def budget_rows(models: Mapping[tuple[str, str], Sequence], labels: Mapping[str, str]) -> list:
+    """Per model: its corpus, seeds, training tokens and mean training time."""
+    return [
+        {
+            "model": labels[name],
+            "corpus": domain,
+            "seeds": len(runs),
+            "tokens/model": ", ".join(f"{t:,}" for t in sorted({m.tokens_seen for m in runs})),
+            "train s (mean)": float(np.mean([m.seconds for m in runs])),
+        }
+        for (name, domain), runs in models.items()
+    ]
+
+
+def profile_rows(current: str) -> list[dict]:
+    """What each zoo profile trains (the RoPE model; every Table 2 model has the same shape)."""
+    from ropebook import zoo
+
+    rows = []
+    for name in zoo.PROFILES:
+        mc, tc = zoo.configs("rope", profile=name)
+        rows.append(
+            {
+                "profile": name + (" (this run)" if name == current else ""),
+                "L × H × d_h": f"{mc.n_layers} × {mc.n_heads} × {mc.head_dim}",
+                "width": mc.d_model,
+                "context": mc.context,
+                "tokens/model": f"{tc.steps * tc.batch_size * tc.seq_len:,}",
+                "seeds": len(zoo.seeds_for("rope", profile=name, domain="python")),
+            }
+        )
+    return rows
+
+
+def table2_rows(
+    table: Mapping[str, Estimate], paper: Mapping[str, float], labels: Mapping[str, str]
+) -> list[dict]:
+    """One domain of Table 2: our perplexity (mean ± half-width over seeds) and rank, next to the
+    paper's single-run perplexity and rank in the column we compare with."""
+    ours, theirs = ablation.ranks(ablation.means(table)), ablation.ranks(paper)
+    return [
+        {
+            "encoding": labels[name],
+            "ours": est.format(3),
+            "rank": ours[name],
+            "paper": f"{paper[name]:.4f}",
+            "paper rank": theirs[name],
+        }
+        for name, est in table.items()
+    ]
+
+
+def tau_rows(
+    taus: Mapping[tuple[str, str], tuple[float, float, Estimate]],
+    paper: Mapping[str, Mapping[str, float]],
+) -> list[dict]:
+    """The τ table: the paper's first two columns against each other, then every (domain,
+    column) of :func:`kendall_taus`."""
+    first, second = list(paper)[:2]
+    tau, pvalue = ablation.kendall_tau(paper[first], paper[second])
+    rows = [{"ranking": f"paper {first} vs paper {second}", "τ": tau, "p-value": pvalue,
+             "τ per seed": "—"}]  # fmt: skip
+    rows += [
+        {"ranking": f"ours {d} vs paper {c}", "τ": t, "p-value": p, "τ per seed": e.format(2)}
+        for (d, c), (t, p, e) in taus.items()
+    ]
+    return rows
+
+
+def _relation(status: str, c: Comparison) -> str:
+    """A comparison status as ``<`` / ``>`` (``a`` against ``b``, separated) or as it is."""
+    return {f"{c.a} < {c.b}": "< (separated)", f"{c.a} > {c.b}": "> (separated)"}.get(
+        status, status
+    )
+
+
+def pair_rows(
+    comparisons: Mapping[tuple[str, str, str], Comparison],
+    paper: Mapping[str, float],
+    domain: str,
+) -> list[dict]:
+    """The orderings the paper argues about, on one domain: the paper's difference, our paired
+    difference, both tests (as ``a`` against ``b``) and the verdict on "``a`` is lower".
+    ``comparisons``: ``{(a name, b name, domain): compare(a label, ..., b label, ...)}``."""
+    return [
+        {
+            "paper's order": f"{c.a} < {c.b}",
+            "paper Δ": f"{paper[better] - paper[worse]:+.4f}",
+            "our Δ (paired)": c.difference.format(3),
+            "paired test": _relation(c.paired_status, c),
+            "intervals": _relation(c.status, c),
+            "verdict": c.verdict(c.a),
+        }
+        for (better, worse, d), c in comparisons.items()
+        if d == domain
+    ]
+
+
+def ordering_summary(comparisons: Mapping[tuple[str, str, str], Comparison], profile: str) -> str:
+    """One paragraph: which of the paper's orderings our runs confirm, reverse or cannot
+    resolve."""
+    if not all(c.testable for c in comparisons.values()):
+        return (
+            f"With a single seed in the `{profile}` profile there is no interval, so no ordering "
+            "can be confirmed or ruled out; run the `cpu` or `gpu` profile for the verdicts."
+        )
+
+    def listing(verdict: str) -> str:
+        found = [f"{c.a} < {c.b} on {d}" for (_, _, d), c in comparisons.items()
+                 if c.verdict(c.a) == verdict]  # fmt: skip
+        return "; ".join(found) or "none"
+
+    return (
+        f"**Confirmed** (paired difference separated from 0, in the paper's direction): "
+        f"{listing('held')}. **Reversed** (separated, opposite direction): "
+        f"{listing('not held')}. **Cannot decide** (the paired interval contains 0): "
+        f"{listing('cannot decide')}. Of these orderings, "
+        f"{sum(c.separated for c in comparisons.values())} of {len(comparisons)} also pass the "
+        "unpaired test (non-overlapping intervals)."
+    )
+
+
+def pair_text(by_domain: Mapping[str, Comparison], digits: int = 3, *, names: bool = True) -> str:
+    """A comparison per domain on one line: ``domain: a mean ± hw vs b ... (paired: status)``."""
+
+    def side(name: str, est: Estimate) -> str:
+        return f"{name} {est.format(digits)}" if names else est.format(digits)
+
+    return "; ".join(
+        f"{d}: {side(c.a, c.a_est)} vs {side(c.b, c.b_est)} (paired: {c.paired_status})"
+        for d, c in by_domain.items()
+    )
+
+
+def difference_text(by_domain: Mapping[str, Comparison], digits: int = 3) -> str:
+    """The paired differences per domain on one line: ``domain paired Δ mean ± hw; ...``."""
+    return "; ".join(f"{d} paired Δ {c.difference.format(digits)}" for d, c in by_domain.items())
+
+
+def relative_rows(
+    tables: Mapping[str, Mapping[str, Estimate]],
+    paper: Mapping[str, Mapping[str, float]],
+    domains: Mapping[str, str],
+    labels: Mapping[str, str],
+    confidence: float = 0.95,
+    reference: str = "rope",
+) -> list[dict]:
+    """Each encoding's perplexity relative to ``reference`` in %, ours paired seed by seed (mean
+    and interval, :func:`~ropebook.analysis.ablation.relative_change`) and the paper's (one run),
+    for every ``domain -> paper column``."""
+    rows = []
+    for domain, column in domains.items():
+        quoted = paper[column]
+        ours = ablation.relative_change(tables[domain], reference, confidence)
+        rows += [
+            {
+                "encoding": labels[name],
+                "domain": f"{domain} (paper: {column})",
+                "ours (%)": est.mean,
+                "low": est.low,
+                "high": est.high,
+                "paper (%)": 100 * (quoted[name] / quoted[reference] - 1),
+            }
+            for name, est in ours.items()
+        ]
+    return rows
+
+
+def relative_chart(rows: Sequence[dict], order: Sequence[str], confidence: float = 0.95):
+    """Figure: :func:`relative_rows` as dots with interval bars (ours) and diamonds (the paper),
+    one panel per domain."""
+    base = alt.Chart()
+    y = alt.Y("encoding:N", sort=list(order), title=None)
+    ours = base.mark_point(filled=True, size=50).encode(
+        y=y, x="ours (%):Q",
+        tooltip=["encoding:N", *(alt.Tooltip(f, format="+.2f") for f in ("ours (%):Q", "low:Q",
+                                                                        "high:Q"))],
+    )  # fmt: skip
+    return (
+        alt.layer(
+            base.mark_rule().encode(
+                y=y, x=alt.X("low:Q", title="perplexity relative to RoPE θ=10k (%)"), x2="high:Q"
+            ),
+            ours,
+            base.mark_point(shape="diamond", color="black", size=60).encode(
+                y=y,
+                x="paper (%):Q",
+                tooltip=["encoding:N", alt.Tooltip("paper (%):Q", format="+.2f")],
+            ),  # fmt: skip
+            data=alt.InlineData(values=list(rows)),
+        )
+        .properties(width=230, height=200)
+        .facet(
+            column=alt.Column("domain:N", title=None),
+            title=f"Perplexity relative to RoPE: ours (dots, {confidence:.0%} interval) vs the "
+            "paper (diamonds)",
+        )
+        .resolve_scale(x="independent")
+    )
+
+
+# ---------------------------------------------------------------- seed noise and resolution
+
+
+def noise_rows(noise: SeedNoise, domains: Mapping[str, str]) -> list[dict]:
+    """The seed-noise table, one row per measure and one column per domain."""
+    nan = float("nan")
+    measures = {
+        "median seed s.d.": lambda d: noise.unpaired[d]["seed_sd"],
+        "median gap between variants": lambda d: noise.unpaired[d]["gap"],
+        "gap / seed s.d.": lambda d: noise.unpaired[d]["ratio"],
+        "paired: |Δ| / s.d. of Δ": lambda d: noise.paired[d]["ratio"] if noise.paired[d] else nan,
+        "our seed s.d. (% of ppl)": lambda d: 100 * noise.seed_cv[d],
+        "paper column": lambda d: domains[d],
+        "paper's median gap (% of ppl)": lambda d: 100 * noise.paper_gap[domains[d]],
+    }
+    return [{"measure": m} | {d: f(d) for d in domains} for m, f in measures.items()]
+
+
+def seed_noise_text(noise: SeedNoise, domains: Mapping[str, str]) -> str:
+    """A sentence per domain: the gap between encodings against the seed s.d. (unpaired and
+    paired), and our seed s.d. against the paper's gaps; one sentence with one seed."""
+    if any(p is None for p in noise.paired.values()):
+        return "One seed: no measure of seed noise in this profile."
+    return " ".join(
+        f"On {d}, the median gap between two encodings is "
+        f"{noise.unpaired[d]['ratio']:.1f}× the median seed standard deviation unpaired "
+        f"and {noise.paired[d]['ratio']:.1f}× paired; our seed s.d. is "
+        f"{100 * noise.seed_cv[d]:.2f}% of the perplexity, against a median gap of "
+        f"{100 * noise.paper_gap[c]:.2f}% between the paper's encodings."
+        for d, c in domains.items()
+    )
+
+
+def regime_rows(settings: Mapping[str, tuple[int, float, int]], proportion: float = 0.75) -> list:
+    """Per setting ``label -> (head_dim, base, context)``: how far the planes that p-RoPE frees
+    turn under RoPE over the context (fastest and slowest freed plane, in turns), and the share
+    of all planes that complete at least one turn."""
+    rows = []
+    for label, (head_dim, base, context) in settings.items():
+        turns = rope.turns_per_context(head_dim, base, context)
+        freed = rope.frequencies(head_dim, base, variant="p-rope", proportion=proportion) == 0
+        rows.append(
+            {
+                "setting": label,
+                "head_dim, θ, context": f"{head_dim}, {base:,.0f}, {context:,}",
+                "freed planes": int(freed.sum()),
+                "their turns over the context": f"{turns[freed].min():.3g} – {turns[freed].max():.3g}",
+                "planes with ≥ 1 turn": f"{(turns >= 1).mean():.0%}",
+            }
+        )
+    return rows
+
+
+def _percent(value: float) -> str:
+    return f"{value:.2f} %" if np.isfinite(value) else "—"
+
+
+def resolution_rows(
+    comparisons: Mapping[tuple[str, str], Comparison],
+    paper: Mapping[str, float],
+    confidence: float = 0.95,
+    power: float = 0.8,
+) -> list[dict]:
+    """What each ordering's run can resolve: the paper's gap and our paired difference (both in
+    % of perplexity), the s.d. of our paired difference, the smallest effect the seeds detect
+    with ``power`` (paired t-test, two-sided at ``confidence``), the verdict on the paper's order
+    and, where the run cannot decide, the bound it puts on the effect."""
+    rows = []
+    for (better, worse), c in comparisons.items():
+        verdict = c.verdict(c.a)
+        rows.append(
+            {
+                "paper's order": f"{c.a} < {c.b}",
+                "paper Δ": f"{100 * (paper[better] / paper[worse] - 1):+.2f} %",
+                "our paired Δ": c.difference.format(2),
+                "s.d. of Δ": _percent(ablation.paired_sd_percent(c)),
+                "seeds": c.difference.n,  # differs by pair where seeds were chosen by power
+                "detectable": _percent(c.min_detectable(confidence, power)),
+                "verdict": verdict,
+                "reading": c.bound if verdict == "cannot decide" else verdict,
+            }
+        )
+    return rows
+
+
+def resolution_text(c: Comparison, confidence: float = 0.95, power: float = 0.8) -> str:
+    """A claim's basis: seeds and the smallest effect they can detect."""
+    if not c.paired:
+        return f"{c.difference.n} seed(s): no paired interval"
+    mde = c.min_detectable(confidence, power)
+    return f"{c.difference.n} paired seeds; detectable |Δ| ≥ {mde:.2g} % ({power:.0%} power)"
+
+
+def training_noise_rows(
+    series: Mapping[str, Mapping[int, Comparison]], confidence: float = 0.95, power: float = 0.8
+) -> list[dict]:
+    """One row per comparison and validation step: tokens seen, the paired difference, the s.d.
+    of the paired difference (% of perplexity) with its ``confidence`` interval (chi-square,
+    :func:`~ropebook.analysis.power.sd_interval`), the detectable effect and the verdict on the
+    comparison's first model being better."""
+    rows = []
+    for label, by_tokens in series.items():
+        for tokens, c in by_tokens.items():
+            sd = ablation.paired_sd_percent(c)
+            low, high = sd_interval(sd, c.difference.n, confidence) if c.paired else (sd, sd)
+            rows.append(
+                {
+                    "comparison": label,
+                    "tokens": tokens,
+                    "paired Δ": c.difference.format(2),
+                    "s.d. of Δ (%)": round(sd, 3),
+                    "s.d. low": round(low, 3),
+                    "s.d. high": round(high, 3),
+                    "detectable": _percent(c.min_detectable(confidence, power)),
+                    "verdict": c.verdict(c.a),
+                }
+            )
+    return rows
+
+
+def training_noise_chart(rows: Sequence[dict], target: float = 1.0, confidence: float = 0.95):
+    """Figure: :func:`training_noise_rows`' s.d. of the paired difference against tokens seen
+    (log axes, ``confidence`` band), one line per comparison, the target as a dashed rule."""
+    shown = [r for r in rows if r["s.d. of Δ (%)"] > 0 and r["tokens"] > 0]
+    x = alt.X("tokens:Q", scale=alt.Scale(type="log"), title="tokens seen")
+    y = alt.Y("s.d. of Δ (%):Q", scale=alt.Scale(type="log"),
+              title="s.d. of the paired difference (% of perplexity)")  # fmt: skip
+    color = alt.Color("comparison:N", legend=alt.Legend(orient="bottom", title=None))
+    base = alt.Chart(alt.InlineData(values=shown))
+    return (
+        alt.layer(
+            base.mark_area(opacity=0.15).encode(x=x, y="s.d. low:Q", y2="s.d. high:Q", color=color),
+            base.mark_line(point=True).encode(
+                x=x,
+                y=y,
+                color=color,
+                tooltip=["comparison:N", "tokens:Q", "paired Δ:N", "s.d. of Δ (%):Q"],
+            ),  # fmt: skip
+            alt.Chart(alt.InlineData(values=[{"target": target}]))
+            .mark_rule(strokeDash=[4, 4], color="grey")
+            .encode(y="target:Q"),
+        ).properties(
+            width=520,
+            height=260,
+            title=f"Paired seed noise over training ({confidence:.0%} band from the chi-square "
+            "distribution; dashed: the 1 % target)",
+        )  # fmt: skip
+    )
+
+
+def training_noise_text(
+    noise: ablation.TrainingNoise | None,
+    earlier_tokens: int,
+    paper_gap_percent: float,
+    confidence: float = 0.95,
+    power: float = 0.8,
+) -> str:
+    """A paragraph on :func:`~ropebook.analysis.ablation.training_noise`: the last step against
+    the earlier run (``earlier_tokens`` long), the s.d. over the second half of training, and
+    the seeds the paper's gap would need; one sentence with one seed."""
+    if noise is None:
+        return "One seed per model: no paired noise to follow over training in this profile."
+    last = noise.last
+    return (
+        f"At the last step ({noise.tokens:,} tokens, {noise.tokens / earlier_tokens:.1f}× the "
+        f"matched runs) {last.a} vs {last.b} differs by {last.difference.format(2)}, with a "
+        f"paired s.d. of **{noise.sd:.2f} %** of perplexity ({confidence:.0%} interval "
+        f"{noise.sd_low:.2f}–{noise.sd_high:.2f} %; matched runs: {noise.earlier_sd:.2f} %). "
+        f"Over the second half of training (from {noise.late_from:,} tokens) the s.d. ranges "
+        f"{noise.late_min:.2f}–{noise.late_max:.2f} % and {noise.trend} (Spearman ρ = "
+        f"{noise.rho:.2f} with tokens). The smallest effect {last.difference.n} seeds detect is "
+        f"{noise.detectable:.2f} %, against the paper's gap of {paper_gap_percent:.2f} %, which "
+        f"would need about {noise.seeds_needed} paired seeds at this noise ({power:.0%} power)."
+    )
+
+
+# ---------------------------------------------------------------- length extrapolation, p sweep
+
+
+def extrapolation_rows(
+    table: Mapping[tuple[str, str], Mapping[int, Estimate]],
+    names: Sequence[str],
+    domain: str,
+    labels: Mapping[str, str],
+    context: int,
+) -> list[dict]:
+    """One domain of :func:`extrapolation_table`: a row per encoding, a column per length."""
+    return [
+        {"encoding": labels[name]}
+        | {f"{f}× ({f * context})": e.format(2) for f, e in table[name, domain].items()}
+        for name in names
+    ]
+
+
+def extrapolation_chart(
+    curves: Mapping[tuple[str, str], Sequence[ExtrapolationCurve]],
+    labels: Mapping[str, str],
+    *,
+    max_factor: int,
+    confidence: float = 0.95,
+):
+    """Figure: perplexity at each position (bins of half the training context; mean and interval
+    over seeds) for every ``(name, domain)`` of ``curves``, one panel per domain, with the end of
+    the training context dashed."""
+    context = next(iter(curves.values()))[0].context
+    rows = [
+        row | {"encoding": labels[name], "domain": domain, "edge": 1.0}
+        for (name, domain), cs in curves.items()
+        for row in ablation.binned_ppl(cs, max(context // 2, 1), confidence)
+    ]
+    color = alt.Color("encoding:N", sort=list(labels.values()), legend=alt.Legend(orient="bottom"))
+    band = alt.Chart().mark_area(opacity=0.2).encode(
+        x=alt.X("x context:Q", title="position (multiples of the training context)"),
+        y=alt.Y("low:Q", scale=alt.Scale(type="log"), title="perplexity at the position (log)"),
+        y2="high:Q", color=color,
+    )  # fmt: skip
+    tips = [alt.Tooltip(f"{f}:Q", format=".2f") for f in ("ppl", "low", "high")]
+    line = alt.Chart().mark_line().encode(
+        x="x context:Q", y="ppl:Q", color=color,
+        tooltip=["encoding:N", "start:Q", "stop:Q", *tips],
+    )  # fmt: skip
+    edge = alt.Chart().mark_rule(strokeDash=[4, 4], color="gray").encode(x="edge:Q")
+    return (
+        alt.layer(band, line, edge, data=alt.InlineData(values=rows))
+        .properties(width=270, height=260)
+        .facet(
+            column=alt.Column("domain:N", title=None),
+            title=f"Perplexity vs position, trained on {context} tokens, evaluated on "
+            f"{max_factor * context}",
+        )
+        .resolve_scale(y="independent")
+    )
+
+
+def sweep_rows(
+    table: Mapping[tuple[str, str], Mapping[int, Estimate]],
+    sweep: Mapping[float, str],
+    factors: Sequence[int],
+    labels: Mapping[str, str],
+    context: int,
+    domain: str = "shakespeare",
+) -> list[dict]:
+    """The p sweep: perplexity (mean, interval) of each ``p -> model`` at each length."""
+    return [
+        {
+            "p": p,
+            "length": f"{f}× context ({f * context} tokens)",
+            "ppl": e.mean,
+            "low": e.low,
+            "high": e.high,
+            "model": labels[name],
+        }
+        for p, name in sweep.items()
+        for f in factors
+        for e in [table[name, domain][f]]
+    ]
+
+
+def sweep_chart(rows: Sequence[dict], title: str):
+    """Figure: :func:`sweep_rows` as perplexity against ``p`` with interval bars, one panel per
+    length (each with its own perplexity axis)."""
+    base = alt.Chart()
+    color = alt.Color("length:N", title="evaluated on", legend=alt.Legend(orient="bottom"))
+    tips = [alt.Tooltip(f"{f}:Q", format=".3f") for f in ("ppl", "low", "high")]
+    line = base.mark_line(point=True).encode(
+        x=alt.X("p:Q", title="p (fraction of frequencies kept, fastest first)",
+                scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("ppl:Q", scale=alt.Scale(zero=False), title="perplexity"),
+        color=color, tooltip=["model:N", "length:N", *tips],
+    )  # fmt: skip
+    bars = base.mark_errorbar().encode(
+        x="p:Q", y=alt.Y("low:Q", title="perplexity"), y2="high:Q", color=color
+    )
+    return (
+        alt.layer(line, bars, data=alt.InlineData(values=list(rows)))
+        .properties(width=270, height=260)
+        .facet(column=alt.Column("length:N", title=None), title=title)
+        .resolve_scale(y="independent")
+    )

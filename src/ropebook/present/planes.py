@@ -1,0 +1,122 @@
+"""The per-plane causal map as tables and charts, from :mod:`ropebook.analysis.planes`.
+Nothing here runs a model."""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+
+from ropebook.analysis.planes import PlaneMap, PlaneTraining
+
+LABELS = {
+    "loss": "Δ loss, plane removed (nats)",
+    "unrotated": "Δ loss, plane unrotated (nats)",
+    "previous": "Δ previous-token attention",
+    "content": "Δ induction score",
+}
+
+
+def plane_rows(plane_map: PlaneMap, classes: list[str], digits: int = 3) -> list[dict]:
+    """One row per plane: turns per context, q/k norm share, each change with its interval, and
+    the plane's class."""
+    est = {m: plane_map.estimates(m, digits) for m in LABELS}
+    rows = []
+    for i, plane in enumerate(plane_map.planes):
+        row = {
+            "plane": int(plane),
+            "turns per context": f"{plane_map.turns[i]:.3g}",
+            "q/k norm share": f"{plane_map.norm_share[:, i].mean():.3f}",
+        }
+        for m, label in LABELS.items():
+            e = est[m][i]
+            row[label] = f"{e.mean:+.{digits}f} [{e.low:+.{digits}f}, {e.high:+.{digits}f}]"
+        row["class"] = classes[i]
+        rows.append(row)
+    return rows
+
+
+def _points(maps: dict[str, PlaneMap]) -> list[dict]:
+    rows = []
+    for model, m in maps.items():
+        est = {metric: m.estimates(metric) for metric in LABELS}
+        for i in range(m.n_planes):
+            base = {"model": model, "plane": int(m.planes[i]), "turns": float(m.turns[i])}
+            rows.append(base | {"metric": "q/k norm share", "mean": float(m.norm_share[:, i].mean()),
+                                "low": float(m.norm_share[:, i].min()),
+                                "high": float(m.norm_share[:, i].max())})  # fmt: skip
+            for metric, label in LABELS.items():
+                e = est[metric][i]
+                rows.append(base | {"metric": label, "mean": e.mean, "low": e.low, "high": e.high})
+    return rows
+
+
+def plane_chart(maps: dict[str, PlaneMap], width: int = 300, height: int = 150):
+    """Altair, one panel per measure: each plane's mean change with its 95% interval (norm share:
+    range over seeds) against its turns per training context (log axis), one colour per model."""
+    data = alt.InlineData(values=_points(maps))
+    x = alt.X("turns:Q", scale=alt.Scale(type="log"), title="turns per training context (log)")
+    colour = alt.Color("model:N", title="model")
+    panels = []
+    for metric in ("q/k norm share", *LABELS.values()):
+        base = alt.Chart(data).transform_filter(alt.datum.metric == metric)
+        panels.append(
+            alt.layer(
+                base.mark_rule().encode(
+                    x=x, y=alt.Y("low:Q", title=metric), y2="high:Q", color=colour
+                ),  # fmt: skip
+                base.mark_point(filled=True).encode(
+                    x=x,
+                    y="mean:Q",
+                    color=colour,
+                    tooltip=["model:N", "plane:Q", "turns:Q", "mean:Q", "low:Q", "high:Q"],
+                ),  # fmt: skip
+            ).properties(width=width, height=height, title=metric)
+        )
+    return alt.vconcat(
+        *[alt.hconcat(*panels[i : i + 2]) for i in range(0, len(panels), 2)]
+    ).resolve_scale(color="shared")
+
+
+def training_heatmaps(training: PlaneTraining, width: int = 260, height: int = 180):
+    """Altair, two heatmaps over (tokens seen, plane): the mean over seeds of the loss change when
+    the plane is removed, and of its q/k norm share."""
+    rows = []
+    for s, tokens in enumerate(training.tokens):
+        for i, plane in enumerate(training.planes):
+            rows.append(
+                {
+                    "tokens": f"{int(tokens):,}",
+                    "order": s,
+                    "plane": f"{int(plane)} ({training.turns[i]:.2g} turns)",
+                    "dloss": float(training.delta_loss[:, s, i].mean()),
+                    "share": float(training.norm_share[:, s, i].mean()),
+                }
+            )
+    planes = [
+        f"{int(p)} ({t:.2g} turns)" for p, t in zip(training.planes, training.turns, strict=True)
+    ]
+    base = alt.Chart(alt.InlineData(values=rows)).encode(
+        x=alt.X("tokens:O", sort=alt.SortField("order"), title="tokens seen"),
+        y=alt.Y("plane:O", sort=planes, title="plane (fastest at top)"),
+    )
+    return alt.hconcat(
+        *[
+            base.mark_rect()
+            .encode(
+                color=alt.Color(f"{field}:Q", title=title),
+                tooltip=["tokens:O", "plane:O", alt.Tooltip(f"{field}:Q", title=title)],
+            )
+            .properties(width=width, height=height, title=f"{title} along training")
+            for field, title in (("dloss", "Δ loss (nats)"), ("share", "q/k norm share"))
+        ]
+    ).resolve_scale(color="independent")
+
+
+def class_counts(classes: dict[str, list[str]]) -> list[dict]:
+    """How many planes of each model fall in each class."""
+    kinds = sorted({c for cs in classes.values() for c in cs})
+    return [{"model": m} | {k: cs.count(k) for k in kinds} for m, cs in classes.items()]
+
+
+def describe_estimate(e, unit: str = "nats") -> str:
+    return f"{e.mean:+.3f} {unit} ({e.text})" if np.isfinite(e.mean) else "no planes"

@@ -1,0 +1,98 @@
+"""The causal probe's table, chart and claim text, from the numbers of
+:mod:`ropebook.analysis.probes`. Nothing here runs a model.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+from ropebook.analysis import power
+from ropebook.analysis.probes import (
+    CONDITIONS,
+    ProbeReading,
+    ProbeResult,
+    min_detectable,
+    paired_estimate,
+)
+
+
+def probe_table(result: ProbeResult, digits: int = 3) -> list[dict]:
+    """One row per condition: planes removed, Δ loss (nats) with interval and as a perplexity
+    change, Δ previous-token attention with interval, and the smallest Δs the samples could
+    detect (80% power)."""
+    rows = []
+    for c in CONDITIONS:
+        dl, dp = (paired_estimate(result.delta(m, c), digits) for m in ("loss", "previous"))
+        rows.append(
+            {
+                "planes removed": c,
+                "planes (first seed)": " or ".join(map(str, result.removed[0][c][:2]))
+                + (
+                    f" … ({len(result.removed[0][c])} draws)"
+                    if len(result.removed[0][c]) > 2
+                    else ""
+                ),
+                "Δ loss (nats)": f"{dl.mean:+.{digits}f}",
+                "Δ loss interval": dl.text,
+                "perplexity change": f"{power.percent_of_perplexity(dl.mean):+.1f}%",
+                "Δ prev.-token attention": f"{dp.mean:+.{digits}f}",
+                "Δ attention interval": dp.text,
+                "min. detectable Δ (loss, attention)": (
+                    f"{min_detectable(result.delta('loss', c)):.3f}, "
+                    f"{min_detectable(result.delta('previous', c)):.3f}"
+                ),
+            }
+        )
+    return rows
+
+
+def reading_measured(reading: ProbeReading) -> str:
+    """The two contrasts of a :class:`~ropebook.analysis.probes.ProbeReading`, as measured."""
+    return (
+        f"removing the fastest instead of the slowest quarter changes previous-token attention "
+        f"by {reading.positional.mean:+.3f} ({reading.positional.text}); removing the slowest "
+        f"instead of a random quarter changes loss by {reading.semantic.mean:+.3f} nats "
+        f"({reading.semantic.text})"
+    )
+
+
+def reading_basis(reading: ProbeReading) -> str:
+    """What a :class:`~ropebook.analysis.probes.ProbeReading` rests on: seeds, pairing and the
+    smallest differences they detect."""
+    return (
+        f"{reading.n_seeds} seed{'s' if reading.n_seeds != 1 else ''}, paired per seed and "
+        "window; minimum detectable differences "
+        f"{reading.positional_mde:.3g} (attention) and {reading.semantic_mde:.3g} nats (80% power)"
+    )
+
+
+def probe_chart(result: ProbeResult, width: int = 400):
+    """Altair, two panels: mean Δ loss and Δ previous-token attention per condition with 95%
+    intervals (over seeds, or windows of one seed), zero marked."""
+    panels = []
+    for metric, label in (
+        ("loss", "Δ loss (nats)"),
+        ("previous", "Δ previous-token attention"),
+    ):
+        rows = []
+        for c in CONDITIONS:
+            e = paired_estimate(result.delta(metric, c))
+            rows.append({"planes removed": c, "mean": e.mean, "low": e.low, "high": e.high})
+        y = alt.Y("planes removed:N", sort=list(CONDITIONS), title="planes removed")
+        base = alt.Chart(alt.InlineData(values=rows))
+        panels.append(
+            alt.layer(
+                base.mark_rule(strokeWidth=2).encode(
+                    x=alt.X("low:Q", title=label), x2="high:Q", y=y
+                ),
+                base.mark_point(filled=True, size=70).encode(
+                    x="mean:Q", y=y, tooltip=["planes removed:N", "mean:Q", "low:Q", "high:Q"]
+                ),
+                alt.Chart(alt.InlineData(values=[{"zero": 0.0}]))
+                .mark_rule(strokeDash=[4, 3], color="gray")
+                .encode(x="zero:Q"),
+            ).properties(
+                width=width, height=90, title=f"{label} when a quarter of planes is removed"
+            )
+        )
+    return alt.vconcat(*panels)

@@ -1,0 +1,74 @@
+"""The seed plan as a table and a sentence: what each comparison needed, got and resolves
+(:mod:`ropebook.seedplan`), beside what this run measured. Nothing here runs a model."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from ropebook.analysis.ablation import Comparison, paired_sd_percent
+from ropebook.seedplan import Choice
+
+
+def _percent(x: float) -> str:
+    return f"{x:.2f} %" if math.isfinite(x) else "—"
+
+
+def plan_rows(
+    choices: list[Choice],
+    measured: Mapping[str, Comparison],
+    confidence: float = 0.95,
+    power: float = 0.8,
+) -> list[dict]:
+    """One row per planned comparison: the s.d. the plan used (and the range measured), the target
+    MDE, seeds needed and planned, the MDE planned; then this run's seeds, paired s.d. and MDE
+    (``measured``: comparison id → this run's :class:`Comparison`; missing → —)."""
+    rows = []
+    for c in choices:
+        now = measured.get(c.id)
+        sd_now = paired_sd_percent(now) if now is not None else math.nan
+        low, high = c.sd_range
+        rows.append(
+            {
+                "comparison": c.id,
+                "paired s.d. (book)": f"{c.paired_sd:.2f} %"
+                + (f" ({low:.2f}–{high:.2f})" if low != high else ""),
+                "target MDE": f"{c.target:.2f} %",
+                "seeds needed": c.needed,
+                "seeds planned": c.trained,
+                "MDE planned": _percent(c.mde),
+                "seeds here": now.difference.n if now is not None else "—",
+                "s.d. here": _percent(sd_now),
+                "MDE here": _percent(now.min_detectable(confidence, power))
+                if now is not None and now.paired
+                else "—",
+            }
+        )
+    return rows
+
+
+def shortfall_text(choices: list[Choice], spare_minutes: float) -> str:
+    """Which targets the budget meets and, for each it does not, by how much (MDE reached at the
+    planned seeds against the target, at the plan's s.d.)."""
+    met = [c for c in choices if c.met]
+    added = sum(c.added_seconds for c in choices) / 60
+    parts = [
+        f"The budget leaves {spare_minutes:.0f} minutes of training for added seeds; the plan "
+        f"spends {added:.1f} of them."
+    ]
+    if met:
+        parts.append(
+            "Met: "
+            + "; ".join(
+                f"{c.id} ({c.trained} seeds, MDE {c.mde:.2f} % ≤ {c.target:g} %)" for c in met
+            )
+            + "."
+        )
+    for c in choices:
+        if not c.met:
+            parts.append(
+                f"Not met: {c.id} needs {c.needed} seeds for {c.target:g} %; at {c.trained} the "
+                f"MDE is {c.mde:.2f} %, {c.mde / c.target:.1f}× the target "
+                f"({c.mde - c.target:+.2f} points)."
+            )
+    return " ".join(parts)

@@ -1,0 +1,139 @@
+"""Seeds chosen by power: how many seeds each p-RoPE comparison gets, and what that resolves.
+
+``data/seed_plan.json`` records the paired standard deviations the book measured (with the build
+and chapter they come from), each comparison's target minimum detectable effect (MDE, % of
+perplexity), the training time of one model per regime and the build budget. :func:`choose`
+turns it into seed counts:
+
+1. each comparison needs ``power.seeds_needed(sd, target)`` paired seeds (95 %, 80 % power);
+2. comparisons are served in file order; adding a seed to a model costs its regime's seconds per
+   model, and a model already raised for an earlier comparison costs nothing more;
+3. a *headline* comparison (0.75-RoPE vs RoPE) gets the most seeds that fit, up to its need; any
+   other gets its need only if all of it fits (a partial spend would still leave it far from its
+   target), else it stays at the base seeds.
+
+:func:`seed_counts` gives ``(regime, model) -> seeds`` for :func:`ropebook.zoo.seeds_for`. Seeds
+are added after the profile's own (0, 1, 2, then 3, 4, ...), so existing models keep their spec
+hashes and a partial zoo still serves every chapter. Nothing here trains or reads a model.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ropebook import REPO_ROOT
+from ropebook.analysis import power
+
+PLAN_PATH = REPO_ROOT / "data" / "seed_plan.json"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One comparison's seed count and what it resolves (s.d.s and MDEs in % of perplexity)."""
+
+    id: str
+    regime: str
+    models: tuple[str, ...]
+    paired_sd: float  # the planning s.d. (the largest the book measured)
+    sd_range: tuple[float, float]
+    source: str
+    target: float
+    needed: int
+    trained: int
+    added_seconds: float  # training time this comparison added (beyond earlier ones)
+
+    @property
+    def mde(self) -> float:
+        """MDE at the trained seed count, at the planning s.d."""
+        return power.min_detectable_effect(self.paired_sd, self.trained)
+
+    @property
+    def met(self) -> bool:
+        return self.trained >= self.needed
+
+
+@functools.cache
+def load_plan(path: Path | str = PLAN_PATH) -> dict:
+    """The seed plan (checked: every comparison names a regime with a cost and base seeds)."""
+    plan = json.loads(Path(path).read_text())
+    for c in plan["comparisons"]:
+        for table in ("seconds_per_model", "base_seeds"):
+            if c["regime"] not in plan[table]:
+                raise ValueError(f"seed plan {path}: {table} lacks regime {c['regime']!r}")
+        if not (c["paired_sd_percent"] > 0 and c["target_mde_percent"] > 0):
+            raise ValueError(f"seed plan {path}: comparison {c['id']!r} needs s.d. and target > 0")
+    return plan
+
+
+def spare_seconds(plan: Mapping) -> float:
+    """Training time the budget leaves for added seeds: the budget less today's build and every
+    reservation (``build_minutes - build_minutes_measured - Σ reserved``), in seconds."""
+    b = plan["budget"]
+    spare = b["build_minutes"] - b["build_minutes_measured"] - sum(b["reserved_minutes"].values())
+    return 60.0 * spare
+
+
+def choose(plan: Mapping, budget_seconds: float | None = None) -> list[Choice]:
+    """Seed count of every comparison of ``plan`` (rules in the module docstring); the budget
+    defaults to :func:`spare_seconds`."""
+    left = spare_seconds(plan) if budget_seconds is None else float(budget_seconds)
+    confidence, pw = plan["confidence"], plan["power"]
+    counts: dict[tuple[str, str], int] = {}
+    choices = []
+    for c in plan["comparisons"]:
+        regime, models = c["regime"], tuple(c["models"])
+        base, seconds = plan["base_seeds"][regime], plan["seconds_per_model"][regime]
+        have = {m: counts.get((regime, m), base) for m in models}
+
+        def cost(n: int, have=have, seconds=seconds) -> float:
+            return seconds * sum(max(0, n - k) for k in have.values())
+
+        sd, target = c["paired_sd_percent"], c["target_mde_percent"]
+        needed = power.seeds_needed(sd, target, confidence=confidence, power=pw)
+        now = min(have.values())
+        affordable = [n for n in range(now, max(needed, now) + 1) if cost(n) <= max(left, 0)]
+        n = affordable[-1] if c["headline"] else (needed if needed in affordable else now)
+        left -= cost(n)
+        for m in models:
+            counts[regime, m] = max(have[m], n)
+        choices.append(
+            Choice(
+                id=c["id"],
+                regime=regime,
+                models=models,
+                paired_sd=sd,
+                sd_range=tuple(c["sd_range_percent"]),
+                source=c["source"],
+                target=target,
+                needed=needed,
+                trained=n,
+                added_seconds=cost(n),
+            )  # fmt: skip
+        )
+    return choices
+
+
+def seed_counts(choices: list[Choice]) -> dict[tuple[str, str], int]:
+    """``(regime, model) -> seeds`` the zoo trains for the planned comparisons."""
+    counts: dict[tuple[str, str], int] = {}
+    for c in choices:
+        for m in c.models:
+            counts[c.regime, m] = max(counts.get((c.regime, m), 0), c.trained)
+    return counts
+
+
+def extend_seeds(seeds: tuple[int, ...], n: int) -> tuple[int, ...]:
+    """The first ``n`` seeds: ``seeds`` in order, then the next integers after their largest."""
+    extra = range(max(seeds) + 1, max(seeds) + 1 + max(0, n - len(seeds)))
+    return (*seeds[:n], *extra)
+
+
+@functools.cache
+def planned_counts(profile: str) -> dict[tuple[str, str], int]:
+    """The plan's counts for ``profile`` (empty for a profile the plan was not measured on)."""
+    plan = load_plan()
+    return seed_counts(choose(plan)) if profile == plan["profile"] else {}

@@ -1,0 +1,205 @@
+"""Synthetic tasks with large effects: one-hop recall by distance, the passkey, and k-back.
+
+Every batch is made on the fly from a ``numpy`` Generator (``Generator([seed, step])`` in
+training), so there are no dataset files and a model's data are a function of its seed. A batch
+is ``(tokens, targets, mask)`` plus the ``distance`` each answer spans, for binning: the model
+reads ``tokens [B, T]`` and at every position ``t`` with ``mask[b, t]`` must output
+``targets[b, t]``; the loss counts only those positions (:func:`ropebook.train.answer_losses`).
+
+The tasks share one vocabulary of :data:`VOCAB_SIZE` tokens, each task using disjoint ranges of it
+(settings from ``notes/recall-pilot.md``, where both tasks were learnt in ~100 steps):
+
+- **Recall** (:class:`Recall`; one-hop associative recall, after Zoology's MQAR, Arora et al.
+  2023, with the stored pair collapsed into one token so that one attention hop suffices): ``C``
+  class blocks of ``V`` value tokens each, one key token per class, and a filler range. A
+  sequence plants ``n ∈ 1..max_needles`` needles — a value token of ``n`` distinct classes — at
+  random positions in its first ``needle_span`` share; later, ``n_queries`` positions carry the
+  key token of a planted class, whose target is that class's needle. The distance is query
+  position minus needle position.
+- **Passkey** (:meth:`Recall.passkey`): the recall layout with one needle at a chosen depth
+  (0 = first token, 1 = just before the queries) and the queries in the last positions: the
+  ``n = 1`` case of recall, which training includes.
+- **k-back** (:class:`KBack`; a purely positional task): a marker at position 0 sets
+  ``k ∈ 1..max_k``; the other tokens are random data tokens and position ``t > k`` answers the
+  token at ``t − k``. The distance of every answer is ``k``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+VOCAB_SIZE = 256  # every task's tokens lie below this (the task regime's model vocabulary)
+TASK_FORMAT = 1  # part of every task spec: bump when a generator's output changes
+
+
+@dataclass(frozen=True)
+class Batch:
+    """``tokens``, ``targets`` ``[B, T]`` int32, ``mask [B, T]`` bool (True where an answer is
+    scored; targets elsewhere are 0), ``distance [B, T]`` int32 (what each answer spans, −1
+    elsewhere)."""
+
+    tokens: np.ndarray
+    targets: np.ndarray
+    mask: np.ndarray
+    distance: np.ndarray
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(tokens, targets, mask)``: what training and evaluation need."""
+        return self.tokens, self.targets, self.mask
+
+
+def _empty(batch_size: int, length: int) -> tuple[np.ndarray, ...]:
+    shape = (batch_size, length)
+    return (
+        np.zeros(shape, np.int32),
+        np.zeros(shape, bool),
+        np.full(shape, -1, np.int32),
+    )
+
+
+@dataclass(frozen=True)
+class Recall:
+    """One-hop associative recall (module docstring). Token ranges: values ``[0, C·V)``, keys
+    ``[C·V, C·V + C)``, filler ``[C·V + C, C·V + C + n_filler)``."""
+
+    n_classes: int = 8
+    values_per_class: int = 16
+    max_needles: int = 4
+    n_queries: int = 8
+    n_filler: int = 64
+    needle_span: float = 0.25
+    name: str = "recall"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_needles <= self.n_classes:
+            raise ValueError(
+                f"max_needles must lie in [1, n_classes={self.n_classes}], got {self.max_needles}"
+            )
+        if not 0 < self.needle_span < 1:
+            raise ValueError(f"needle_span must lie in (0, 1), got {self.needle_span}")
+        if min(self.values_per_class, self.n_queries, self.n_filler) < 1:
+            raise ValueError("values_per_class, n_queries and n_filler must be positive")
+        if self.vocab_size > VOCAB_SIZE:
+            raise ValueError(f"recall needs {self.vocab_size} tokens, more than {VOCAB_SIZE}")
+
+    @property
+    def key_start(self) -> int:
+        return self.n_classes * self.values_per_class
+
+    @property
+    def filler_start(self) -> int:
+        return self.key_start + self.n_classes
+
+    @property
+    def vocab_size(self) -> int:
+        return self.filler_start + self.n_filler
+
+    def min_length(self) -> int:
+        """The shortest sequence that holds the needles and the queries."""
+        return int(np.ceil(self.max_needles / self.needle_span)) + self.n_queries
+
+    def _check_length(self, length: int) -> None:
+        if length < self.min_length():
+            raise ValueError(f"recall needs sequences of at least {self.min_length()} tokens")
+
+    def _filler(self, rng: np.random.Generator, batch_size: int, length: int) -> np.ndarray:
+        return (self.filler_start + rng.integers(0, self.n_filler, (batch_size, length))).astype(
+            np.int32
+        )
+
+    def batch(self, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
+        """A training or test batch of ``batch_size`` sequences of ``length`` tokens."""
+        self._check_length(length)
+        tokens = self._filler(rng, batch_size, length)
+        targets, mask, distance = _empty(batch_size, length)
+        span = max(int(self.needle_span * length), self.max_needles)
+        for b in range(batch_size):
+            n = int(rng.integers(1, self.max_needles + 1))
+            classes = rng.choice(self.n_classes, n, replace=False)
+            where = rng.choice(span, n, replace=False)
+            values = classes * self.values_per_class + rng.integers(0, self.values_per_class, n)
+            tokens[b, where] = values
+            asks = rng.choice(np.arange(span, length), self.n_queries, replace=False)
+            which = rng.integers(0, n, self.n_queries)  # the planted needle each query asks for
+            tokens[b, asks] = self.key_start + classes[which]
+            targets[b, asks], mask[b, asks] = values[which], True
+            distance[b, asks] = asks - where[which]
+        return Batch(tokens, targets, mask, distance)
+
+    def passkey(
+        self, rng: np.random.Generator, batch_size: int, length: int, depth: float
+    ) -> Batch:
+        """One needle per sequence at ``depth`` (0 = position 0, 1 = just before the queries,
+        which fill the last ``n_queries`` positions and all ask for it)."""
+        self._check_length(length)
+        if not 0 <= depth <= 1:
+            raise ValueError(f"depth must lie in [0, 1], got {depth}")
+        tokens = self._filler(rng, batch_size, length)
+        targets, mask, distance = _empty(batch_size, length)
+        first_query = length - self.n_queries
+        where = int(round(depth * (first_query - 1)))
+        classes = rng.integers(0, self.n_classes, batch_size)
+        values = classes * self.values_per_class + rng.integers(
+            0, self.values_per_class, batch_size
+        )
+        tokens[:, where] = values
+        tokens[:, first_query:] = (self.key_start + classes)[:, None]
+        targets[:, first_query:], mask[:, first_query:] = values[:, None], True
+        distance[:, first_query:] = np.arange(first_query, length) - where
+        return Batch(tokens, targets, mask, distance)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": TASK_FORMAT, **dataclasses.asdict(self)}
+
+
+@dataclass(frozen=True)
+class KBack:
+    """k-back (module docstring). Token ranges: markers ``[0, max_k)`` (marker ``k − 1`` sets
+    ``k``), data ``[max_k, max_k + n_data)``."""
+
+    max_k: int = 4
+    n_data: int = 64
+    name: str = "kback"
+
+    def __post_init__(self) -> None:
+        if self.max_k < 1 or self.n_data < 2:
+            raise ValueError(f"need max_k >= 1 and n_data >= 2, got {self.max_k}, {self.n_data}")
+        if self.vocab_size > VOCAB_SIZE:
+            raise ValueError(f"k-back needs {self.vocab_size} tokens, more than {VOCAB_SIZE}")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.max_k + self.n_data
+
+    def min_length(self) -> int:
+        return self.max_k + 2
+
+    def batch(self, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
+        if length < self.min_length():
+            raise ValueError(f"k-back needs sequences of at least {self.min_length()} tokens")
+        k = rng.integers(1, self.max_k + 1, batch_size)
+        tokens = (self.max_k + rng.integers(0, self.n_data, (batch_size, length))).astype(np.int32)
+        tokens[:, 0] = k - 1
+        t = np.arange(length)
+        mask = t[None, :] > k[:, None]
+        source = np.clip(t[None, :] - k[:, None], 0, None)
+        targets = np.where(mask, np.take_along_axis(tokens, source, axis=1), 0).astype(np.int32)
+        distance = np.where(mask, k[:, None], -1).astype(np.int32)
+        return Batch(tokens, targets, mask, distance)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": TASK_FORMAT, **dataclasses.asdict(self)}
+
+
+TASKS: dict[str, Recall | KBack] = {t.name: t for t in (Recall(), KBack())}
+
+
+def get(name: str) -> Recall | KBack:
+    """The task called ``name`` (``ValueError`` listing the valid names)."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(TASKS)}")
+    return TASKS[name]

@@ -1,0 +1,127 @@
+"""Recall-chapter measurements (analysis.recall) and their charts (present.recall)."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+from ropebook import model, tasks, train, zoo
+from ropebook.analysis import recall as rc
+from ropebook.present import recall as show
+
+
+def test_bins_are_powers_of_two_of_the_context():
+    np.testing.assert_array_equal(rc.bin_edges(128, 8), [0, 16, 32, 64, 128, 256, 512, 1024])
+
+
+def test_binned_counts_only_answers_inside_the_bins():
+    values = np.array([[0, 5, 10, 15, 20, 99]])
+    right = np.array([[True, False, True, True, True, True]])
+    mask = np.array([[True, True, True, False, True, True]])  # position 3 is no answer
+    got = rc.binned(values, right, mask, [0, 10, 20, 30])
+    np.testing.assert_allclose(got, [0.5, 1.0, 1.0])  # 99 lies beyond every bin: left out
+    assert np.isnan(rc.binned(values, right, mask, [30, 40, 50])).all()
+
+
+def test_paired_verdicts_and_equivalence():
+    up = rc.paired([0.9, 0.8, 0.85], [0.5, 0.45, 0.52])
+    assert up.n == 3 and up.estimate.low > 0 and up.verdict(above=True) == "held"
+    assert up.verdict(above=False) == "not held" and up.mde > 0
+    same = rc.paired([0.50, 0.51, 0.49], [0.50, 0.50, 0.50])
+    assert same.equivalence(0.05) == "held" and same.verdict() == "cannot decide"
+    assert up.equivalence(0.05) == "not held"
+    one = rc.paired([0.9, np.nan], [0.1, 0.2])  # a seed that did not learn drops out
+    assert one.n == 1 and one.verdict() == "cannot decide" and "no interval" in one.text()
+
+
+@pytest.fixture(scope="module")
+def untrained():
+    """Two seeds of an untrained smoke task model (RoPE), with a history that says 'not learnt'."""
+    config, _ = zoo.configs("rope", profile="smoke", regime="task")
+    return config, [
+        types.SimpleNamespace(
+            params=model.init_params(train.jax.random.key(s), config), config=config, seed=s
+        )
+        for s in (0, 1)
+    ]
+
+
+def test_score_pads_chunks_without_changing_answers(untrained):
+    _, (m, _) = untrained
+    batch = rc.task_batch(tasks.get("recall"), 64, 5)
+    a = rc.score(m.params, m.config, batch, chunk=8)
+    b = rc.score(m.params, m.config, batch, chunk=2)
+    np.testing.assert_array_equal(a, b)
+    assert not a[~batch.mask].any()
+
+
+def test_probe_masks_remove_a_quarter_or_one_plane(untrained):
+    config, _ = untrained
+    masks = rc.probe_masks(config, np.random.default_rng(0), n_random=3)
+    planes = config.head_dim // 2
+    assert len(masks["random"]) == 3 and all(len(masks[f"plane {k}"]) == 1 for k in range(planes))
+    for name, keeps in masks.items():
+        removed = {int((k == 0).sum()) for k in keeps}
+        assert removed == ({1} if name.startswith("plane") else {planes // 4}), name
+    assert masks["fastest"][0][: planes // 4].sum() == 0  # planes are numbered fastest first
+    assert masks["slowest"][0][-(planes // 4) :].sum() == 0
+
+
+def test_plane_probes_are_paired_changes(untrained):
+    _, runs = untrained
+    batch = rc.task_batch(tasks.get("kback"), 64, 2)
+    probes = rc.plane_probes(runs, batch)
+    intact = rc.accuracy(runs, batch)
+    np.testing.assert_allclose(probes["intact"], intact)
+    assert set(probes) >= {"fastest", "slowest", "random", "plane 0"}
+    assert all(v.shape == (2,) and np.all(np.abs(v) <= 1) for v in probes.values())
+
+
+def test_a_model_that_did_not_learn_is_left_out(tmp_path):
+    config, tc = zoo.configs("rope", profile="smoke", regime="task")
+    tc = train.TrainConfig(**{**tc.to_dict(), "steps": 12, "warmup": 2, "eval_every": 6,
+                              "stop_accuracy": 1.0})  # fmt: skip
+    run = train.train(config, tc, None, task=tasks.get("kback"), checkpoint_dir=tmp_path,
+                      progress=False)  # fmt: skip
+    m = types.SimpleNamespace(
+        path=tmp_path, history=run.history, seconds=run.seconds, params=run.params,
+        config=config, seed=0,
+    )  # fmt: skip
+    learnt = rc.learning(m)
+    assert learnt.criterion == 1.0 and learnt.learnt_at is None and not learnt.learnt
+    np.testing.assert_array_equal(learnt.steps, [6, 12])
+    sweep = rc.length_sweep([m], tasks.get("kback"), [1, 2], by="position", n_sequences=2)
+    assert sweep.learnt == (False,) and np.isnan(sweep.overall).all()
+    assert rc.learnt_runs([m]) == []
+
+
+def test_extension_scales_with_the_length(untrained):
+    config, _ = untrained
+    pi = rc.extension("pi")
+    assert pi(config, config.context) is None  # s = 1: nothing to change
+    grid = np.asarray(pi(config, 4 * config.context).frequencies)
+    from ropebook import rope
+
+    np.testing.assert_allclose(grid, rope.frequencies(config.head_dim, config.rope_base) / 4, 1e-6)
+    fixed = rc.extension("pi", scale=2)(config, 8 * config.context)
+    np.testing.assert_allclose(fixed.frequencies, grid * 2, rtol=1e-6)
+
+
+def test_charts_and_tables_build():
+    curve = rc.Learning(np.array([10, 20]), np.array([0.3, 1.0]), 0.99, 20, 1.0)
+    assert show.learning_chart(show.learning_rows({("recall", "RoPE"): [curve]}), 0.99).to_dict()
+    edges = rc.bin_edges(64, 2)
+    values = {"RoPE": np.array([[1.0, 0.9, 0.8, 0.7, np.nan], [1.0, 1.0, 0.6, 0.5, 0.4]])}
+    rows = show.interval_rows(values, edges)
+    assert [r["to"] for r in rows] == [8, 16, 32, 64, 128] and rows[-1]["seeds"] == 1
+    assert show.bin_chart(rows, x_title="d", title="t", context=64).to_dict()
+    grid = {"RoPE": np.ones((2, 2, 3))}
+    assert show.passkey_chart(show.passkey_rows(grid, [64, 128], [0, 0.5, 1])).to_dict()
+    probes = {("recall", "RoPE"): {"intact": np.ones(2), "fastest": -np.ones(2)}}
+    assert show.probe_chart(show.probe_rows(probes)).to_dict()
+    ext = {("passkey", "PI"): np.full((2, 2), 0.5)}
+    assert show.extension_chart(show.extension_rows(ext, [1, 2])).to_dict()
+    table = show.extension_table(ext, [1, 2], 64, 0.95)
+    assert table[0]["1× (64)"] == "50 [50, 50]"

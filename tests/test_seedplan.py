@@ -1,0 +1,62 @@
+"""Seeds chosen by power: counts from measured noise within a budget, added after the profile's."""
+
+from __future__ import annotations
+
+import pytest
+
+from ropebook import seedplan, zoo
+from ropebook.analysis import power
+
+
+def _plan(budget_minutes: float) -> dict:
+    comparison = {"sd_range_percent": [0.4, 0.4], "source": "test"}
+    return {
+        "profile": "cpu", "confidence": 0.95, "power": 0.8,
+        "budget": {"build_minutes": budget_minutes, "build_minutes_measured": 0,
+                   "reserved_minutes": {}},
+        "seconds_per_model": {"matched": 60, "flagship": 600},
+        "base_seeds": {"matched": 3, "flagship": 3},
+        "comparisons": [
+            comparison | {"id": "a", "regime": "matched", "models": ["p", "r"],
+                          "paired_sd_percent": 0.43, "target_mde_percent": 0.5, "headline": True},
+            comparison | {"id": "b", "regime": "flagship", "models": ["p", "r"],
+                          "paired_sd_percent": 0.9, "target_mde_percent": 1.0, "headline": True},
+            comparison | {"id": "c", "regime": "matched", "models": ["q", "r"],
+                          "paired_sd_percent": 1.4, "target_mde_percent": 0.5, "headline": False},
+        ],
+    }  # fmt: skip
+
+
+def test_a_headline_comparison_gets_its_need_when_it_fits_and_what_fits_when_not():
+    needed = power.seeds_needed(0.43, 0.5)
+    roomy = seedplan.choose(_plan(1000))
+    assert roomy[0].trained == roomy[0].needed == needed and roomy[0].met
+    assert roomy[0].mde <= 0.5 < power.min_detectable_effect(0.43, needed - 1)
+    assert roomy[0].added_seconds == 2 * 60 * (needed - 3)  # two models, 60 s each per seed
+    tight = seedplan.choose(_plan(3))  # 180 s: one more seed of both matched models (120 s)
+    assert [c.trained for c in tight] == [4, 3, 3]
+    assert not tight[1].met and tight[1].mde == pytest.approx(power.min_detectable_effect(0.9, 3))
+
+
+def test_a_secondary_comparison_gets_all_it_needs_or_nothing_and_shares_models():
+    plan = _plan(140)  # 8400 s: a (600 s) and b (7200 s) fit, c's ~7000 s do not
+    c = seedplan.choose(plan)[2]
+    assert c.needed > 50 and c.trained == 3  # 1.4 % at 0.5 % needs ~60 seeds: not affordable
+    plan["comparisons"][2]["target_mde_percent"] = 2.0  # now it fits: only "q" costs, "r" is paid
+    a, _, c = seedplan.choose(plan)
+    assert c.met and c.added_seconds == 60 * max(0, c.needed - 3)
+    counts = seedplan.seed_counts(seedplan.choose(plan))
+    assert counts["matched", "r"] == max(a.trained, c.trained)
+
+
+def test_added_seeds_come_after_the_profiles_own_and_leave_the_others_alone():
+    assert seedplan.extend_seeds((0, 1, 2), 5) == (0, 1, 2, 3, 4)
+    assert seedplan.extend_seeds((0, 1, 2), 2) == (0, 1)
+    planned = seedplan.planned_counts("cpu")
+    rope = zoo.seeds_for("rope", profile="cpu", regime="matched")
+    assert rope[:3] == zoo.PROFILES["cpu"].seeds and len(rope) == planned["matched", "rope"]
+    assert zoo.seeds_for("alibi", profile="cpu", regime="matched") == zoo.PROFILES["cpu"].seeds
+    assert zoo.seeds_for("rope", profile="smoke", regime="matched") == (0,)  # cpu plan only
+    jobs = zoo.default_jobs("cpu")
+    first_added = next(i for i, j in enumerate(jobs) if j[1] >= 3)
+    assert all(j[1] >= 3 for j in jobs[first_added:])  # a partial zoo has every first seed
