@@ -78,6 +78,18 @@ def page_text(path: Path) -> str:
     return " ".join("".join(parser.chunks).split())
 
 
+def _match_in_order(before: list[str], after: list[str]) -> tuple[list[int], int]:
+    """Indices of ``before`` charts missing from ``after`` as an ordered subsequence (charts a
+    chapter added, e.g. a new figure, are skipped), and how many ``after`` charts were extra."""
+    unmatched, position = [], 0
+    for i, spec in enumerate(before):
+        try:
+            position = after.index(spec, position) + 1
+        except ValueError:
+            unmatched.append(i)
+    return unmatched, len(after) - (len(before) - len(unmatched))
+
+
 def compare_executed(before: Path, after: Path, ignore: frozenset[str] = frozenset()) -> int:
     problems = 0
     for old in sorted(before.glob("*.ipynb")):
@@ -95,11 +107,12 @@ def compare_executed(before: Path, after: Path, ignore: frozenset[str] = frozens
         ]
         only_before = sorted(set(old_glued) - set(new_glued))
         only_after = sorted(set(new_glued) - set(old_glued))
-        same_charts = old_charts == new_charts
+        unmatched, new_charts_left = _match_in_order(old_charts, new_charts)
+        same_charts = not unmatched
         print(
             f"{old.stem}: {len(old_glued)} glued before, {len(new_glued)} after, "
             f"{len(changed)} changed; charts {len(old_charts)} -> {len(new_charts)}, "
-            f"{'identical' if same_charts else 'DIFFERENT'}"
+            f"{'all found, in order' if same_charts else 'DIFFERENT'}"
         )
         for name in changed:
             print(
@@ -109,10 +122,10 @@ def compare_executed(before: Path, after: Path, ignore: frozenset[str] = frozens
             print(f"  only before: {', '.join(only_before)}")
         if only_after:
             print(f"  only after: {', '.join(only_after)}")
-        if not same_charts:
-            for i, (a, b) in enumerate(zip(old_charts, new_charts, strict=False)):
-                if a != b:
-                    print(f"  chart {i} differs")
+        if unmatched:
+            print(f"  charts before with no identical chart after, in order: {unmatched}")
+        if new_charts_left:
+            print(f"  {new_charts_left} new chart(s) after (not compared)")
         problems += len(changed) + (not same_charts)
     return problems
 
