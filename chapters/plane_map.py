@@ -90,26 +90,26 @@ CLAIMS = claims.ClaimSet(
         claims.given,
     ),
     claims.ClaimSpec(
-        "plane_map.hong", "Hong et al. (2024, arXiv 2410.08703)",
+        "plane_map.hong", "Hong et al. 2024",
         "The higher (slower) dimensions carry long-distance dependencies: removing a "
         "slowest-band plane lowers the induction score (a retrieval across half the context) "
         "more than removing a fastest-band plane",
         claims.given,
     ),
     claims.ClaimSpec(
-        "plane_map.chiang", "Chiang and Yogatama (2025, arXiv 2502.11276)",
+        "plane_map.chiang", "Chiang and Yogatama 2025",
         "RoPE leaves the fastest-turning dimensions of little use: removing a fastest-band plane "
         "costs less loss than removing a slowest-band plane",
         claims.given,
     ),
     claims.ClaimSpec(
-        "plane_map.oka", "Oka et al. (ICLR 2026, Frequency Bands in RoPE)",
+        "plane_map.oka", "Oka et al. 2026",
         "The planes slower than the high-norm band can be replaced by NoPE at inference with "
         "little loss: unrotating one of them costs less than the loss threshold",
         claims.given,
     ),
     claims.ClaimSpec(
-        "plane_map.khan", "Khan et al. (2026, arXiv 2603.11611)",
+        "plane_map.khan", "Khan et al. 2026",
         "Rotation is needed in only ~10 % of the dimensions: unrotating a plane costs more than "
         "the loss threshold in at most 10 % of the planes",
         claims.given,
@@ -162,7 +162,7 @@ plots.table(show.class_counts(classes))
 #
 # The flagship models kept their parameters at log-spaced steps. At each, the loss change when
 # each plane is removed (mean over seeds, `training_windows` windows) and the plane's q/k norm
-# share: does the map form early, as Oka et al. report for their frequency band, or late?
+# share: does the map form early, as {cite:t}`oka2026bands` report for their frequency band, or late?
 
 # %%
 training = planes.map_over_training(models["flagship"], windows[:training_windows])
@@ -252,10 +252,10 @@ glue(
 #
 # Planes per class — {glue:text}`plane_map.summary`
 #
-# Verdicts: Barbero et al. **{glue:text}`plane_map.barbero_verdict_text`**; Hong et al.
-# **{glue:text}`plane_map.hong_verdict_text`**; Chiang and Yogatama
-# **{glue:text}`plane_map.chiang_verdict_text`**; Oka et al.
-# **{glue:text}`plane_map.oka_verdict_text`**; Khan et al.
+# Verdicts: {cite:t}`barbero2025round` **{glue:text}`plane_map.barbero_verdict_text`**; {cite:t}`hong2024token`
+# **{glue:text}`plane_map.hong_verdict_text`**; {cite:t}`chiang2025dimension`
+# **{glue:text}`plane_map.chiang_verdict_text`**; {cite:t}`oka2026bands`
+# **{glue:text}`plane_map.oka_verdict_text`**; {cite:t}`khan2026fractional`
 # **{glue:text}`plane_map.khan_verdict_text`**. The table below gives each with what was
 # measured; a *cannot decide* is a bound at this run's seeds, not agreement.
 

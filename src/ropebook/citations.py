@@ -31,11 +31,16 @@ KEYS = {
     "Arora": "arora2023zoology",
     "So": "so2021primer",
     "Touvron": "touvron2023llama2",
+    "Hong": "hong2024token",
+    "Chiang": "chiang2025dimension",
+    "Oka": "oka2026bands",
+    "Khan": "khan2026fractional",
 }
 CABLE_KEY = KEYS["Veisi"]
 
 _TYPED = re.compile(
-    r"(?P<open>\()?\b(?P<name>[A-Z][\w'-]*) et al\.?,? (?P<year>\d{4})(?P<close>\))?"
+    r"(?P<open>\()?\b(?P<name>[A-Z][\w'-]*)(?: et al\.?| and [A-Z][\w'-]*),? (?P<year>\d{4})"
+    r"(?P<close>\))?"
 )
 _BARE_CABLE = re.compile(r"\bCABLE\b(?! \()")
 
@@ -52,7 +57,7 @@ def key_for(surname: str) -> str:
 
 
 def cite_roles(text: str) -> str:
-    """``text`` with every "Name et al. YYYY" as a cite role (``{cite:p}`` when parenthesised)
+    """``text`` with every "Name et al. YYYY" (or "Name and Other YYYY") as a cite role (``{cite:p}`` when parenthesised)
     and a bare "CABLE" followed by its citation."""
 
     def role(match: re.Match) -> str:
