@@ -17,7 +17,7 @@ float32 matmul throughput measured on this machine (so MFU is relative to what t
 actually do, not a datasheet number).
 
     .venv/bin/python benchmarks/train_throughput.py [--profile cpu] [--regime lesson|matched]
-        [--rounds 5] [--steps 15] [--launches 3]
+        [--rounds 5] [--steps 15] [--launches 3] [--runners "ours, fused" "ours, XLA attn"]
     ROPEBOOK_TUNE_MALLOC=0 .venv/bin/python benchmarks/train_throughput.py   # glibc defaults
 """
 
@@ -170,7 +170,7 @@ def launch_and_time(args) -> dict[str, list[float]]:
 
     context = multiprocessing.get_context("spawn")
     runners = {}
-    for name in RUNNERS:
+    for name in args.runners:
         parent, child = context.Pipe()
         process = context.Process(
             target=worker, args=(child, name, args.profile, args.regime, args.steps)
@@ -213,6 +213,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--launches", type=int, default=3, help="fresh sets of processes")
+    parser.add_argument("--runners", nargs="+", choices=tuple(RUNNERS), default=tuple(RUNNERS))
     args = parser.parse_args()
     cfg, tc = zoo.configs("rope", seed=0, profile=args.profile, regime=args.regime)
     ours, choice = auto_pick(cfg, tc)  # before the workers start, so they do not slow it
@@ -243,6 +244,8 @@ def main() -> None:
     for name, times in seconds.items():
         rate[name] = tokens_per_step / float(np.median(times))
         print(f"{name:14s} {rate[name]:9,.0f} tokens/s   MFU {rate[name] * flops / peak:6.1%}")
+    if ours not in rate:
+        return
     print(f"ours (auto) = {ours}: {rate[ours]:,.0f} tokens/s")
     for name in seconds:
         if name != ours:

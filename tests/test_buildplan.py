@@ -90,4 +90,4 @@ def test_smoke_zoo_prints_counts_and_estimate_before_training(tiny_zoo, capsys):
     plan_line = next(line for line in out.splitlines() if line.strip().startswith("lesson"))
     assert plan_line.split()[1:5] == ["1", "cached,", "3", "to"]
     assert out.index("estimated total") < out.index("[1/4]")  # before any model loads
-    assert "zoo training time per regime, measured" in out.split("[4/4]")[1]
+    assert "zoo training time per regime, measured" in out.split("[4/4]")[1].split("val ppl")[0]

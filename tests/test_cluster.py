@@ -27,7 +27,7 @@ from ropebook import CACHE_DIR, REPO_ROOT, data, train, zoo
 pytestmark = pytest.mark.slow
 
 CLUSTER = REPO_ROOT / "cluster"
-TIMEOUT = 900  # seconds for one array; the whole file takes ~4 minutes on 2 idle cores
+TIMEOUT = 1800  # seconds for one array: a guard (the file takes ~4 minutes on 2 idle cores)
 # The cancelled run: the smoke rope model, long enough (checkpoints every RESUME_STEPS / 4) that
 # the test sees its first checkpoint and cancels it well before the end.
 RESUME_STEPS = 1000

@@ -563,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{m.seconds:.1f}",
             )
         )
-    summary = progress.close()
+    print("\n".join(progress.close()))
     header = ("name", "seed", "domain", "regime", "status", "val ppl", "tokens", "seconds")
     widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header))]
     for row in [header, *rows]:
@@ -571,7 +571,6 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(rows)} models (shard {args.shard}), {time.perf_counter() - start:.0f} s wall in this call"
     )
-    print("\n".join(summary))
     return 0
 
 
