@@ -48,8 +48,10 @@ def slurm(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("starting munged and slurmd needs root")
     home = tmp_path_factory.mktemp("slurm")
-    env = os.environ | {"SLURMCTLD_PORT": str(_free_port()), "SLURMD_PORT": str(_free_port())}
-    env.pop("SLURM_JOB_ID", None)  # tasks record their own job, not one we might run inside
+    # XLA_FLAGS: `import ropebook` put this process's device count there, which would override
+    # the job script's one device per CPU; SLURM_JOB_ID: one we might run inside
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SLURM_JOB_ID")}
+    env |= {"SLURMCTLD_PORT": str(_free_port()), "SLURMD_PORT": str(_free_port())}
     up = subprocess.run([CLUSTER / "slurm", "up", home], env=env, capture_output=True, text=True)
     try:
         assert up.returncode == 0, up.stderr + "".join(

@@ -111,22 +111,27 @@ def test_biased_encodings_record_xla_attention_even_when_fused_is_asked(monkeypa
 def test_chapters_show_each_models_spec_hash_beside_its_provenance():
     segment = {"devices": 2, "platform": "cpu", "attention": "fused", "jax": "0.1", "host": "h"}
     meta = {"train": {"seed": 1}, "extra": {"spec": {"name": "rope", "domain": "python"}}}
+    resumed = [
+        segment | {"steps": [0, 30], "slurm_job": "7_3"},
+        segment | {"steps": [30, 60], "devices": 1, "attention": "xla"},
+    ]
+    tune = {"train": {"seed": 0}, "extra": {"finetune": {"parent": "aaaa", "method": "yarn"}}}
     loaded = {
         Path("/c/zoo/aaaa"): meta | {"provenance": [segment | {"steps": [0, 60]}]},
-        Path("/c/zoo/bbbb"): meta
-        | {
-            "provenance": [
-                segment | {"steps": [0, 30], "slurm_job": "7_3"},
-                segment | {"steps": [30, 60], "devices": 1, "attention": "xla"},
-            ]
-        },  # fmt: skip
+        Path("/c/zoo/bbbb"): meta | {"provenance": resumed},
         Path("/c/zoo/cccc"): meta,  # trained before provenance was recorded
+        Path("/c/finetune/dddd"): tune,
     }
-    rows = pipeline.models_table(loaded).splitlines()
-    assert rows[2] == (
+    table = pipeline.models_table(loaded).splitlines()
+    assert table[:2] == ["| model | spec hash | trained with |", "|---|---|---|"]
+    rows = {row.split(" | ")[1].strip("`"): row for row in table[2:]}
+    assert rows["aaaa"] == (
         "| rope, seed 1, python | `aaaa` | steps 0–60: 2 cpu devices, fused attention, "
         "JAX 0.1 on h |"
     )
-    assert "steps 0–30: 2 cpu devices, fused attention, JAX 0.1 on h, Slurm job 7_3; " in rows[3]
-    assert rows[3].endswith("steps 30–60: 1 cpu device, xla attention, JAX 0.1 on h |")
-    assert "`cccc` | not recorded" in rows[4]
+    assert (
+        "steps 0–30: 2 cpu devices, fused attention, JAX 0.1 on h, Slurm job 7_3; " in rows["bbbb"]
+    )
+    assert rows["bbbb"].endswith("steps 30–60: 1 cpu device, xla attention, JAX 0.1 on h |")
+    assert "`cccc` | not recorded" in rows["cccc"]
+    assert rows["dddd"].startswith("| fine-tune of `aaaa`, yarn, seed 0 | `dddd` | not recorded")

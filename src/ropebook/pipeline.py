@@ -306,10 +306,12 @@ def models_table(loaded: dict[Path, dict[str, Any]]) -> str:
     what can move its numbers at float32 rounding without changing the hash."""
     rows = ["| model | spec hash | trained with |", "|---|---|---|"]
     for folder, meta in sorted(loaded.items(), key=lambda item: str(item[0])):
-        spec = meta.get("extra", {}).get("spec", {})
+        extra = meta.get("extra", {})
+        spec, tune = extra.get("spec", {}), extra.get("finetune", {})
+        first = f"fine-tune of `{tune['parent']}`" if "parent" in tune else spec.get("name")
         name = ", ".join(
-            str(v) for v in (spec.get("name"), f"seed {meta['train']['seed']}", spec.get("domain"))
-            if v is not None
+            str(v) for v in (first, tune.get("method"), f"seed {meta['train']['seed']}",
+                             spec.get("domain")) if v is not None
         )  # fmt: skip
         rows.append(f"| {name} | `{folder.name}` | {_trained_with(meta.get('provenance', []))} |")
     return "\n".join(rows)
