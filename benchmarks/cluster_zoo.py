@@ -54,7 +54,10 @@ def main() -> None:
         tmp = Path(tmp)
         up = subprocess.run([CLUSTER / "slurm", "up", tmp / "slurm"], check=True,
                             capture_output=True, text=True)  # fmt: skip
-        env = os.environ | {"SLURM_CONF": up.stdout.split("=", 1)[1].strip()}
+        # without XLA_FLAGS, where `import ropebook` put this process's device count: each
+        # process then has one XLA device per core it may use (tasks: per CPU given)
+        env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+        env["SLURM_CONF"] = up.stdout.split("=", 1)[1].strip()
         try:
 
             def array(profile: str, tasks: int, cache: str, *zoo_args: str) -> float:
@@ -79,6 +82,10 @@ def main() -> None:
     print(f"  one process, {cores} XLA devices: {one:.0f} s")
     print(f"  array of {cores} tasks, 1 CPU and device each: {split:.0f} s")
     print(f"  one process / array: {one / split:.2f}")
+    # other work on the machine slows every run: say how much there was
+    print(
+        "load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    )
 
 
 if __name__ == "__main__":

@@ -702,7 +702,7 @@ glue(  # the reading turns on whether the models can do the task at all: glued w
         "is stretched, so this probe cannot separate the methods at our scale: the claim "
         "is recorded as *not testable here*. The papers' 7B models learnt retrieval from "
         f"trillions of tokens; ours saw {pretrain_tokens:,}. The chapter "
-        "[Recall at a distance](recall.ipynb) decides the claim on models trained for "
+        "{doc}`Recall at a distance <recall>` decides the claim on models trained for "
         "retrieval, which pass the passkey at 1×."
     ),
     display=False,

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ropebook import io, tasks, train, zoo
+from ropebook import io, seedplan, tasks, train, zoo
 
 
 @pytest.fixture
@@ -106,7 +106,10 @@ def test_default_jobs_cover_specs_and_table2_per_seed():
     flagship = {(n, s) for n, s, _, r in cpu if r == "flagship"}
     assert flagship == {(n, s) for n in zoo.FLAGSHIP for s in (0, 1, 2)}
     matched = [(n, s) for n, s, _, r in cpu if r == "matched"]
-    assert len(matched) == 3 * len(zoo.MATCHED) and ("alibi", 2) in matched
+    planned = seedplan.planned_counts("cpu")  # seeds chosen by power add to the profile's 3
+    extra = sum(max(n - 3, 0) for (regime, _), n in planned.items() if regime == "matched")
+    assert len(matched) == 3 * len(zoo.MATCHED) + extra and ("alibi", 2) in matched
+    assert extra > 0 and {("rope", 3), ("p-rope-0.75", 3)} <= set(matched)
 
 
 def test_regimes_match_gemma_7b_slowest_plane_and_keep_lesson_hashes():
