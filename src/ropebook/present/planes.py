@@ -77,9 +77,9 @@ def plane_chart(maps: dict[str, PlaneMap], width: int = 300, height: int = 150):
     ).resolve_scale(color="shared")
 
 
-def training_heatmaps(training: PlaneTraining, width: int = 260, height: int = 180):
-    """Altair, two heatmaps over (tokens seen, plane): the mean over seeds of the loss change when
-    the plane is removed, and of its q/k norm share."""
+def training_heatmaps(training: PlaneTraining, width: int = 360, height: int = 180):
+    """Altair, two heatmaps over (tokens seen, plane), stacked so the page column holds them: the
+    mean over seeds of the loss change when the plane is removed, and of its q/k norm share."""
     rows = []
     for s, tokens in enumerate(training.tokens):
         for i, plane in enumerate(training.planes):
@@ -99,7 +99,7 @@ def training_heatmaps(training: PlaneTraining, width: int = 260, height: int = 1
         x=alt.X("tokens:O", sort=alt.SortField("order"), title="tokens seen"),
         y=alt.Y("plane:O", sort=planes, title="plane (fastest at top)"),
     )
-    return alt.hconcat(
+    return alt.vconcat(
         *[
             base.mark_rect()
             .encode(
