@@ -294,3 +294,27 @@ def test_chapter_is_in_the_book_before_the_summaries_with_checked_parameters():
     assert values == {"max_factor": 4}
     with pytest.raises(pipeline.ChapterError, match="finetune_fraction"):
         pipeline.validate_parameters("rope_scaling", declared, {"finetune_fraction": 1.5})
+
+
+def test_task_finetune_shares_the_cached_recipe_and_keys_the_task(tmp_path, monkeypatch):
+    """The recall chapter's fine-tune is this module's, on task batches: no corpus is read, the
+    task enters the cache key (and only then, so corpus fine-tunes keep their hashes)."""
+    from ropebook import data, tasks
+    from ropebook.analysis import recall
+
+    monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(data, "load_tokens", lambda *a, **k: pytest.fail("a task reads no corpus"))
+    r = run(config(vocab_size=tasks.VOCAB_SIZE, context=32))
+    parent = SimpleNamespace(**vars(r), name="rope", domain="recall", spec_hash="abc")
+    task = tasks.get("recall")
+    first = recall.finetune(parent, task, "pi", 2, steps=3, batch_size=2, lr=1e-3, progress=False)
+    assert first.trained_now and first.tokens_seen == 3 * 2 * 64
+    meta = train.read_metadata(first.path)
+    assert meta["extra"]["finetune"]["task"] == task.to_dict()
+    again = recall.finetune(parent, task, "pi", 2, steps=3, batch_size=2, lr=1e-3, progress=False)
+    assert not again.trained_now and again.path == first.path
+    other = tasks.get("kback")
+    assert (
+        recall.finetune(parent, other, "pi", 2, steps=3, batch_size=2, lr=1e-3, progress=False).path
+        != first.path
+    )

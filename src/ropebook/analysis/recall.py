@@ -21,20 +21,14 @@ in :mod:`ropebook.present.recall`.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ropebook import model, tasks, train
 from ropebook.analysis import Estimate, interval_text
 
-FINETUNE_FORMAT = 1  # part of every task fine-tune hash: bump when the recipe changes
 FACTORS: tuple[int, ...] = (1, 2, 4, 8)  # test lengths, in multiples of the training context
 
 # ---------------------------------------------------------------- learning
@@ -282,63 +276,19 @@ def plane_probes(runs: Sequence, batch: tasks.Batch, *, seed: int = 0) -> dict[s
 # ---------------------------------------------------------------- context extension
 
 
-@dataclass(frozen=True)
-class TaskFineTune:
-    """A task model fine-tuned at ``scale ×`` its context with ``method`` applied."""
-
-    params: Any
-    config: model.ModelConfig
-    method: str
-    scale: int
-    steps: int
-    tokens_seen: int
-    seconds: float
-    seed: int
-    trained_now: bool
-
-
 def finetune(
     parent, task, method: str, scale: int, *, steps: int, batch_size: int, lr: float,
     progress: bool = True,
-) -> TaskFineTune:  # fmt: skip
+):  # fmt: skip
     """Fine-tune zoo task model ``parent`` for ``steps`` steps on ``task`` at ``scale ×`` its
-    context with ``method`` (:mod:`ropebook.scaling`) at scale ``s`` in every step. Cached under
-    ``CACHE_DIR/finetune/<hash of parent spec, task, method, scale, schedule>`` with a lock,
-    atomic checkpoints and sha256 checks; batches are drawn with the parent's seed."""
-    from ropebook import CACHE_DIR
+    context with ``method`` (:mod:`ropebook.scaling`) at scale ``s`` in every step: the
+    context-extension chapter's cached, locked fine-tune
+    (:func:`ropebook.analysis.scaling.finetune`) on task batches drawn with the parent's seed."""
     from ropebook.analysis import scaling as stretch
 
-    iv = stretch.intervention(parent.config, method, scale)
-    if iv is None:
-        raise ValueError(f"{method!r} at s = {scale} changes nothing on {parent.name!r}")
-    tc = train.TrainConfig(
-        steps=steps, batch_size=batch_size, seq_len=scale * parent.config.context, lr=lr,
-        warmup=min(5, steps - 1), seed=parent.seed, eval_every=0, eval_batches=2,
-        log_every=max(min(10, steps), 1),
-    )  # fmt: skip
-    key = {
-        "format": FINETUNE_FORMAT, "parent": parent.spec_hash, "task": task.to_dict(),
-        "method": method, "scale": scale, "train": tc.to_dict(),
-    }  # fmt: skip
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    directory = Path(CACHE_DIR) / "finetune" / digest
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        done = (directory / train.CHECKPOINT_JSON).exists() and train.read_metadata(directory)
-        trained_now = not (done and done.get("complete"))
-        if trained_now:
-            train.train(
-                parent.config, tc, None, task=task, checkpoint_dir=directory, progress=progress,
-                extra={"finetune": key}, initial_params=parent.params, intervention=iv,
-                desc=f"fine-tune {parent.name} s{parent.seed} {method}",
-            )  # fmt: skip
-        params, _, meta = train.load_checkpoint(directory)
-    if meta.get("extra", {}).get("finetune") != key:
-        raise train.CheckpointError(f"{directory}: fine-tune checkpoint of another recipe")
-    return TaskFineTune(
-        params, parent.config, method, scale, steps, meta["tokens_seen"], meta["seconds"],
-        parent.seed, trained_now,
+    return stretch.finetune(
+        parent, method, scale, steps=steps, batch_size=batch_size, lr=lr,
+        warmup=min(5, steps - 1), task=task, progress=progress,
     )  # fmt: skip
 
 

@@ -331,10 +331,12 @@ def finetune(
     batch_size: int,
     lr: float,
     warmup: int = 2,
+    task=None,
     progress: bool = True,
 ) -> FineTuned:
     """Fine-tune zoo model ``parent`` (a :class:`ropebook.zoo.TrainedModel`) for ``steps`` steps on
-    windows of ``scale × context`` tokens with ``method`` at scale ``s`` applied in every step.
+    windows of ``scale × context`` tokens with ``method`` at scale ``s`` applied in every step:
+    windows of its corpus, or batches of ``task`` (a :mod:`ropebook.tasks` task) when given.
 
     Cached under ``CACHE_DIR/finetune/<hash>`` (hash of the parent's spec hash, method, scale and
     the schedule) with the zoo's lock, atomic checkpoints and sha256 checks; an interrupted run
@@ -353,7 +355,7 @@ def finetune(
     key = {
         "format": FINETUNE_FORMAT, "parent": parent.spec_hash, "method": method,
         "scale": scale, "train": tc.to_dict(),
-    }  # fmt: skip
+    } | ({"task": task.to_dict()} if task is not None else {})  # fmt: skip
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     directory = Path(CACHE_DIR) / "finetune" / digest
     directory.mkdir(parents=True, exist_ok=True)
@@ -363,11 +365,13 @@ def finetune(
         trained_now = not (done and done.get("complete"))
         if trained_now:
             vocab = parent.config.vocab_size
-            splits = [
-                data.load_tokens(parent.domain, s, vocab_size=vocab) for s in ("train", "val")
-            ]
+            splits = (
+                [data.load_tokens(parent.domain, s, vocab_size=vocab) for s in ("train", "val")]
+                if task is None
+                else [None]
+            )
             train.train(
-                parent.config, tc, *splits, checkpoint_dir=directory, progress=progress,
+                parent.config, tc, *splits, task=task, checkpoint_dir=directory, progress=progress,
                 extra={"finetune": key}, desc=f"fine-tune {parent.name} s{parent.seed} {method}",
                 initial_params=parent.params, intervention=iv,
             )  # fmt: skip
