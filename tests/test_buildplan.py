@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
 import pytest
 
 from ropebook import buildplan, zoo
@@ -65,21 +62,6 @@ def test_summary_puts_measured_beside_estimated():
     plans = [buildplan.RegimePlan("lesson", 0, 2, 360, 737_280, 120.0)]
     (line,) = buildplan.summarise(plans, {"lesson": 45.0})[1:]
     assert "45 s" in line and "(~2 min)" in line
-
-
-@pytest.fixture
-def tiny_zoo(tmp_path, monkeypatch):
-    """A private cache, random tokens instead of the corpora, and a 6-step smoke profile."""
-    monkeypatch.setattr(zoo, "CACHE_DIR", tmp_path)
-
-    def tokens(domain: str, split: str, vocab_size: int) -> np.ndarray:
-        rng = np.random.default_rng([zoo.DOMAINS.index(domain), len(split)])
-        return rng.integers(0, vocab_size, 5_000).astype(np.uint16)
-
-    monkeypatch.setattr(zoo, "_tokens", tokens)
-    smoke = dataclasses.replace(zoo.PROFILES["smoke"], steps=6, warmup=1, seeds=(0, 1))
-    monkeypatch.setitem(zoo.PROFILES, "smoke", smoke)
-    return tmp_path
 
 
 def test_smoke_zoo_prints_counts_and_estimate_before_training(tiny_zoo, capsys):

@@ -10,21 +10,6 @@ import pytest
 from ropebook import io, seedplan, tasks, train, zoo
 
 
-@pytest.fixture
-def tiny_zoo(tmp_path, monkeypatch):
-    """A private cache, random tokens instead of the corpora, and a 6-step smoke profile."""
-    monkeypatch.setattr(zoo, "CACHE_DIR", tmp_path)
-
-    def tokens(domain: str, split: str, vocab_size: int) -> np.ndarray:
-        rng = np.random.default_rng([zoo.DOMAINS.index(domain), len(split)])
-        return rng.integers(0, vocab_size, 5_000).astype(np.uint16)
-
-    monkeypatch.setattr(zoo, "_tokens", tokens)
-    smoke = dataclasses.replace(zoo.PROFILES["smoke"], steps=6, warmup=1, seeds=(0, 1))
-    monkeypatch.setitem(zoo.PROFILES, "smoke", smoke)
-    return tmp_path
-
-
 def forbid_training(monkeypatch) -> None:
     def fail(*args, **kwargs):
         raise AssertionError("train.train was called")
