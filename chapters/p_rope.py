@@ -381,16 +381,14 @@ plots.table(table1_rows)
 # %% tags=["remove-input"]
 table1_agrees = measured_table1 == paper_table1
 CLAIMS.record("p_rope.table1", table1_agrees, show.table1_text(table1_rows))
-glue(  # the sentence turns on the result: glued whole
-    "p_rope.table1_agreement",
-    "Every measured mark agrees with the paper's."
-    if table1_agrees
-    else "Some measured marks differ from the paper's (see the table).",
+glue(
+    "p_rope.table1_differences",
+    show.table1_differences(measured_table1, paper_table1),
     display=False,
 )
 
 # %% [markdown]
-# {glue:text}`p_rope.table1_agreement`
+# Cells where a measured mark differs from the paper's: {glue:text}`p_rope.table1_differences`.
 
 # %% [markdown]
 # ## Table 2 reproduced: seven encodings, trained identically
@@ -660,7 +658,17 @@ CLAIMS.record(
     ),
     seeds=len(seeds),
 )
-display(Markdown(show.ordering_summary(comparisons, profile)))
+for name, value in show.ordering_lists(comparisons).items():
+    glue(f"p_rope.order.{name.replace(' ', '_')}", value, display=False)
+
+# %% [markdown]
+# **Confirmed** (paired difference separated from 0, in the paper's direction):
+# {glue:text}`p_rope.order.held`. **Reversed** (separated, opposite direction):
+# {glue:text}`p_rope.order.not_held`. **Cannot decide** (the paired interval contains 0):
+# {glue:text}`p_rope.order.cannot_decide`. Of these orderings, {glue:text}`p_rope.order.unpaired`
+# of {glue:text}`p_rope.order.n` also pass the unpaired test (non-overlapping intervals). With a
+# single seed per model, as in the `smoke` profile, there is no interval, so no ordering can be
+# confirmed or ruled out; the `cpu` and `gpu` profiles give the verdicts.
 
 # %% [markdown]
 # ### Effect sizes on a common scale
@@ -702,7 +710,21 @@ CLAIMS.record(
     ),
     seeds=len(seeds),
 )
-display(Markdown(show.seed_noise_text(noise, DOMAINS)))  # its wording depends on the seeds
+for d, values in show.seed_noise_values(noise, DOMAINS).items():
+    for name, value in values.items():
+        glue(f"p_rope.noise.{d}.{name}", value, display=False)
+
+# %% [markdown]
+# On shakespeare, the median gap between two encodings is
+# {glue:text}`p_rope.noise.shakespeare.unpaired` the median seed standard deviation unpaired and
+# {glue:text}`p_rope.noise.shakespeare.paired` paired; our seed s.d. is
+# {glue:text}`p_rope.noise.shakespeare.seed_cv` of the perplexity, against a median gap of
+# {glue:text}`p_rope.noise.shakespeare.paper_gap:.2f`% between the paper's encodings. On python,
+# the median gap is {glue:text}`p_rope.noise.python.unpaired` the median seed standard deviation
+# unpaired and {glue:text}`p_rope.noise.python.paired` paired; our seed s.d. is
+# {glue:text}`p_rope.noise.python.seed_cv` of the perplexity, against a median gap of
+# {glue:text}`p_rope.noise.python.paper_gap:.2f`% between the paper's encodings. (A dash: one
+# seed per model, so no seed noise to measure.)
 
 # %% [markdown]
 # ## Table 2 where the slow planes turn: the matched regime
@@ -734,7 +756,9 @@ plots.table(show.regime_rows(regime_settings))
 matched = ablation.load_runs(zoo.TABLE2, ["shakespeare"], profile=profile, regime="matched")
 NAMES = LABELS | {"rope": "RoPE", "rope-500k": "RoPE, 50× θ"}  # θ is the matched base here
 matched_pairs = {  # paired on the seeds both models have (the seed plan adds some to a few)
-    (better, worse): ablation.shared_runs(matched[better, "shakespeare"], matched[worse, "shakespeare"])
+    (better, worse): ablation.shared_runs(
+        matched[better, "shakespeare"], matched[worse, "shakespeare"]
+    )
     for better, worse, _ in PAIRS
 }
 matched_cmp = {
@@ -835,8 +859,24 @@ CLAIMS.record(
 paper_gap = 100 * abs(np.log(PAPER_TABLE2["Wiki"]["p-rope-0.75"] / PAPER_TABLE2["Wiki"]["rope"]))
 over_flagship = ablation.training_noise(
     near_tie, matched_cmp["p-rope-0.75", "rope"], paper_gap, confidence
-)  # its wording depends on the seeds:
-display(Markdown(show.training_noise_text(over_flagship, matched_tokens, paper_gap, confidence)))
+)
+for name, value in show.training_noise_values(near_tie, over_flagship, matched_tokens).items():
+    glue(f"p_rope.flagship.{name}", value, display=False)
+glue("p_rope.flagship.paper_gap", float(paper_gap), display=False)
+
+# %% [markdown]
+# At the last step ({glue:text}`p_rope.flagship.tokens` tokens,
+# {glue:text}`p_rope.flagship.times` the matched runs) 0.75-RoPE vs RoPE differs by
+# {glue:text}`p_rope.flagship.difference`, with a paired s.d. of
+# **{glue:text}`p_rope.flagship.sd`** of perplexity ({glue:text}`p_rope.confidence:.0%` interval
+# {glue:text}`p_rope.flagship.sd_interval`; matched runs: {glue:text}`p_rope.flagship.earlier_sd`).
+# Over the second half of training (from {glue:text}`p_rope.flagship.late_from` tokens) the s.d.
+# ranges {glue:text}`p_rope.flagship.late_range` and {glue:text}`p_rope.flagship.trend`
+# (Spearman ρ = {glue:text}`p_rope.flagship.rho` with tokens). The smallest effect
+# {glue:text}`p_rope.flagship.seeds` seeds detect is {glue:text}`p_rope.flagship.detectable`,
+# against the paper's gap of {glue:text}`p_rope.flagship.paper_gap:.2f` %, which would need about
+# {glue:text}`p_rope.flagship.seeds_needed` paired seeds at this noise (80% power). (A dash: one
+# seed per model, so no paired noise to follow over training.)
 
 # %% [markdown]
 # ### Seeds chosen by power
@@ -872,16 +912,16 @@ plots.table(show_plan.plan_rows(choices, planned_here, confidence))
 by_id = {c.id: c for c in choices}
 glue("p_rope.plan.matched_target", by_id["matched: 0.75-RoPE vs RoPE"].target, display=False)
 glue("p_rope.plan.flagship_target", by_id["flagship: 0.75-RoPE vs RoPE"].target, display=False)
-glue(  # the sentence turns on what the budget affords: glued whole
-    "p_rope.plan.shortfall",
-    show_plan.shortfall_text(choices, seedplan.spare_seconds(plan) / 60),
-    display=False,
-)
+shortfall = show_plan.shortfall_values(choices, seedplan.spare_seconds(plan) / 60)
+for name, value in shortfall.items():
+    glue(f"p_rope.plan.{name}", value, display=False)
 
 # %% [markdown]
 # The table reads as the build's plan: *MDE planned* is the smallest effect the planned seeds
 # detect if the noise stays what the book measured; *MDE here* is what this run's seeds and
-# measured noise resolve. {glue:text}`p_rope.plan.shortfall`
+# measured noise resolve. The budget leaves {glue:text}`p_rope.plan.spare:.0f` minutes of training
+# for added seeds; the plan spends {glue:text}`p_rope.plan.added:.1f` of them. Targets met:
+# {glue:text}`p_rope.plan.met`. Not met: {glue:text}`p_rope.plan.not_met`.
 
 # %% [markdown]
 # ## Beyond the paper: length extrapolation

@@ -83,13 +83,26 @@ figure_length = figure_length or context
 if seed not in seeds:
     raise ValueError(f"seed {seed} is not among the {profile!r} profile's seeds {seeds}")
 val_tokens = data.load_tokens(domain, "val", config.vocab_size)
-print(
-    f"profile {profile!r}: {n_layers} layers x {n_heads} heads, d_model {config.d_model}, "
-    f"head_dim {config.head_dim}, training context {context} tokens, seeds {list(seeds)}; "
-    f"{len(val_tokens):,} held-out {domain} tokens"
-)
+for name, value in {
+    "profile": profile,
+    "n_layers": n_layers,
+    "n_heads": n_heads,
+    "d_model": config.d_model,
+    "head_dim": config.head_dim,
+    "context": context,
+    "seeds": ", ".join(map(str, seeds)),  # the seeds themselves: a listing
+    "val_tokens": len(val_tokens),
+    "domain": domain,
+}.items():
+    glue(f"pe_zoo.{name}", value, display=False)
 
 # %% [markdown]
+# This run: profile **{glue:text}`pe_zoo.profile`**, {glue:text}`pe_zoo.n_layers` layers ×
+# {glue:text}`pe_zoo.n_heads` heads, $d_\text{model}$ = {glue:text}`pe_zoo.d_model`, head size
+# {glue:text}`pe_zoo.head_dim`, training context {glue:text}`pe_zoo.context` tokens, seeds
+# {glue:text}`pe_zoo.seeds`; {glue:text}`pe_zoo.val_tokens:,d` held-out
+# {glue:text}`pe_zoo.domain` tokens.
+#
 # The CABLE figures come from GPT-2 Small: 12 layers, 12 heads, $d = 768$, context 512 — the
 # `gpu` profile of the zoo. The `cpu` profile keeps the 12 heads (so every figure has the same
 # 4 × 3 layout) in a smaller model (4 layers, $d = 128$, context 128); the `smoke` profile has 4
@@ -172,8 +185,13 @@ CLAIMS = claims.ClaimSet(
 # %%
 window, (start,) = biases.sample_windows(val_tokens, figure_length, sample_seed)
 final = {name: biases.final_layer(models[name][seed], window) for name in NAMES}
-print(f"held-out window: tokens {start:,} to {start + figure_length:,} of the validation split")
 print(repr(data.decode(np.asarray(window[0, :40]), vocab_size=config.vocab_size)) + " ...")
+glue("pe_zoo.window_start", int(start), display=False)
+glue("pe_zoo.window_end", int(start + figure_length), display=False)
+
+# %% [markdown]
+# The window runs from token {glue:text}`pe_zoo.window_start:,d` to
+# {glue:text}`pe_zoo.window_end:,d` of the validation split; above, its first 40 tokens.
 
 # %%
 title = f"RoPE: final-layer attention scores, {n_heads} heads, {figure_length} tokens (cf. CABLE Fig. 15)"
@@ -241,8 +259,6 @@ display(plots.table(bracket_rows, digits=4))
 alibi_ok = slope_error < 1e-5 and bias_error < 1e-5 * max(1.0, alibi_scale)
 first, last = bracket_rows[0]["511·m_h"], bracket_rows[-1]["511·m_h"]
 for name, value in {
-    "n_layers": n_layers,
-    "n_heads": n_heads,
     "slopes": Markdown(f"$2^{{-8h/{n_heads}}}$"),  # math: glued as Markdown
     "slope_error": float(slope_error),
     "bias_error": float(bias_error),
@@ -318,7 +334,6 @@ final_fire_l = next(r["L (tokens)"] for r in fire_rows if r["layer"] == n_layers
 s = spreads
 glue("pe_zoo.figure_length", figure_length, display=False)
 glue("pe_zoo.long_length", long_length, display=False)
-glue("pe_zoo.context", context, display=False)
 glue("pe_zoo.final_fire_l", float(final_fire_l), display=False)
 glue("pe_zoo.final_fire_dev", float(final_fire_dev), display=False)
 for name, value in spreads.items():  # worst spreads, FIRE's thresholds, finiteness
@@ -522,9 +537,13 @@ losses = {  # (name, seed) -> next-token losses [n_windows, max_length]
 rope_model = models["rope"][seed]
 prefix_gap = biases.prefix_identity_gap(rope_model, val_tokens, max_length, [sample_seed, 2])
 assert prefix_gap < 1e-3, prefix_gap
-print(f"prefix identity: largest loss difference {prefix_gap:.1e} nats over {context} positions")
+glue("pe_zoo.prefix_gap", prefix_gap, display=False)
 
 # %% [markdown]
+# The identity, checked on one held-out window: over the first
+# {glue:text}`pe_zoo.context` positions, the losses of a long window and of the same window cut
+# at the training context differ by at most {glue:text}`pe_zoo.prefix_gap:.1e` nats.
+#
 # Perplexity at length $L$ is then $\exp$ of a window's mean loss over its first $L$ positions.
 # Its interval is taken on the log scale, over the seeds when the profile has several and over
 # the windows of the one seed otherwise. The growth from 1× to `max_factor` × is the same

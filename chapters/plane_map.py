@@ -39,7 +39,7 @@ window_seed = 0  # in [0, inf): numpy Generator seed for windows and sequences
 
 # %% tags=["hide-input"]
 import numpy as np
-from IPython.display import Markdown, display
+from IPython.display import display
 from myst_nb import glue
 
 from ropebook import claims, data, plots, train
@@ -61,13 +61,26 @@ select_windows = train.sample_windows(test_tokens, config.context, n_windows, rn
 sequences = dy.repeated_random_tokens(rng, n_sequences, period, config.vocab_size)
 select_sequences = dy.repeated_random_tokens(rng, n_sequences, period, config.vocab_size)
 thresholds = planes.Thresholds(loss=loss_threshold, attention=attention_threshold)
-print(
-    f"profile {profile!r}: RoPE, {config.head_dim // 2} planes per head; "
-    + "; ".join(f"{r}: seeds {[m.seed for m in ms]}" for r, ms in models.items())
-    + f"; {n_windows} windows × {config.context + 1} tokens "
-    f"({n_windows * (config.context + 1):,} tokens) and {n_sequences} sequences of BOS + "
-    f"2 × {period} random tokens per model, from the Shakespeare test split"
-)
+for name, value in {
+    "profile": profile,
+    "n_planes": config.head_dim // 2,
+    **{f"seeds.{r}": ", ".join(str(m.seed) for m in ms) for r, ms in models.items()},  # listings
+    "n_windows": n_windows,
+    "window_tokens": config.context + 1,
+    "eval_tokens": n_windows * (config.context + 1),
+    "n_sequences": n_sequences,
+    "period": period,
+}.items():
+    glue(f"plane_map.{name}", value, display=False)
+
+# %% [markdown]
+# This run: profile **{glue:text}`plane_map.profile`**, RoPE with {glue:text}`plane_map.n_planes`
+# planes per head; seeds {glue:text}`plane_map.seeds.matched` (matched) and
+# {glue:text}`plane_map.seeds.flagship` (flagship). Each model reads
+# {glue:text}`plane_map.n_windows` windows × {glue:text}`plane_map.window_tokens` tokens
+# ({glue:text}`plane_map.eval_tokens:,d` tokens) and {glue:text}`plane_map.n_sequences`
+# sequences of BOS + 2 × {glue:text}`plane_map.period` random tokens, from the Shakespeare test
+# split.
 
 # %% [markdown]
 # ## The predictions, before the results
@@ -151,10 +164,26 @@ display(show.plane_chart(maps))
 # ± `loss_threshold` and neither attention interval reaches below minus its threshold; else
 # *undecided*. An *unused* plane is a bound on its effect, not a proof of none.
 
-# %%
+# %% tags=["remove-input"]
 for r, m in maps.items():
-    display(Markdown(f"**{r} RoPE** ({len(m.seeds)} seed(s))"))
-    display(plots.table(show.plane_rows(m, classes[r])))
+    glue(f"plane_map.n_seeds.{r}", len(m.seeds), display=False)
+
+# %% [markdown]
+# **matched RoPE** ({glue:text}`plane_map.n_seeds.matched` seed(s))
+
+# %%
+plots.table(show.plane_rows(maps["matched"], classes["matched"]))
+
+# %% [markdown]
+# **flagship RoPE** ({glue:text}`plane_map.n_seeds.flagship` seed(s))
+
+# %%
+plots.table(show.plane_rows(maps["flagship"], classes["flagship"]))
+
+# %% [markdown]
+# Planes per class, both models:
+
+# %%
 plots.table(show.class_counts(classes))
 
 # %% [markdown]
@@ -170,6 +199,8 @@ display(show.training_heatmaps(training))
 
 # %% tags=["remove-input"]
 limit = max(1, int(round(0.1 * maps["matched"].n_planes)))
+CLASS_KEYS = dict(zip(("positional", "semantic", "both", "used", "unused", "undecided"),
+                      planes.CLASSES, strict=True))  # fmt: skip
 
 
 def decide(rule):
@@ -237,20 +268,23 @@ for cid, rule in (("barbero", barbero), ("hong", hong), ("chiang", chiang), ("ok
         f"plane_map.{cid}", verdict, measured, seeds=len(maps["matched"].seeds), basis=basis
     )
     glue(f"plane_map.{cid}_verdict_text", verdict, display=False)
-counts = show.class_counts(classes)
-glue(
-    "plane_map.summary",
-    " ".join(
-        f"{row['model']}: " + ", ".join(f"{v} {k}" for k, v in row.items() if k != "model") + "."
-        for row in counts
-    ),
-    display=False,
-)
+for r, cs in classes.items():  # planes per class, every class of planes.CLASSES
+    for key, kind in CLASS_KEYS.items():
+        glue(f"plane_map.count.{r}.{key}", cs.count(kind), display=False)
 
 # %% [markdown]
 # ## What the map says
 #
-# Planes per class — {glue:text}`plane_map.summary`
+# Planes per class — matched: {glue:text}`plane_map.count.matched.positional` positional,
+# {glue:text}`plane_map.count.matched.semantic` semantic, {glue:text}`plane_map.count.matched.both`
+# positional and semantic, {glue:text}`plane_map.count.matched.used` used (neither score),
+# {glue:text}`plane_map.count.matched.unused` unused, {glue:text}`plane_map.count.matched.undecided`
+# undecided; flagship: {glue:text}`plane_map.count.flagship.positional` positional,
+# {glue:text}`plane_map.count.flagship.semantic` semantic,
+# {glue:text}`plane_map.count.flagship.both` positional and semantic,
+# {glue:text}`plane_map.count.flagship.used` used (neither score),
+# {glue:text}`plane_map.count.flagship.unused` unused,
+# {glue:text}`plane_map.count.flagship.undecided` undecided.
 #
 # Verdicts: {cite:t}`barbero2025round` **{glue:text}`plane_map.barbero_verdict_text`**; {cite:t}`hong2024token`
 # **{glue:text}`plane_map.hong_verdict_text`**; {cite:t}`chiang2025dimension`

@@ -39,7 +39,7 @@
 #
 # Where a slow plane turns matters, not θ alone: the models here live in the book's *matched*
 # regime (head dimension 32 and the base θ at which the slowest plane turns as often over the
-# training context as Gemma 7B's does over 8k tokens: {glue:text}`recall.base` here), and RoPE and
+# training context as Gemma 7B's does over 8k tokens: {glue:text}`recall.base:g` here), and RoPE and
 # 0.75-RoPE also at θ = 10⁴, where the planes 0.75-RoPE frees barely turn even at 8× the
 # context — the predicted null.
 
@@ -58,7 +58,7 @@ equivalence = 0.05  # in (0, 1): accuracy gap (share) under which two encodings 
 
 # %% tags=["hide-input"]
 import numpy as np
-from IPython.display import Markdown, display
+from IPython.display import display
 from myst_nb import glue
 
 from ropebook import claims, plots, rope, tasks, zoo
@@ -73,6 +73,14 @@ LABELS = {
 }  # fmt: skip
 ROTARY = ("rope", "p-rope-0.75", "p-rope-0.25", "rope-10k", "p-rope-0.75-10k")
 TASK_LABELS = {"recall": "recall", "kback": "k-back"}
+
+
+def glue_paired(tag, difference):
+    """Glue a paired difference's mean, interval, seeds and detectable difference (points)."""
+    for field, value in show.paired_values(difference).items():
+        glue(f"recall.{tag}.{field}", value, display=False)
+
+
 if profile == "smoke":
     n_sequences, n_passkey, n_depths, n_probe, finetune_steps = 8, 2, 2, 4, 4
     max_factor = min(max_factor, 2)
@@ -101,8 +109,8 @@ print(
 # shape on **2 layers** (the recall pilot's setting, `notes/recall-pilot.md`, which learnt both
 # tasks in about a hundred steps; half the cost of the 4-layer matched model), trained with
 # AdamW on fresh batches every step. Each model is evaluated on the task at 1× every
-# {glue:text}`recall.eval_every` steps and **stops at {glue:text}`recall.criterion` accuracy**
-# there, or at the step cap of {glue:text}`recall.cap` steps; a model that never reaches it is
+# {glue:text}`recall.eval_every` steps and **stops at {glue:text}`recall.criterion:g` % accuracy**
+# there, or at the step cap of {glue:text}`recall.cap:,d` steps; a model that never reaches it is
 # reported as *not learnt* and left out of every average and comparison.
 
 # %% tags=["remove-input"]
@@ -110,11 +118,11 @@ for key, value in {
     "classes": RECALL.n_classes, "values": RECALL.values_per_class, "filler": RECALL.n_filler,
     "needles": RECALL.max_needles, "queries": RECALL.n_queries,
 }.items():  # fmt: skip
-    glue(f"recall.{key}", str(value), display=False)
-glue("recall.criterion", f"{100 * train_config.stop_accuracy:g} %", display=False)
-glue("recall.base", f"{base:g}", display=False)
-glue("recall.cap", f"{train_config.steps:,}", display=False)
-glue("recall.eval_every", str(train_config.eval_every), display=False)
+    glue(f"recall.{key}", int(value), display=False)
+glue("recall.criterion", 100 * float(train_config.stop_accuracy), display=False)  # percent
+glue("recall.base", float(base), display=False)
+glue("recall.cap", int(train_config.steps), display=False)
+glue("recall.eval_every", int(train_config.eval_every), display=False)
 
 # %% [markdown]
 # ## What the paper predicts, written before the results
@@ -122,18 +130,18 @@ glue("recall.eval_every", str(train_config.eval_every), display=False)
 # 1. **k-back needs positions, and rotation gives them at any length** (Thm 5.3). A rotary
 #    model learns k-back; NoPE, which has no positional signal but the causal mask, should not
 #    learn it within our step cap. A RoPE model that learnt it should keep its accuracy (within
-#    ±{glue:text}`recall.margin` points) at {glue:text}`recall.max_factor`× the context (its fast
+#    ±{glue:text}`recall.margin:g` points) at {glue:text}`recall.max_factor`× the context (its fast
 #    planes turn by the same angle for "$k$ back" everywhere).
 # 2. **Recall fades with distance under RoPE and not under p-RoPE** (Thm 6.1, Sec. 6.1). In the
-#    matched regime the slowest plane turns {glue:text}`recall.turns_matched` times over
+#    matched regime the slowest plane turns {glue:text}`recall.turns_matched:.2f` times over
 #    {glue:text}`recall.max_factor`× the context: a key that far from its query meets its match
 #    at a rotated angle. 0.75-RoPE, whose
 #    slowest quarter never rotates, should answer queries whose needle lies beyond the training
 #    context more often than RoPE: **0.75-RoPE − RoPE > 0** on those answers at the longest
 #    length.
 # 3. **No gap where the slow planes do not turn.** At θ = 10⁴ the same planes turn only
-#    {glue:text}`recall.turns_1e4` times over {glue:text}`recall.max_factor`× the context, so
-#    RoPE ≈ 0.75-RoPE there (within ±{glue:text}`recall.margin` points), and the
+#    {glue:text}`recall.turns_1e4:.3f` times over {glue:text}`recall.max_factor`× the context, so
+#    RoPE ≈ 0.75-RoPE there (within ±{glue:text}`recall.margin:g` points), and the
 #    matched-regime gap exceeds the θ = 10⁴ gap.
 # 4. **Which planes carry what** (intervening, as the book's probes do): removing a RoPE model's
 #    fastest quarter of planes should cost k-back more than removing its slowest quarter; for
@@ -145,9 +153,9 @@ glue("recall.eval_every", str(train_config.eval_every), display=False)
 #    beat plain RoPE's.
 
 # %% tags=["remove-input"]
-glue("recall.turns_matched", f"{turns[base]:.2f}", display=False)
-glue("recall.turns_1e4", f"{turns[1e4]:.3f}", display=False)
-glue("recall.margin", f"{100 * equivalence:g}", display=False)
+glue("recall.turns_matched", float(turns[base]), display=False)
+glue("recall.turns_1e4", float(turns[1e4]), display=False)
+glue("recall.margin", 100 * float(equivalence), display=False)
 
 # %% tags=["hide-input"]
 PAPER = "Barbero et al. 2025"
@@ -240,9 +248,8 @@ show.learning_chart(
 plots.table(show.learning_table(learning, LABELS, TASK_LABELS, cap=train_config.steps))
 
 # %% tags=["remove-input"]
-steps_text = show.steps_sentence(learning, LABELS, TASK_LABELS, train_config.stop_accuracy)
-glue("recall.steps_to_learn", steps_text, display=False)
-display(Markdown(steps_text))
+for (task, name), steps in show.median_steps(learning).items():
+    glue(f"recall.steps.{task}.{name}", steps, display=False)
 kback_learnt = {n: [ln.learnt for ln in learning["kback", n]] for n in zoo.TASK_MODELS}
 rotary_learn = all(all(kback_learnt[n]) for n in ROTARY)
 CLAIMS.record(
@@ -252,6 +259,21 @@ CLAIMS.record(
     seeds=len(seeds),
     basis=f"{len(seeds)} seeds per encoding, step cap {train_config.steps}",
 )
+
+# %% [markdown]
+# Median steps to {glue:text}`recall.criterion:g` % at 1× over the seeds that learnt (*never* where
+# no seed learnt within the cap):
+#
+# - **recall**: NoPE {glue:text}`recall.steps.recall.nope`, RoPE
+#   {glue:text}`recall.steps.recall.rope`, 0.75-RoPE {glue:text}`recall.steps.recall.p-rope-0.75`,
+#   0.25-RoPE {glue:text}`recall.steps.recall.p-rope-0.25`, ALiBi
+#   {glue:text}`recall.steps.recall.alibi`, RoPE θ=10⁴ {glue:text}`recall.steps.recall.rope-10k`,
+#   0.75-RoPE θ=10⁴ {glue:text}`recall.steps.recall.p-rope-0.75-10k`;
+# - **k-back**: NoPE {glue:text}`recall.steps.kback.nope`, RoPE
+#   {glue:text}`recall.steps.kback.rope`, 0.75-RoPE {glue:text}`recall.steps.kback.p-rope-0.75`,
+#   0.25-RoPE {glue:text}`recall.steps.kback.p-rope-0.25`, ALiBi
+#   {glue:text}`recall.steps.kback.alibi`, RoPE θ=10⁴ {glue:text}`recall.steps.kback.rope-10k`,
+#   0.75-RoPE θ=10⁴ {glue:text}`recall.steps.kback.p-rope-0.75-10k`.
 
 # %% [markdown]
 # ## Recall by distance
@@ -274,7 +296,7 @@ plots.table(show.sweep_table(recall_sweep, LABELS, context, confidence))
 # that rotation does not disturb stays flat to the right of the line.
 
 # %% tags=["remove-input"]
-glue("recall.max_factor", str(max_factor), display=False)
+glue("recall.max_factor", int(max_factor), display=False)
 show.bin_chart(
     show.interval_rows(
         {LABELS[n]: s.bins for n, s in recall_sweep.items()},
@@ -287,8 +309,9 @@ show.bin_chart(
 
 # %% [markdown]
 # The predicted contrasts, on answers whose needle lies at least one training context away, at
-# the longest length, paired seed by seed (points of accuracy; "detectable" is the smallest true
-# difference these seeds would detect with 80 % power):
+# the longest length, paired seed by seed over the seeds at which both models learnt (points of
+# accuracy; "detectable" is the smallest true difference these seeds would detect with 80 %
+# power; an interval and a detectable difference need two seeds, and read "—" with fewer).
 
 # %%
 longest = len(factors) - 1
@@ -316,13 +339,20 @@ CLAIMS.record(
     "recall.theta_contrast", gap_of_gaps.verdict(above=True),
     f"gap at θ = {base:g} minus gap at θ = 10⁴: {gap_of_gaps.text()}", seeds=gap_of_gaps.n,
 )  # fmt: skip
-display(
-    Markdown(
-        f"- 0.75-RoPE − RoPE at θ = {base:g}: {gap_matched.text()}\n"
-        f"- 0.75-RoPE − RoPE at θ = 10⁴: {gap_1e4.text()}\n"
-        f"- the first gap minus the second: {gap_of_gaps.text()}"
-    )
-)
+for tag, difference in {"gap_matched": gap_matched, "gap_1e4": gap_1e4,
+                        "gap_of_gaps": gap_of_gaps}.items():  # fmt: skip
+    glue_paired(tag, difference)
+
+# %% [markdown]
+# - 0.75-RoPE − RoPE at θ = {glue:text}`recall.base:g`: {glue:text}`recall.gap_matched.mean` points
+#   (interval {glue:text}`recall.gap_matched.interval`; seeds
+#   {glue:text}`recall.gap_matched.seeds`; detectable {glue:text}`recall.gap_matched.detectable`);
+# - 0.75-RoPE − RoPE at θ = 10⁴: {glue:text}`recall.gap_1e4.mean` points (interval
+#   {glue:text}`recall.gap_1e4.interval`; seeds {glue:text}`recall.gap_1e4.seeds`; detectable
+#   {glue:text}`recall.gap_1e4.detectable`);
+# - the first gap minus the second: {glue:text}`recall.gap_of_gaps.mean` points (interval
+#   {glue:text}`recall.gap_of_gaps.interval`; seeds {glue:text}`recall.gap_of_gaps.seeds`;
+#   detectable {glue:text}`recall.gap_of_gaps.detectable`).
 
 # %% [markdown]
 # ## The passkey
@@ -346,8 +376,15 @@ if passkey:
             show.passkey_rows({LABELS[n]: g for n, g in passkey.items()}, lengths, depths)
         )
     )
-else:
-    display(Markdown("No model learnt recall in this profile, so there is no passkey grid."))
+glue(
+    "recall.passkey_panels",
+    ", ".join(LABELS[n] for n in passkey) or "none (no model learnt recall in this profile)",
+    display=False,
+)
+
+# %% [markdown]
+# An encoding has a panel only if at least one of its seeds learnt recall; panels:
+# {glue:text}`recall.passkey_panels`.
 
 # %% [markdown]
 # ## k-back by position
@@ -383,7 +420,13 @@ CLAIMS.record(
     f"RoPE k-back accuracy at {max_factor}× minus at 1×: {kback_change.text()}",
     seeds=kback_change.n,
 )  # fmt: skip
-display(Markdown(f"RoPE's k-back accuracy at {max_factor}× minus at 1×: {kback_change.text()}."))
+glue_paired("kback_change", kback_change)
+
+# %% [markdown]
+# RoPE's k-back accuracy at {glue:text}`recall.max_factor`× minus at 1×:
+# {glue:text}`recall.kback_change.mean` points (interval {glue:text}`recall.kback_change.interval`;
+# seeds {glue:text}`recall.kback_change.seeds`; detectable
+# {glue:text}`recall.kback_change.detectable`).
 
 # %% [markdown]
 # ## Which planes carry position, which carry content?
@@ -429,20 +472,24 @@ CLAIMS.record(
     f"RoPE recall: Δ accuracy (slowest quarter removed) − Δ (fastest removed): {content.text()}",
     seeds=content.n,
 )  # fmt: skip
-display(
-    Markdown(
-        f"Paired over seeds: on k-back, removing the fastest instead of the slowest quarter "
-        f"changes accuracy by {position.text()}; on recall, removing the slowest instead of the "
-        f"fastest changes it by {content.text()}."
-    )
-)
+glue_paired("probe_position", position)
+glue_paired("probe_content", content)
+
+# %% [markdown]
+# Paired over seeds: on k-back, removing the fastest instead of the slowest quarter changes
+# accuracy by {glue:text}`recall.probe_position.mean` points (interval
+# {glue:text}`recall.probe_position.interval`; seeds {glue:text}`recall.probe_position.seeds`;
+# detectable {glue:text}`recall.probe_position.detectable`); on recall, removing the slowest
+# instead of the fastest changes it by {glue:text}`recall.probe_content.mean` points (interval
+# {glue:text}`recall.probe_content.interval`; seeds {glue:text}`recall.probe_content.seeds`;
+# detectable {glue:text}`recall.probe_content.detectable`).
 
 # %% [markdown]
 # ## Context extension on a task the models pass
 #
 # The context-extension chapter compares PI, NTK-aware, dynamic NTK and YaRN by perplexity; its
 # passkey probe could not separate them because its text models never retrieve (section 5
-# there). The recall-trained RoPE models (θ = {glue:text}`recall.base`) do. We apply each method
+# there). The recall-trained RoPE models (θ = {glue:text}`recall.base:g`) do. We apply each method
 # at test time with $s$ equal to the length factor, and fine-tune each model for
 # {glue:text}`recall.finetune_steps` steps at {glue:text}`recall.finetune_scale`× its context
 # with PI or YaRN applied (the PI paper's setting), then test it at every length with
@@ -470,8 +517,8 @@ extended = {m: rc.extension_sweep(rope_runs, m, factors, depths, **common) for m
 } if rope_runs else {}  # fmt: skip
 
 # %% tags=["remove-input"]
-glue("recall.finetune_steps", str(finetune_steps), display=False)
-glue("recall.finetune_scale", str(finetune_scale), display=False)
+glue("recall.finetune_steps", int(finetune_steps), display=False)
+glue("recall.finetune_scale", int(finetune_scale), display=False)
 METHOD_LABELS = {
     "none": "plain RoPE", "pi": "PI", "ntk": "NTK-aware", "dynamic-ntk": "dynamic NTK",
     "yarn": "YaRN", "pi-ft": f"PI, fine-tuned at {finetune_scale}×",
@@ -489,21 +536,39 @@ if extended and at_scale is not None:
     wins = {m: rc.paired(extended[f"{m}-ft"][0][:, at_scale], extended["none"][0][:, at_scale])
             for m in ("pi", "yarn")}  # fmt: skip
     verdict = claims.combine([w.verdict(above=True) for w in wins.values()])
-    measured = "; ".join(
-        f"{METHOD_LABELS[m + '-ft']} − plain RoPE at {finetune_scale}×: {w.text()}"
-        for m, w in wins.items()
-    ) + (f"; plain RoPE's passkey at 1×: {100 * np.mean(extended['none'][0][:, 0]):.0f} %")
+    passkey_1x = f"{100 * np.mean(extended['none'][0][:, 0]):.0f} %"
+    measured = (
+        "; ".join(
+            f"{METHOD_LABELS[m + '-ft']} − plain RoPE at {finetune_scale}×: {w.text()}"
+            for m, w in wins.items()
+        )
+        + f"; plain RoPE's passkey at 1×: {passkey_1x}"
+    )
     n_ext = min(w.n for w in wins.values())
 else:
-    verdict, n_ext = "not testable here", 0
+    verdict, n_ext, wins = "not testable here", 0, {}
     measured = "no RoPE model learnt recall in this profile (or the fine-tune scale is not tested)"
+    passkey_1x = "not measured (no RoPE model learnt recall, or the fine-tune scale is not tested)"
 CLAIMS.record(
     "recall.passkey_extension", verdict, measured, seeds=n_ext,
     basis=f"{n_ext} seeds, {finetune_steps} fine-tuning steps at {finetune_scale}× "
     f"({n_passkey} sequences × {n_depths} depths per cell)",
 )  # fmt: skip
-glue("recall.passkey_extension.text", measured, display=False)
-display(Markdown(f"Passkey at {finetune_scale}×, fine-tuned against plain RoPE: {measured}."))
+for m in ("pi", "yarn"):
+    glue_paired(f"finetuned_{m}", wins.get(m))
+glue("recall.passkey_1x", passkey_1x, display=False)
+
+# %% [markdown]
+# Passkey accuracy at {glue:text}`recall.finetune_scale`× after a fine-tune at
+# {glue:text}`recall.finetune_scale`×, minus plain RoPE's at the same length (paired over seeds):
+#
+# - PI: {glue:text}`recall.finetuned_pi.mean` points (interval
+#   {glue:text}`recall.finetuned_pi.interval`; seeds {glue:text}`recall.finetuned_pi.seeds`;
+#   detectable {glue:text}`recall.finetuned_pi.detectable`);
+# - YaRN: {glue:text}`recall.finetuned_yarn.mean` points (interval
+#   {glue:text}`recall.finetuned_yarn.interval`; seeds {glue:text}`recall.finetuned_yarn.seeds`;
+#   detectable {glue:text}`recall.finetuned_yarn.detectable`);
+# - for reference, plain RoPE's passkey at 1×: {glue:text}`recall.passkey_1x`.
 
 # %% [markdown]
 # ## What we claim and what we measured

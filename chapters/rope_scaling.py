@@ -78,12 +78,23 @@ factors = [2**i for i in range(int(np.log2(max_factor)) + 1)]  # 1, 2, 4, ..., m
 finetune_scale = min(finetune_scale, max_factor)
 model_config, train_config = zoo.configs("rope", profile=profile, regime=REGIME)
 head_dim, context, base = model_config.head_dim, model_config.context, model_config.rope_base
-print(
-    f"profile {profile!r}, regime {REGIME!r}: {len(seeds)} seed(s) {list(seeds)}, "
-    f"head_dim {head_dim}, base {base:g}, training context {context} tokens"
-)
+for name, value in {
+    "profile": profile,
+    "regime": REGIME,
+    "n_seeds": len(seeds),
+    "seeds": ", ".join(map(str, seeds)),  # the seeds themselves: a listing
+    "head_dim": head_dim,
+    "base": float(base),
+    "context": context,
+}.items():
+    glue(f"rope_scaling.{name}", value, display=False)
 
 # %% [markdown]
+# This run: profile **{glue:text}`rope_scaling.profile`**, the {glue:text}`rope_scaling.regime`
+# zoo models, {glue:text}`rope_scaling.n_seeds` seed(s) ({glue:text}`rope_scaling.seeds`), head
+# size {glue:text}`rope_scaling.head_dim`, base {glue:text}`rope_scaling.base:g`, training context
+# {glue:text}`rope_scaling.context` tokens.
+#
 # The claims this chapter tests, each with its source; the papers' claims are about 7B-scale
 # Llama models fine-tuned for hundreds of steps, ours about what the frequency lens predicts.
 # The table at the end gives what we measured.
@@ -197,15 +208,17 @@ ramp_gap = {
 }
 
 # %% tags=["remove-input"]
-glue(  # one "setting: gap" item per setting, the settings' labels being data
-    "rope_scaling.ramp_gaps",
-    Markdown("; ".join(f"{k}: **{v:.2f}**" for k, v in ramp_gap.items())),
-    display=False,
-)
+for key, label in zip(("ours", "llama2", "llama31"), settings, strict=True):
+    glue(f"rope_scaling.ramp.{key}.setting", label, display=False)  # the setting's label: data
+    glue(f"rope_scaling.ramp.{key}.gap", float(ramp_gap[label]), display=False)
 
 # %% [markdown]
 # Largest difference in the ramp weight $\gamma$ (0 = fully interpolated, 1 = kept):
-# {glue:md}`rope_scaling.ramp_gaps`. The book's `yarn` follows transformers (what deployed
+# {glue:text}`rope_scaling.ramp.ours.setting`: **{glue:text}`rope_scaling.ramp.ours.gap:.2f`**;
+# {glue:text}`rope_scaling.ramp.llama2.setting`:
+# **{glue:text}`rope_scaling.ramp.llama2.gap:.2f`**;
+# {glue:text}`rope_scaling.ramp.llama31.setting`:
+# **{glue:text}`rope_scaling.ramp.llama31.gap:.2f`**. The book's `yarn` follows transformers (what deployed
 # checkpoints run); `yarn-paper` is the paper's formula, drawn below beside it.
 
 # %% [markdown]
@@ -250,7 +263,6 @@ for name, value in {
     "reference_name": ref["name"],
     "reference_context": ref["context"],
     "llama_pairs": llama_pairs,
-    "context": context,
     "fastest_turns": float(context / (2 * np.pi)),
     "yarn_beta": float(scaling.YARN_BETA),
     "llama_label": llama_label,
@@ -303,17 +315,16 @@ BASELINE_LABELS = {("nope", "none"): "NoPE", ("alibi", "none"): "ALiBi",
                    ("p-rope-0.75", "none"): "0.75-RoPE, plain"}  # fmt: skip
 rope_labels = {("rope", m): f"RoPE · {LABEL[m]}" for m in stretch.SWEEP_METHODS}
 p_labels = {("p-rope-0.75", m): f"0.75-RoPE · {LABEL[m]}" for m in stretch.SWEEP_METHODS}
-one_seed = "" if len(seeds) > 1 else "**One seed in this profile: no intervals.**"
-glue("rope_scaling.n_seeds", len(seeds), display=False)
+intervals = f"over {len(seeds)} seeds" if len(seeds) > 1 else "none (one seed in this profile)"
 glue("rope_scaling.confidence", confidence, display=False)
 glue("rope_scaling.n_windows", n_windows, display=False)
-glue("rope_scaling.one_seed", Markdown(one_seed), display=False)  # bold: glued as Markdown
+glue("rope_scaling.intervals", intervals, display=False)
 
 # %% [markdown]
 # Perplexity ($e$ to the mean over {glue:text}`rope_scaling.n_seeds` seed(s) of each model's mean
 # loss; {glue:text}`rope_scaling.confidence:.0%` interval formed on the loss, then exponentiated)
-# for windows of $L$ tokens, {glue:text}`rope_scaling.n_windows` windows each.
-# {glue:md}`rope_scaling.one_seed` RoPE with every method, then the baselines:
+# for windows of $L$ tokens, {glue:text}`rope_scaling.n_windows` windows each. Intervals:
+# **{glue:text}`rope_scaling.intervals`**. RoPE with every method, then the baselines:
 
 # %% tags=["remove-input"]
 display(plots.table(show.sweep_rows(losses, rope_labels | BASELINE_LABELS, factors, context)))
@@ -604,21 +615,22 @@ CLAIMS.record(
 )  # fmt: skip
 share_pi, share_yarn = (np.mean(survival.share[m]) if survival.share[m] else np.nan
                         for m in ("pi", "yarn"))  # fmt: skip
-glue(  # with no head found there is nothing to compare: the paragraph turns on it, glued whole
-    "rope_scaling.heads_reading",
-    f"Under PI the previous-token heads lose {pi_drop[0]:.3f} of their attention on the "
-    f"previous token on average; under YaRN {yarn_drop[0]:.3f}. PI slows the pairs these "
-    f"heads use by {100 * share_pi:.0f} % of the full factor, YaRN by "
-    f"{100 * share_yarn:.0f} %: if the frequency lens is right, the method that slows "
-    "their pairs more should cost them more attention."
-    if pi_drop[3]
-    else "No previous-token head reached the threshold in these models, so the probe "
-    "cannot say anything here (the smoke models are too small and too briefly trained).",
-    display=False,
-)
+for name, value in {  # with no head found there is nothing to compare: "—"
+    "pi_drop": f"{pi_drop[0]:.3f}" if pi_drop[3] else "—",
+    "yarn_drop": f"{yarn_drop[0]:.3f}" if pi_drop[3] else "—",
+    "share_pi": f"{100 * share_pi:.0f} %" if pi_drop[3] else "—",
+    "share_yarn": f"{100 * share_yarn:.0f} %" if pi_drop[3] else "—",
+}.items():
+    glue(f"rope_scaling.{name}", value, display=False)
 
 # %% [markdown]
-# {glue:text}`rope_scaling.heads_reading`
+# Under PI the previous-token heads lose {glue:text}`rope_scaling.pi_drop` of their attention on
+# the previous token on average; under YaRN {glue:text}`rope_scaling.yarn_drop`. PI slows the
+# pairs these heads use by {glue:text}`rope_scaling.share_pi` of the full factor, YaRN by
+# {glue:text}`rope_scaling.share_yarn` (a dash where no previous-token head reached the
+# threshold, as in the smoke models, which are too small and too briefly trained: the probe then
+# says nothing). If the frequency lens is right, the method that slows their pairs more should
+# cost them more attention.
 
 # %% [markdown]
 # ## 5. Passkey retrieval
@@ -693,24 +705,23 @@ CLAIMS.record(
     seeds=len(seeds),
 )  # fmt: skip
 glue("rope_scaling.within", 100 * within, display=False)
-glue(  # the reading turns on whether the models can do the task at all: glued whole
-    "rope_scaling.passkey_reading",
-    Markdown(
-        "That is enough for the probe to compare methods at longer lengths."
-        if within >= floor
-        else f"Below {100 * floor:.0f} %, the models cannot do the task even where nothing "
-        "is stretched, so this probe cannot separate the methods at our scale: the claim "
-        "is recorded as *not testable here*. The papers' 7B models learnt retrieval from "
-        f"trillions of tokens; ours saw {pretrain_tokens:,}. The chapter "
-        "{doc}`Recall at a distance <recall>` decides the claim on models trained for "
-        "retrieval, which pass the passkey at 1×."
-    ),
+glue("rope_scaling.floor", 100 * floor, display=False)
+glue(  # whether the models can do the task at all, unstretched
+    "rope_scaling.passkey_probe",
+    "enough: the probe compares the methods at longer lengths"
+    if within >= floor
+    else "not enough: this probe cannot separate the methods at our scale",
     display=False,
 )
 
 # %% [markdown]
 # Within its own context (1×) plain RoPE retrieves {glue:text}`rope_scaling.within:.0f` % of key
-# tokens. {glue:md}`rope_scaling.passkey_reading`
+# tokens; the probe needs at least {glue:text}`rope_scaling.floor:.0f` %, where nothing is
+# stretched, to say anything. Here that is **{glue:text}`rope_scaling.passkey_probe`**. Below the
+# floor the claim is recorded as *not testable here*: the papers' 7B models learnt retrieval from
+# trillions of tokens, ours saw {glue:text}`rope_scaling.pretrain_tokens:,d`, and the chapter
+# {doc}`Recall at a distance <recall>` decides the claim on models trained for retrieval, which
+# pass the passkey at 1×.
 
 # %% [markdown]
 # ## What we claim and what we measured

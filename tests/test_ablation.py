@@ -293,6 +293,8 @@ def test_table1_rows_and_text():
                        "0.75-RoPE": "✓ (paper ✓)"}  # fmt: skip
     assert show.table1_text(rows).startswith("positional: NoPE ✓ (paper ✗), RoPE ✓ (paper ✓)")
     assert "; semantic: NoPE ✓ (paper ✓), RoPE ✗ (paper ✗)" in show.table1_text(rows)
+    assert show.table1_differences(broken, paper) == "positional, NoPE: measured ✓, paper ✗"
+    assert show.table1_differences(measured, paper) == "none"
 
 
 def test_dropped_turn():
@@ -360,15 +362,21 @@ def test_pair_rows_verdicts_and_texts():
         }
     ]  # fmt: skip
     assert ablation.pair_verdicts(comparisons, [("a", "b", "ab")]) == {"ab": "partly"}
-    summary = show.ordering_summary(comparisons, "cpu")
-    assert (
-        "**Confirmed** (paired difference separated from 0, in the paper's direction): "
-        "A < B on prose. **Reversed** (separated, opposite direction): A < B on code. "
-        "**Cannot decide** (the paired interval contains 0): none. Of these orderings, 2 of 2 "
-        "also pass" in summary
-    )
+    assert show.ordering_lists(comparisons) == {
+        "held": "A < B on prose",  # confirmed: paired difference separated, paper's direction
+        "not held": "A < B on code",  # reversed: separated, opposite direction
+        "cannot decide": "none",  # the paired interval contains 0
+        "unpaired": 2,  # of these orderings, 2 of 2 also pass the unpaired test
+        "n": 2,
+    }
     single = {("a", "b", "prose"): ablation.compare("A", [1.0], "B", [2.0])}
-    assert show.ordering_summary(single, "smoke").startswith("With a single seed in the `smoke`")
+    assert show.ordering_lists(single) == {
+        "held": "none (one seed: no interval)",
+        "not held": "none (one seed: no interval)",
+        "cannot decide": "none (one seed: no interval)",
+        "unpaired": 0,
+        "n": 1,
+    }
     by_domain = {d: c for (_, _, d), c in comparisons.items()}
     assert show.pair_text(by_domain, 1).startswith(
         "prose: A 1.1 ± 0.2 vs B 2.1 ± 0.2 (paired: A < B); code: A 3.1"
@@ -408,12 +416,20 @@ def test_seed_noise_rows_and_verdict():
     assert ablation.noise_verdict(noise) == "held"  # gaps ≈ 1 against s.d. ≈ 0.1
     single = ablation.seed_noise({"x": ablation.seed_table({"a": [1.0], "b": [2.0]})}, {})
     assert single.paired["x"] is None and ablation.noise_verdict(single) == "not testable here"
-    assert show.seed_noise_text(single, {"x": "W"}) == (
-        "One seed: no measure of seed noise in this profile."
-    )
-    text = show.seed_noise_text(noise, {"prose": "W", "code": "W"})
-    assert text.startswith("On prose, the median gap between two encodings is ")
-    assert f"and {noise.paired['code']['ratio']:.1f}× paired" in text and text.count("On ") == 2
+    single_w = ablation.seed_noise({"x": ablation.seed_table({"a": [1.0], "b": [2.0]})},
+                                   {"W": {"a": 1.0, "b": 2.0}})  # fmt: skip
+    assert show.seed_noise_values(single_w, {"x": "W"}) == {
+        "x": {"unpaired": "—", "paired": "—", "seed_cv": "—", "paper_gap": 50.0}
+    }  # one seed: no measure of seed noise
+    values = show.seed_noise_values(noise, {"prose": "W", "code": "W"})
+    assert list(values) == ["prose", "code"]
+    assert values["code"]["paired"] == f"{noise.paired['code']['ratio']:.1f}×"
+    assert values["prose"] == {
+        "unpaired": f"{noise.unpaired['prose']['ratio']:.1f}×",
+        "paired": f"{noise.paired['prose']['ratio']:.1f}×",
+        "seed_cv": f"{100 * noise.seed_cv['prose']:.2f}%",
+        "paper_gap": pytest.approx(50.0),
+    }
     assert math.isnan(single.seed_cv["x"])
 
 
@@ -526,9 +542,11 @@ def test_noise_over_training_pairs_seeds_at_every_recorded_step():
     assert noise.sd_low < noise.sd < noise.sd_high and noise.late_from == 2000  # √(1000 · 4000)
     assert noise.late_min == pytest.approx(min(noise.sd, noise.earlier_sd))
     assert math.isnan(noise.rho) and noise.trend == "does not fall steadily"  # two late steps
-    text = show.training_noise_text(noise, 2000, paper_gap_percent=0.5)
-    assert "1.53 %" in text and "2.0× the matched runs" in text
-    assert f"would need about {noise.seeds_needed} paired seeds" in text
+    values = show.training_noise_values(series, noise, 2000)
+    assert values["sd"] == "1.53 %" and values["times"] == "2.0×"  # × the matched runs
+    assert values["seeds_needed"] == str(noise.seeds_needed)  # paired seeds the gap would need
+    assert values["tokens"] == "4,000" and values["rho"] == "—" and values["seeds"] == "3"
+    assert values["sd_interval"] == f"{noise.sd_low:.2f}–{noise.sd_high:.2f} %"
     chart = show.training_noise_chart(rows).to_dict()
     # the zero-noise step is not drawn; the other data set is the target rule
     assert sorted(len(v) for v in chart["datasets"].values()) == [1, 2]
@@ -536,4 +554,7 @@ def test_noise_over_training_pairs_seeds_at_every_recorded_step():
         ablation.comparisons_over_training("A", runs_a[:2], "B", runs_b[1:])
     one = ablation.comparisons_over_training("A", runs_a[:1], "B", runs_b[:1])
     assert ablation.training_noise(one, one[2000], 0.5) is None
-    assert "One seed" in show.training_noise_text(None, 2000, 0.5)
+    single = show.training_noise_values(one, None, 2000)  # one seed: no noise to follow
+    assert set(single) == set(values) and single["tokens"] == "4,000"
+    assert single["seeds"] == "1" and single["difference"].endswith("(1 seed)")
+    assert {single[k] for k in ("sd", "sd_interval", "trend", "seeds_needed")} == {"—"}

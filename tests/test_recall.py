@@ -125,3 +125,32 @@ def test_charts_and_tables_build():
     assert show.extension_chart(show.extension_rows(ext, [1, 2])).to_dict()
     table = show.extension_table(ext, [1, 2], 64, 0.95)
     assert table[0]["1× (64)"] == "50 [50, 50]"
+
+
+def test_median_steps_over_the_seeds_that_learnt():
+    def run(learnt_at, last=40):
+        return rc.Learning(np.array([10, 20, 30, last]), np.zeros(4), 0.99, learnt_at, 1.0)
+
+    learning = {("recall", "rope"): [run(10), run(30), run(None)],
+                ("kback", "nope"): [run(None), run(None)]}  # fmt: skip
+    assert show.median_steps(learning) == {
+        ("recall", "rope"): "20", ("kback", "nope"): "never (cap 40)"
+    }  # fmt: skip
+
+
+def test_paired_values_are_the_pieces_of_the_paired_text():
+    three = rc.paired([0.9, 0.8, 0.85], [0.5, 0.45, 0.52])
+    values = show.paired_values(three)
+    assert values["seeds"] == 3 and values["mean"].startswith("+")
+    assert three.text() == (
+        f"{values['mean']} points {values['interval']} over 3 seeds "
+        f"(detectable: {values['detectable']})"
+    )
+    one = rc.paired([0.9, np.nan], [0.1, 0.2])
+    assert show.paired_values(one) == {
+        "mean": "+80.0", "interval": "—", "seeds": 1, "detectable": "—"
+    }  # fmt: skip
+    assert one.text() == "+80.0 points (1 seed, no interval)"
+    none = {"mean": "—", "interval": "—", "seeds": 0, "detectable": "—"}
+    assert show.paired_values(rc.paired([np.nan], [0.1])) == none
+    assert show.paired_values(None) == none

@@ -6,6 +6,7 @@ import pytest
 
 from ropebook import seedplan, zoo
 from ropebook.analysis import power
+from ropebook.present import seedplan as show
 
 
 def _plan(budget_minutes: float) -> dict:
@@ -60,3 +61,21 @@ def test_added_seeds_come_after_the_profiles_own_and_leave_the_others_alone():
     jobs = zoo.default_jobs("cpu")
     first_added = next(i for i, j in enumerate(jobs) if j[1] >= 3)
     assert all(j[1] >= 3 for j in jobs[first_added:])  # a partial zoo has every first seed
+
+
+def test_shortfall_values_list_the_targets_met_and_missed():
+    tight = seedplan.choose(_plan(3))  # one more seed of both matched models: no target met
+    values = show.shortfall_values(tight, 3.0)
+    assert values["spare"] == 3.0 and values["added"] == pytest.approx(2.0)  # 120 s spent
+    a, b, c = tight
+    assert values["met"] == "none" and not any(x.met for x in tight)
+    assert values["not_met"] == "; ".join(
+        f"{x.id} needs {x.needed} seeds for {x.target:g} %, at {x.trained} the MDE is "
+        f"{x.mde:.2f} %, {x.mde / x.target:.1f}× the target ({x.mde - x.target:+.2f} points)"
+        for x in (a, b, c)
+    )
+    assert values["not_met"].startswith(f"a needs {a.needed} seeds for 0.5 %, at 4 the MDE is ")
+    roomy = seedplan.choose(_plan(1000))
+    values = show.shortfall_values(roomy, 1000.0)
+    assert values["not_met"] == "none" and all(x.met for x in roomy)
+    assert values["met"].startswith(f"a ({a.needed} seeds, MDE {roomy[0].mde:.2f} % ≤ 0.5 %); b (")

@@ -1,9 +1,11 @@
 """The p-RoPE chapter's tables, charts and sentences, from the numbers of
 :mod:`ropebook.analysis.ablation`: one function per table or figure of ``chapters/p_rope.py``.
 
-Tables are lists of records for :func:`ropebook.plots.table`, charts are Altair; the three
-sentence builders (:func:`ordering_summary`, :func:`seed_noise_text`, :func:`training_noise_text`)
-are paragraphs whose whole text changes with the number of seeds. Nothing here trains or measures.
+Tables are lists of records for :func:`ropebook.plots.table`, charts are Altair; the values
+the chapter's Markdown cells glue (:func:`table1_differences`, :func:`ordering_lists`,
+:func:`seed_noise_values`, :func:`training_noise_values`) are short phrases and numbers, read
+"—" or "none (one seed: ...)" where one seed leaves nothing to measure. Nothing here trains or
+measures.
 """
 
 from __future__ import annotations
@@ -103,6 +105,26 @@ def table1_rows(measured: Mapping[str, Mapping[str, bool]], paper: Mapping) -> l
         | {enc: f"{mark(measured[prop][enc])} (paper {mark(ok)})" for enc, ok in marks.items()}
         for prop, marks in paper.items()
     ]
+
+
+def table1_differences(
+    measured: Mapping[str, Mapping[str, bool]], paper: Mapping[str, Mapping[str, bool]]
+) -> str:
+    """The Table 1 cells whose measured mark differs from the paper's, as a listing
+    (``positional, NoPE: measured ✓, paper ✗; ...``), or ``none``."""
+
+    def mark(ok: bool) -> str:
+        return "✓" if ok else "✗"
+
+    return (
+        "; ".join(
+            f"{prop}, {enc}: measured {mark(measured[prop][enc])}, paper {mark(ok)}"
+            for prop, marks in paper.items()
+            for enc, ok in marks.items()
+            if measured[prop][enc] != ok
+        )
+        or "none"
+    )
 
 
 def table1_text(rows: Sequence[dict]) -> str:
@@ -214,28 +236,31 @@ def pair_rows(
     ]
 
 
-def ordering_summary(comparisons: Mapping[tuple[str, str, str], Comparison], profile: str) -> str:
-    """One paragraph: which of the paper's orderings our runs confirm, reverse or cannot
-    resolve."""
-    if not all(c.testable for c in comparisons.values()):
-        return (
-            f"With a single seed in the `{profile}` profile there is no interval, so no ordering "
-            "can be confirmed or ruled out; run the `cpu` or `gpu` profile for the verdicts."
-        )
+NO_INTERVAL = "none (one seed: no interval)"
 
-    def listing(verdict: str) -> str:
-        found = [f"{c.a} < {c.b} on {d}" for (_, _, d), c in comparisons.items()
-                 if c.verdict(c.a) == verdict]  # fmt: skip
-        return "; ".join(found) or "none"
 
-    return (
-        f"**Confirmed** (paired difference separated from 0, in the paper's direction): "
-        f"{listing('held')}. **Reversed** (separated, opposite direction): "
-        f"{listing('not held')}. **Cannot decide** (the paired interval contains 0): "
-        f"{listing('cannot decide')}. Of these orderings, "
-        f"{sum(c.separated for c in comparisons.values())} of {len(comparisons)} also pass the "
-        "unpaired test (non-overlapping intervals)."
-    )
+def ordering_lists(comparisons: Mapping[tuple[str, str, str], Comparison]) -> dict:
+    """Which of the paper's orderings our runs confirm, reverse or cannot resolve: per verdict
+    (``held``, ``not held``, ``cannot decide``) a listing ``a < b on domain; ...`` (``none`` when
+    empty, :data:`NO_INTERVAL` for all three when a comparison has a single seed), and how many
+    orderings also pass the unpaired test (``unpaired`` of ``n``)."""
+    verdicts = ("held", "not held", "cannot decide")
+    if all(c.testable for c in comparisons.values()):
+        lists = {
+            v: "; ".join(
+                f"{c.a} < {c.b} on {d}"
+                for (_, _, d), c in comparisons.items()
+                if c.verdict(c.a) == v
+            )
+            or "none"
+            for v in verdicts
+        }
+    else:
+        lists = dict.fromkeys(verdicts, NO_INTERVAL)
+    return lists | {
+        "unpaired": sum(c.separated for c in comparisons.values()),
+        "n": len(comparisons),
+    }
 
 
 def pair_text(by_domain: Mapping[str, Comparison], digits: int = 3, *, names: bool = True) -> str:
@@ -335,19 +360,20 @@ def noise_rows(noise: SeedNoise, domains: Mapping[str, str]) -> list[dict]:
     return [{"measure": m} | {d: f(d) for d in domains} for m, f in measures.items()]
 
 
-def seed_noise_text(noise: SeedNoise, domains: Mapping[str, str]) -> str:
-    """A sentence per domain: the gap between encodings against the seed s.d. (unpaired and
-    paired), and our seed s.d. against the paper's gaps; one sentence with one seed."""
-    if any(p is None for p in noise.paired.values()):
-        return "One seed: no measure of seed noise in this profile."
-    return " ".join(
-        f"On {d}, the median gap between two encodings is "
-        f"{noise.unpaired[d]['ratio']:.1f}× the median seed standard deviation unpaired "
-        f"and {noise.paired[d]['ratio']:.1f}× paired; our seed s.d. is "
-        f"{100 * noise.seed_cv[d]:.2f}% of the perplexity, against a median gap of "
-        f"{100 * noise.paper_gap[c]:.2f}% between the paper's encodings."
-        for d, c in domains.items()
-    )
+def seed_noise_values(noise: SeedNoise, domains: Mapping[str, str]) -> dict[str, dict]:
+    """Per domain: the median gap between encodings as a multiple of the seed s.d., unpaired
+    and paired (``"2.3×"``), our seed s.d. in % of perplexity (``"0.52%"``) — each ``"—"`` with
+    one seed (no paired noise) — and the paper's median gap in % (a float)."""
+    values = {}
+    for d, c in domains.items():
+        one_seed = noise.paired[d] is None
+        values[d] = {
+            "unpaired": "—" if one_seed else f"{noise.unpaired[d]['ratio']:.1f}×",
+            "paired": "—" if one_seed else f"{noise.paired[d]['ratio']:.1f}×",
+            "seed_cv": "—" if one_seed else f"{100 * noise.seed_cv[d]:.2f}%",
+            "paper_gap": float(100 * noise.paper_gap[c]),
+        }
+    return values
 
 
 def regime_rows(settings: Mapping[str, tuple[int, float, int]], proportion: float = 0.75) -> list:
@@ -467,30 +493,40 @@ def training_noise_chart(rows: Sequence[dict], target: float = 1.0, confidence: 
     )
 
 
-def training_noise_text(
+def training_noise_values(
+    by_tokens: Mapping[int, Comparison],
     noise: ablation.TrainingNoise | None,
     earlier_tokens: int,
-    paper_gap_percent: float,
-    confidence: float = 0.95,
-    power: float = 0.8,
-) -> str:
-    """A paragraph on :func:`~ropebook.analysis.ablation.training_noise`: the last step against
-    the earlier run (``earlier_tokens`` long), the s.d. over the second half of training, and
-    the seeds the paper's gap would need; one sentence with one seed."""
+) -> dict[str, str]:
+    """The phrases of a paragraph on one comparison over training (``by_tokens`` from
+    :func:`~ropebook.analysis.ablation.comparisons_over_training`, ``noise`` its
+    :func:`~ropebook.analysis.ablation.training_noise`): the last step against the earlier run
+    (``earlier_tokens`` long), its paired s.d., the s.d. over the second half of training, the
+    smallest effect the seeds detect and the seeds the paper's gap would need. With one seed per
+    model (``noise`` is ``None``) every measure of noise reads ``"—"``."""
+    tokens, last = max(by_tokens.items())
+    values = {
+        "tokens": f"{tokens:,}",
+        "times": f"{tokens / earlier_tokens:.1f}×",
+        "difference": last.difference.format(2),
+        "seeds": str(last.difference.n),
+    }
     if noise is None:
-        return "One seed per model: no paired noise to follow over training in this profile."
-    last = noise.last
-    return (
-        f"At the last step ({noise.tokens:,} tokens, {noise.tokens / earlier_tokens:.1f}× the "
-        f"matched runs) {last.a} vs {last.b} differs by {last.difference.format(2)}, with a "
-        f"paired s.d. of **{noise.sd:.2f} %** of perplexity ({confidence:.0%} interval "
-        f"{noise.sd_low:.2f}–{noise.sd_high:.2f} %; matched runs: {noise.earlier_sd:.2f} %). "
-        f"Over the second half of training (from {noise.late_from:,} tokens) the s.d. ranges "
-        f"{noise.late_min:.2f}–{noise.late_max:.2f} % and {noise.trend} (Spearman ρ = "
-        f"{noise.rho:.2f} with tokens). The smallest effect {last.difference.n} seeds detect is "
-        f"{noise.detectable:.2f} %, against the paper's gap of {paper_gap_percent:.2f} %, which "
-        f"would need about {noise.seeds_needed} paired seeds at this noise ({power:.0%} power)."
-    )
+        return values | dict.fromkeys(
+            ("sd", "sd_interval", "earlier_sd", "late_from", "late_range", "trend", "rho",
+             "detectable", "seeds_needed"), "—"
+        )  # fmt: skip
+    return values | {
+        "sd": f"{noise.sd:.2f} %",
+        "sd_interval": f"{noise.sd_low:.2f}–{noise.sd_high:.2f} %",
+        "earlier_sd": f"{noise.earlier_sd:.2f} %",
+        "late_from": f"{noise.late_from:,}",
+        "late_range": f"{noise.late_min:.2f}–{noise.late_max:.2f} %",
+        "trend": noise.trend,
+        "rho": f"{noise.rho:.2f}" if np.isfinite(noise.rho) else "—",
+        "detectable": f"{noise.detectable:.2f} %",
+        "seeds_needed": str(noise.seeds_needed),
+    }
 
 
 # ---------------------------------------------------------------- length extrapolation, p sweep

@@ -1,7 +1,8 @@
 """Charts and tables of the recall chapter, from the numbers of :mod:`ropebook.analysis.recall`.
 
-Each function takes plain rows (lists of dicts) or arrays and returns an Altair chart or table
-rows; nothing here trains or scores a model.
+Each function takes plain rows (lists of dicts) or arrays and returns an Altair chart, table
+rows, or the values (numbers and short phrases) the chapter glues into its prose; nothing here
+trains or scores a model.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def extension_chart(rows: Sequence[dict], width: int = 260):
     )
 
 
-# ---------------------------------------------------------------- tables and sentences
+# ---------------------------------------------------------------- tables and glued values
 
 
 def _steps(learnt_at: int | None) -> str:
@@ -231,27 +232,33 @@ def learning_table(
     return rows
 
 
-def steps_sentence(
-    learning: Mapping, labels: Mapping, task_labels: Mapping, criterion: float
-) -> str:
-    """The measured steps to learn, as a sentence per task (median over learnt seeds)."""
-    parts = []
-    for task in dict.fromkeys(t for t, _ in learning):
-        items = []
-        for (t, name), runs in learning.items():
-            if t != task:
-                continue
-            steps = [r.learnt_at for r in runs if r.learnt]
-            if steps:
-                items.append(f"{labels[name]} {int(np.median(steps))}")
-            else:
-                items.append(f"{labels[name]} never (cap {int(runs[0].steps[-1])})")
-        parts.append(f"**{task_labels[task]}**: " + ", ".join(items))
-    return (
-        f"Median steps to {100 * criterion:g} % at 1× over the seeds that learnt: "
-        + "; ".join(parts)
-        + "."
-    )
+def median_steps(learning: Mapping) -> dict[tuple[str, str], str]:
+    """``(task, encoding) -> `` the median steps to the criterion over the seeds that learnt, or
+    ``never (cap N)`` where no seed learnt (N: the steps it trained), for the chapter to glue."""
+    phrases = {}
+    for key, runs in learning.items():
+        steps = [r.learnt_at for r in runs if r.learnt]
+        phrases[key] = (
+            str(int(np.median(steps))) if steps else f"never (cap {int(runs[0].steps[-1])})"
+        )
+    return phrases
+
+
+def paired_values(difference, scale: float = 100.0) -> dict[str, str | int]:
+    """A paired difference (:class:`ropebook.analysis.recall.Paired`, or ``None`` where none
+    was measured) as the values the chapter glues: ``mean`` (signed, one decimal), ``interval``
+    (``[low, high]``), ``seeds`` and ``detectable`` (the smallest detectable difference), in
+    ``scale`` units; ``—`` for a mean without a seed and for an interval or a detectable
+    difference with fewer than two seeds."""
+    n = 0 if difference is None else difference.n
+    values: dict[str, str | int] = {"mean": "—", "interval": "—", "seeds": n, "detectable": "—"}
+    if n >= 1:
+        values["mean"] = f"{scale * difference.estimate.mean:+.1f}"
+    if n >= 2:
+        e = difference.estimate
+        values["interval"] = f"[{scale * e.low:+.1f}, {scale * e.high:+.1f}]"
+        values["detectable"] = f"{scale * difference.mde:.1f}"
+    return values
 
 
 def _cell(values, confidence: float) -> str:

@@ -1,5 +1,6 @@
-"""The seed plan as a table and a sentence: what each comparison needed, got and resolves
-(:mod:`ropebook.seedplan`), beside what this run measured. Nothing here runs a model."""
+"""The seed plan as a table and the values its paragraph glues: what each comparison needed,
+got and resolves (:mod:`ropebook.seedplan`), beside what this run measured. Nothing here runs a
+model."""
 
 from __future__ import annotations
 
@@ -47,28 +48,23 @@ def plan_rows(
     return rows
 
 
-def shortfall_text(choices: list[Choice], spare_minutes: float) -> str:
-    """Which targets the budget meets and, for each it does not, by how much (MDE reached at the
-    planned seeds against the target, at the plan's s.d.)."""
-    met = [c for c in choices if c.met]
-    added = sum(c.added_seconds for c in choices) / 60
-    parts = [
-        f"The budget leaves {spare_minutes:.0f} minutes of training for added seeds; the plan "
-        f"spends {added:.1f} of them."
-    ]
-    if met:
-        parts.append(
-            "Met: "
-            + "; ".join(
-                f"{c.id} ({c.trained} seeds, MDE {c.mde:.2f} % ≤ {c.target:g} %)" for c in met
-            )
-            + "."
-        )
-    for c in choices:
-        if not c.met:
-            parts.append(
-                f"Not met: {c.id} needs {c.needed} seeds for {c.target:g} %; at {c.trained} the "
-                f"MDE is {c.mde:.2f} %, {c.mde / c.target:.1f}× the target "
-                f"({c.mde - c.target:+.2f} points)."
-            )
-    return " ".join(parts)
+def shortfall_values(choices: list[Choice], spare_minutes: float) -> dict:
+    """What the budget affords: the minutes it leaves for added seeds (``spare``) and the plan
+    spends (``added``), floats; the targets met (``met``: ``id (seeds, MDE x % ≤ target %)``)
+    and not met (``not_met``: seeds needed, MDE reached at the planned seeds against the target,
+    at the plan's s.d.), each a listing or ``none``."""
+    met = "; ".join(
+        f"{c.id} ({c.trained} seeds, MDE {c.mde:.2f} % ≤ {c.target:g} %)" for c in choices if c.met
+    )
+    not_met = "; ".join(
+        f"{c.id} needs {c.needed} seeds for {c.target:g} %, at {c.trained} the MDE is "
+        f"{c.mde:.2f} %, {c.mde / c.target:.1f}× the target ({c.mde - c.target:+.2f} points)"
+        for c in choices
+        if not c.met
+    )
+    return {
+        "spare": float(spare_minutes),
+        "added": float(sum(c.added_seconds for c in choices) / 60),
+        "met": met or "none",
+        "not_met": not_met or "none",
+    }
