@@ -58,6 +58,19 @@ def test_describe_says_how_to_split_only_a_long_build():
     assert "--shard I/N" in text and "cluster/" in text
 
 
+def test_task_models_stopping_at_a_criterion_are_estimated_as_a_bound():
+    task = _item("rope", "task", False)
+    assert task.train_config.stop_accuracy is not None
+    rates = {task.shape: buildplan.Rate(0.2, 3.0)}
+    (plan,) = buildplan.plan([task], rates)
+    assert plan.stops_early and plan.seconds == pytest.approx(task.train_config.steps * 0.2 + 3)
+    lines = buildplan.describe([plan], how="from a test")
+    assert "at most ~" in lines[1] and "criterion" in lines[1] and "at most ~" in lines[-1]
+    (cached,) = buildplan.plan([_item("rope", "task", True)], rates)
+    assert not cached.stops_early  # nothing left to train, so nothing to bound
+    assert "at most" not in "\n".join(buildplan.describe([cached], how="from a test"))
+
+
 def test_summary_puts_measured_beside_estimated():
     plans = [buildplan.RegimePlan("lesson", 0, 2, 360, 737_280, 120.0)]
     (line,) = buildplan.summarise(plans, {"lesson": 45.0})[1:]

@@ -61,7 +61,8 @@ class RegimePlan:
     to_train: int
     steps: int
     tokens: int
-    seconds: float  # estimated
+    seconds: float  # estimated, at every model's step cap
+    stops_early: bool = False  # some models stop at an accuracy criterion: seconds is a bound
 
 
 def estimate(item: Item, rates: dict[Hashable, Rate]) -> float:
@@ -77,9 +78,9 @@ def estimate(item: Item, rates: dict[Hashable, Rate]) -> float:
 def plan(items: Iterable[Item], rates: dict[Hashable, Rate]) -> list[RegimePlan]:
     """Per regime (in order of first appearance): models cached and to train, the steps and
     tokens to train, and the estimated seconds (:func:`estimate`)."""
-    rows: dict[str, list[int | float]] = {}
+    rows: dict[str, list[int | float | bool]] = {}
     for item in items:
-        row = rows.setdefault(item.regime, [0, 0, 0, 0, 0.0])
+        row = rows.setdefault(item.regime, [0, 0, 0, 0, 0.0, False])
         tc = item.train_config
         trains = not item.cached
         row[0] += item.cached
@@ -87,6 +88,7 @@ def plan(items: Iterable[Item], rates: dict[Hashable, Rate]) -> list[RegimePlan]
         row[2] += trains * tc.steps
         row[3] += trains * tc.steps * tc.batch_size * tc.seq_len
         row[4] += estimate(item, rates)
+        row[5] = row[5] or (trains and tc.stop_accuracy is not None)
     return [RegimePlan(regime, *row) for regime, row in rows.items()]
 
 
@@ -117,13 +119,19 @@ def describe(plans: list[RegimePlan], *, how: str, shard: str = "0/1") -> list[s
     long (over :data:`LONG_SECONDS`), how to split the work."""
     lines = [f"zoo plan (shard {shard}); estimated time on this machine {how}:"]
     for p in plans:
+        tokens, time = (  # a model that stops at its criterion trains less than its cap
+            ("at most ", "at most ~") if p.stops_early else ("", "~")
+        )
         lines.append(
             f"  {p.regime:9s} {p.cached:3d} cached, {p.to_train:3d} to train "
-            f"({p.tokens / 1e6:,.1f} M tokens): ~{duration(p.seconds)}"
-        )
+            f"({tokens}{p.tokens / 1e6:,.1f} M tokens): {time}{duration(p.seconds)}"
+            + (" (these stop at an accuracy criterion, most well before the step cap)"
+               if p.stops_early else "")
+        )  # fmt: skip
     total = sum(p.seconds for p in plans)
     count = sum(p.to_train for p in plans)
-    lines.append(f"  estimated total: ~{duration(total)} for {count} models to train")
+    bound = "at most " if any(p.stops_early for p in plans) else ""
+    lines.append(f"  estimated total: {bound}~{duration(total)} for {count} models to train")
     if total > LONG_SECONDS:
         lines += [
             "  That is long; to split it, run N processes or machines sharing one ROPEBOOK_CACHE,",
