@@ -39,6 +39,7 @@ max_factor = 8  # in [1, inf): longest evaluation window, in multiples of the tr
 n_windows_long = 8  # in [1, inf): windows of max_factor × context tokens per model (extrapolation)
 sweep_factor = 4  # in [1, inf): the p sweep is shown at the training length and at this multiple
 epsilon = 0.01  # in (0, 1): Table 1 constructions must reach attention > 1 - epsilon
+noise_windows = 512  # in [2, inf): held-out windows per model splitting training/evaluation noise
 
 # %% tags=["hide-input"]
 import numpy as np
@@ -46,14 +47,16 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from ropebook import claims, data, plots, rope, seedplan, zoo
-from ropebook.analysis import ablation
+from ropebook.analysis import ablation, noise
 from ropebook.present import ablation as show
+from ropebook.present import noise as show_noise
 from ropebook.present import seedplan as show_plan
 
 plots.setup()
 seeds = zoo.seeds_for("rope", profile=profile)  # the same for every Table 2 model on both domains
 if profile == "smoke":
     n_windows_long = min(n_windows_long, 2)
+    noise_windows = min(noise_windows, 16)
 sweep_factor = min(sweep_factor, max_factor)
 factors = ablation.length_factors(max_factor, sweep_factor)  # context multiples we report
 long_factor = factors[-1]
@@ -694,23 +697,23 @@ show.relative_chart(relative, paper_order, confidence)
 # paper's median gap between two encodings on the same scale:
 
 # %%
-noise = ablation.seed_noise(table2, PAPER_TABLE2)
-plots.table(show.noise_rows(noise, DOMAINS))
+seed_noise = ablation.seed_noise(table2, PAPER_TABLE2)
+plots.table(show.noise_rows(seed_noise, DOMAINS))
 
 # %% tags=["remove-input"]
 CLAIMS.record(
     "p_rope.seed_noise",
-    ablation.noise_verdict(noise),
+    ablation.noise_verdict(seed_noise),
     "; ".join(
-        f"{d}: paired gap/s.d. = {noise.paired[d]['ratio']:.2f}, "
-        f"unpaired gap/s.d. = {noise.unpaired[d]['ratio']:.2f}"
-        if noise.paired[d]
+        f"{d}: paired gap/s.d. = {seed_noise.paired[d]['ratio']:.2f}, "
+        f"unpaired gap/s.d. = {seed_noise.unpaired[d]['ratio']:.2f}"
+        if seed_noise.paired[d]
         else f"{d}: one seed"
         for d in DOMAINS
     ),
     seeds=len(seeds),
 )
-for d, values in show.seed_noise_values(noise, DOMAINS).items():
+for d, values in show.seed_noise_values(seed_noise, DOMAINS).items():
     for name, value in values.items():
         glue(f"p_rope.noise.{d}.{name}", value, display=False)
 
@@ -877,6 +880,73 @@ glue("p_rope.flagship.paper_gap", float(paper_gap), display=False)
 # against the paper's gap of {glue:text}`p_rope.flagship.paper_gap:.2f` %, which would need about
 # {glue:text}`p_rope.flagship.seeds_needed` paired seeds at this noise (80% power). (A dash: one
 # seed per model, so no paired noise to follow over training.)
+
+# %% [markdown]
+# ### Training noise or evaluation noise?
+#
+# A seed's paired difference is measured on a sample of held-out windows, so the spread of those
+# differences over seeds mixes *training noise* (initial weights and batches) with *evaluation
+# noise* (which windows were drawn). Only the first needs more seeds; the second needs more
+# held-out tokens. We score each model on {glue:text}`p_rope.evalnoise.windows:,d` fresh validation
+# windows of its training length ({glue:text}`p_rope.evalnoise.tokens:,d` tokens, the same for
+# every model) and split the variance of the per-window differences, seeds × windows, with a
+# two-way random-effects analysis (`ropebook.analysis.noise`): training s.d. from the seed means,
+# evaluation s.d. from the windows' spread divided by $\sqrt{W}$. Evaluation noise is
+# *negligible* when its variance is at most a tenth of the training variance; the last columns
+# say how many windows would make it so, and what the zoo's own validation windows give.
+
+# %%
+held_out = data.load_tokens("shakespeare", "val")
+noise_runs = {"matched": {n: matched[n, "shakespeare"] for n in zoo.TABLE2}, "flagship": flagship}
+NOISE_PAIRS = {"matched": [("p-rope-0.75", "rope"), ("p-rope-0.25", "rope"), ("nope", "rope")],
+               "flagship": [("p-rope-0.75", "rope"), ("nope", "rope")]}  # fmt: skip
+window_losses = {
+    (r, n): noise.held_out_losses(noise_runs[r][n], held_out, n_windows=noise_windows)
+    for r, pairs in NOISE_PAIRS.items()
+    for n in {n for pair in pairs for n in pair}
+}
+splits = {
+    (r, f"{NAMES[a]} vs {NAMES[b]}"): noise.split(
+        noise.paired_differences(window_losses[r, a], window_losses[r, b])
+    )
+    for r, pairs in NOISE_PAIRS.items()
+    for a, b in pairs
+}
+table_windows = {  # the validation windows behind Table 2's numbers, per regime
+    r: tc.eval_batches * tc.batch_size
+    for r in NOISE_PAIRS
+    for tc in [zoo.configs("rope", profile=profile, regime=r)[1]]
+}
+plots.table(show_noise.noise_rows(splits, table_windows, matched_config.context))
+
+# %% tags=["remove-input"]
+headline = splits["matched", f"{NAMES['p-rope-0.75']} vs {NAMES['rope']}"]
+needed = headline.windows_needed()
+for name, value in {
+    "windows": noise_windows,
+    "tokens": noise_windows * (matched_config.context + 1),
+    "table_windows": table_windows["matched"],
+    "seed_sd": show_noise.dash(headline.seed_sd),
+    "eval_sd": show_noise.dash(headline.eval_sd),
+    "table_eval_sd": show_noise.dash(headline.eval_sd_at(table_windows["matched"])),
+    "needed": show_noise.dash(needed),
+    "reading": "not measured: one seed, no training noise"
+    if needed is None
+    else "negligible"
+    if headline.negligible
+    else "not negligible: more held-out windows before more seeds",
+}.items():
+    glue(f"p_rope.evalnoise.{name}", value, display=False)
+
+# %% [markdown]
+# For the book's headline comparison, 0.75-RoPE vs RoPE in the matched regime, the training s.d.
+# of a seed's paired difference is {glue:text}`p_rope.evalnoise.seed_sd` % of perplexity and its
+# evaluation s.d. on {glue:text}`p_rope.evalnoise.windows:,d` windows
+# {glue:text}`p_rope.evalnoise.eval_sd` % ({glue:text}`p_rope.evalnoise.table_eval_sd` % on the
+# {glue:text}`p_rope.evalnoise.table_windows` windows of Table 2's own validation): evaluation noise
+# is **{glue:text}`p_rope.evalnoise.reading`**; {glue:text}`p_rope.evalnoise.needed` windows would make
+# it a tenth of the training variance. The seed counts below are chosen from the paired s.d.,
+# which contains both.
 
 # %% [markdown]
 # ### Seeds chosen by power

@@ -154,3 +154,38 @@ def test_paired_values_are_the_pieces_of_the_paired_text():
     none = {"mean": "—", "interval": "—", "seeds": 0, "detectable": "—"}
     assert show.paired_values(rc.paired([np.nan], [0.1])) == none
     assert show.paired_values(None) == none
+
+
+def test_small_gaps_get_the_seeds_a_t_test_needs_large_ones_none():
+    from ropebook.analysis import power
+
+    small = rc.paired([0.50, 0.58, 0.52], [0.48, 0.50, 0.49])  # gap ~4 points, s.d. ~3
+    large = rc.paired([0.90, 0.95, 0.92], [0.40, 0.50, 0.45])  # ~47 points
+    assert small.sd == pytest.approx(np.std([0.02, 0.08, 0.03], ddof=1))
+    want = power.seeds_needed(small.sd, max(abs(small.estimate.mean), 0.05))
+    assert want > 3  # the case worth testing: the gap alone would ask for more seeds
+    kw = dict(large=0.15, floor=0.05, n_now=3)
+    assert rc.seeds_for_gaps([small, large], max_seeds=100, **kw) == want
+    assert rc.seeds_for_gaps([small], max_seeds=5, **kw) == 5  # capped
+    assert rc.seeds_for_gaps([large], max_seeds=100, **kw) == 3  # large gap: enough
+    one_seed = rc.paired([0.5], [0.4])  # no s.d.: nothing to plan from
+    assert rc.seeds_for_gaps([one_seed], max_seeds=100, **kw) == 3
+
+
+def test_contrasts_and_merged_sweeps_pair_seed_by_seed():
+    beyond = {"p-rope-0.75": [0.9, 0.8], "rope": [0.5, 0.6],
+              "p-rope-0.75-10k": [0.7, 0.7], "rope-10k": [0.6, 0.8]}  # fmt: skip
+    gaps = rc.contrasts(beyond)
+    assert gaps["matched"].estimate.mean == pytest.approx(0.3)
+    assert gaps["1e4"].estimate.mean == pytest.approx(0.0)
+    assert gaps["gap_of_gaps"].estimate.mean == pytest.approx(0.3)
+    edges = rc.bin_edges(16, 2)
+    a = rc.Sweep((1, 2), edges, np.zeros((2, 2)), np.zeros((2, len(edges) - 1)),
+                 np.zeros((2, 2)), (True, False))  # fmt: skip
+    b = rc.Sweep((1, 2), edges, np.ones((1, 2)), np.ones((1, len(edges) - 1)),
+                 np.ones((1, 2)), (True,))  # fmt: skip
+    merged = rc.merge(a, b)
+    assert merged.overall.shape == (3, 2) and merged.learnt == (True, False, True)
+    np.testing.assert_array_equal(merged.beyond[:, 0], [0, 0, 1])
+    with pytest.raises(ValueError, match="cannot be merged"):
+        rc.merge(a, rc.Sweep((1, 4), edges, b.overall, b.bins, b.beyond, (True,)))

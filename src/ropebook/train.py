@@ -323,6 +323,27 @@ def evaluate(
     return {"loss": loss, "ppl": math.exp(loss)}
 
 
+def window_losses(
+    params: Params,
+    config: ModelConfig,
+    tokens: np.ndarray,
+    *,
+    seq_len: int,
+    batch_size: int,
+    n_batches: int,
+    seed: int = 0,
+) -> np.ndarray:
+    """Each window's mean next-token loss ``[n_batches * batch_size]`` (nats), on the windows
+    :func:`evaluate` scores for the same arguments (their mean is its loss): the unit over which
+    evaluation noise is measured (``ropebook.analysis.noise``)."""
+    rng = np.random.default_rng([seed, 2**31])
+    return np.concatenate([
+        _window_losses(params, config, sample_windows(tokens, seq_len + 1, batch_size, rng))
+        .astype(np.float64).mean(axis=-1)
+        for _ in range(n_batches)
+    ])  # fmt: skip
+
+
 def loss_by_position(
     params: Params,
     config: ModelConfig,

@@ -21,7 +21,7 @@ in :mod:`ropebook.present.recall`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,6 +190,7 @@ class Paired:
     estimate: Estimate
     mde: float
     n: int
+    sd: float = float("nan")  # of the paired differences (nan with fewer than 2 seeds)
 
     def verdict(self, *, above: bool = True, threshold: float = 0.0) -> str:
         """``held`` if the interval lies on the claimed side of ``threshold``, ``not held`` if
@@ -229,8 +230,40 @@ def paired(a, b) -> Paired:
     d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
     d = d[np.isfinite(d)]
     estimate = interval_text(d, 3, "seeds")
-    mde = power.min_detectable_effect(float(np.std(d, ddof=1)), d.size) if d.size > 1 else np.nan
-    return Paired(estimate, float(mde), int(d.size))
+    sd = float(np.std(d, ddof=1)) if d.size > 1 else np.nan
+    mde = power.min_detectable_effect(sd, d.size) if d.size > 1 else np.nan
+    return Paired(estimate, float(mde), int(d.size), sd)
+
+
+# The predicted contrasts of the chapter (Sec. 6.1 and the θ = 10⁴ null): 0.75-RoPE − RoPE where
+# the slow planes turn, the same where they do not, and the difference of the two.
+CONTRAST_MODELS = ("p-rope-0.75", "rope", "p-rope-0.75-10k", "rope-10k")
+
+
+def contrasts(beyond: Mapping[str, np.ndarray]) -> dict[str, Paired]:
+    """``{"matched", "1e4", "gap_of_gaps"}`` paired gaps from each model's ``[seeds]`` accuracy
+    beyond the training context (:attr:`Sweep.beyond` at one length)."""
+    p, r, p10k, r10k = (np.asarray(beyond[n]) for n in CONTRAST_MODELS)
+    return {
+        "matched": paired(p, r), "1e4": paired(p10k, r10k),
+        "gap_of_gaps": paired(p - r, p10k - r10k),
+    }  # fmt: skip
+
+
+def seeds_for_gaps(
+    gaps: Iterable[Paired], *, large: float, floor: float, n_now: int, max_seeds: int
+) -> int:
+    """Seeds per model that the gaps call for: a gap under ``large`` (accuracy share) with a
+    measured s.d. gets the seeds that detect ``max(|gap|, floor)`` with 80 % power (95 %), never
+    fewer than ``n_now`` nor more than ``max_seeds``; large gaps keep ``n_now``."""
+    from ropebook.analysis import power
+
+    wanted = [
+        power.seeds_needed(g.sd, max(abs(g.estimate.mean), floor))
+        for g in gaps
+        if g.n >= 2 and g.sd > 0 and abs(g.estimate.mean) < large
+    ]
+    return int(np.clip(max(wanted, default=n_now), n_now, max(n_now, max_seeds)))
 
 
 # ---------------------------------------------------------------- plane probes
@@ -362,6 +395,18 @@ def length_sweep(
         if f == max(factors):
             bins[rows] = binned_accuracy(right, batch, edges, by=by)
     return Sweep(tuple(factors), edges, overall, bins, beyond, learnt)
+
+
+def merge(first: Sweep, more: Sweep) -> Sweep:
+    """One :class:`Sweep` over the seeds of ``first`` then those of ``more`` (same task and
+    lengths), for seeds added once the first ones were scored."""
+    if first.factors != more.factors or not np.array_equal(first.edges, more.edges):
+        raise ValueError("sweeps over different lengths or bins cannot be merged")
+    return Sweep(
+        first.factors, first.edges, np.concatenate([first.overall, more.overall]),
+        np.concatenate([first.bins, more.bins]), np.concatenate([first.beyond, more.beyond]),
+        first.learnt + more.learnt,
+    )  # fmt: skip
 
 
 def learnt_runs(runs: Sequence) -> list:
