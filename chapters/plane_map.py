@@ -91,7 +91,11 @@ for name, value in {
 # frequency; a band's change is the mean over its planes of the change when that one plane is
 # removed. Each claim is decided by its 95 % interval (over seeds; over windows of one seed when
 # there is one) on the matched and the flagship models, and the two combine (held on both:
-# held; on one: partly).
+# held; on one: partly). A band contrast must be *material*: its interval beyond
+# `attention_threshold` (attention scores) or `loss_threshold` (loss), the thresholds that classify
+# single planes below, since with thousands of paired windows a difference far too small to matter
+# can still be separated from zero. An interval wholly on the near side of the threshold reads
+# *not held*: the difference, if any, is smaller than the claim needs.
 
 # %% tags=["hide-input"]
 CLAIMS = claims.ClaimSet(
@@ -99,20 +103,21 @@ CLAIMS = claims.ClaimSet(
         "plane_map.barbero", "Barbero et al. 2025, Secs 5-6",
         "Fast planes build positional heads, slow planes carry content: removing a fastest-band "
         "plane lowers previous-token attention more than removing a slowest-band plane, and "
-        "removing a slowest-band plane lowers the induction score more than a fastest-band one",
+        "removing a slowest-band plane lowers the induction score more than a fastest-band one "
+        "(each by more than the attention threshold)",
         claims.given,
     ),
     claims.ClaimSpec(
         "plane_map.hong", "Hong et al. 2024",
         "The higher (slower) dimensions carry long-distance dependencies: removing a "
         "slowest-band plane lowers the induction score (a retrieval across half the context) "
-        "more than removing a fastest-band plane",
+        "more than removing a fastest-band plane, by more than the attention threshold",
         claims.given,
     ),
     claims.ClaimSpec(
         "plane_map.chiang", "Chiang and Yogatama 2025",
         "RoPE leaves the fastest-turning dimensions of little use: removing a fastest-band plane "
-        "costs less loss than removing a slowest-band plane",
+        "costs less loss than removing a slowest-band plane, by more than the loss threshold",
         claims.given,
     ),
     claims.ClaimSpec(
@@ -211,11 +216,11 @@ def decide(rule):
 
 
 def barbero(m):
-    pos = planes.band_contrast(m, "previous", fraction)  # slow − fast: claim says > 0
-    sem = planes.band_contrast(m, "content", fraction)  # slow − fast: claim says < 0
-    verdicts = [
-        claims.verdict_from_interval(*pos.bounds, threshold=0.0, above=True),
-        claims.verdict_from_interval(*sem.bounds, threshold=0.0, above=False),
+    pos = planes.band_contrast(m, "previous", fraction)  # slow − fast: claim says > threshold
+    sem = planes.band_contrast(m, "content", fraction)  # slow − fast: claim says < −threshold
+    verdicts = [  # a material difference, not merely one separated from 0 by many windows
+        claims.verdict_from_interval(*pos.bounds, threshold=attention_threshold, above=True),
+        claims.verdict_from_interval(*sem.bounds, threshold=-attention_threshold, above=False),
     ]
     return claims.combine(verdicts), (
         f"Δ prev. attention slowest − fastest {show.describe_estimate(pos, '')}; "
@@ -225,13 +230,13 @@ def barbero(m):
 
 def hong(m):
     e = planes.band_contrast(m, "content", fraction)
-    v = claims.verdict_from_interval(*e.bounds, threshold=0.0, above=False)
+    v = claims.verdict_from_interval(*e.bounds, threshold=-attention_threshold, above=False)
     return v, f"Δ induction slowest − fastest {show.describe_estimate(e, '')}"
 
 
 def chiang(m):
-    e = planes.band_contrast(m, "loss", fraction)  # slow − fast: claim says > 0
-    v = claims.verdict_from_interval(*e.bounds, threshold=0.0, above=True)
+    e = planes.band_contrast(m, "loss", fraction)  # slow − fast: claim says > threshold
+    v = claims.verdict_from_interval(*e.bounds, threshold=loss_threshold, above=True)
     return v, f"Δ loss slowest − fastest {show.describe_estimate(e)}"
 
 
