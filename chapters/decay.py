@@ -65,9 +65,10 @@ import numpy as np
 from IPython.display import display
 
 from ropebook import claims, data, plots, train, zoo
-from ropebook.analysis import decay
+from ropebook.analysis import Estimate, decay
 from ropebook.analysis import dynamics as dy
 from ropebook.present import decay as show
+from ropebook.present import decide
 from ropebook.present import dynamics as show_dy
 from ropebook.proofs import decay as decay_proofs
 
@@ -325,7 +326,12 @@ for claim_id, (value, low, high) in (
         interval=f"95% bootstrap [{low:.3f}, {high:.3f}]",
         seeds=n_draws,
         basis=f"{n_draws} random draws of q and k (no trained model)",
-    )
+        # the bootstrap interval read as a t-interval over the draws: more draws narrow it
+        to_decide=decide.interval_to_decide(
+            Estimate(value, low, high, "bootstrap", n_draws), decay_threshold,
+            what=f"the ratio's distance from {decay_threshold}", samples="random draws",
+        ),
+    )  # fmt: skip
 
 # %% [markdown]
 # **Explore the decay.** {cite:t}`su2024roformer{Sec. 3.4.3}` bound the score of *any* query and key by
@@ -528,6 +534,7 @@ CLAIMS.record(
     interval=rope_decay.change.text,
     seeds=rope_decay.n_seeds,
     basis=rope_decay.basis(),
+    to_decide=decide.trend_to_decide(rope_decay),
 )
 
 # %% [markdown]

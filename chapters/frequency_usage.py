@@ -66,6 +66,7 @@ from myst_nb import glue
 from ropebook import claims, data, plots, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies as fq
+from ropebook.present import decide
 from ropebook.present import dynamics as show_dy
 from ropebook.present import frequencies as show
 
@@ -262,6 +263,11 @@ CLAIMS.record(
     f"{reading.k.mean:.1%} of key norm (uniform {uniform:.0%})",
     interval=f"queries: {reading.q.text}; keys: {reading.k.text}" if n_seeds > 1 else None,
     seeds=n_seeds,
+    to_decide="; ".join(
+        f"{kind}: "
+        + decide.interval_to_decide(share, uniform, what="the share's distance from uniform")
+        for kind, share in (("queries", reading.q), ("keys", reading.k))
+    ),
 )
 CLAIMS.record(
     "frequency_usage.every_layer",
@@ -281,12 +287,19 @@ edge = fq.edge_layer_reading(usage, band)
 # %% tags=["hide-input"]
 edge_measured = show.edge_layer_measured(edge)
 print(edge_measured, "→", edge.verdict)
+deep_profiles = {p: zoo.PROFILES[p].n_layers for p in zoo.PROFILES if zoo.PROFILES[p].n_layers >= 3}
 CLAIMS.record(
     "frequency_usage.edge_layers",
     edge.verdict,
     edge_measured,
     interval=edge.gap.text if edge.gap else None,
     seeds=n_seeds,
+    to_decide=decide.interval_to_decide(edge.gap, 0.0, what="the measured gap")
+    if edge.gap
+    else f"models with at least 3 layers (first, last and one between); these have "
+    f"{config.n_layers}, the "
+    + " and ".join(f"{p} profile's {n}" for p, n in deep_profiles.items())
+    + f" (python -m ropebook run frequency_usage --profile {next(iter(deep_profiles))})",
 )
 
 # %% [markdown]
@@ -318,7 +331,11 @@ CLAIMS.record(
     f"{trend[model_name, 'k'].mean():+.2f}",
     interval=values_stats.text,
     seeds=n_seeds,
-)
+    to_decide=decide.interval_to_decide(
+        values_stats, decide.nearest_bound(values_stats.mean, flat_bound),
+        what=f"the trend's distance from the flat bound ±{flat_bound:.2f}",
+    ),
+)  # fmt: skip
 
 # %% [markdown]
 # The control answers the question the values only hint at. If the low-frequency preference is
@@ -350,7 +367,16 @@ CLAIMS.record(
     f"{trend[control_name, 'k'].mean():+.2f} (flat bound ±{flat_bound:.2f}); slowest-band "
     f"share q {low[control_name, 'q'].mean():.1%}, k {low[control_name, 'k'].mean():.1%}",
     seeds=n_seeds,
-)
+    to_decide="; ".join(
+        f"{fq.KIND_NAMES[k]}: "
+        + decide.interval_to_decide(
+            stats, decide.nearest_bound(stats.mean, flat_bound),
+            what=f"the trend's distance from the flat bound ±{flat_bound:.2f}",
+        )
+        for k in ("q", "k")
+        for stats in [fq.flat_verdict(trend[control_name, k], flat_bound)[1]]
+    ),
+)  # fmt: skip
 
 # %% [markdown]
 # ## Over training: do queries and keys move their norm to the slowest pairs?
@@ -424,6 +450,7 @@ CLAIMS.record(
     interval="; ".join(f"{t.statistic}: {t.change.text}" for t in rope_share),
     seeds=rope_share[0].n_seeds,
     basis=rope_share[0].basis(),
+    to_decide="; ".join(decide.trend_to_decide(t) for t in rope_share),
 )
 
 # %% [markdown]
@@ -589,6 +616,9 @@ CLAIMS.record(
     f"(threshold {domain_similarity}; queries vs values {domain.yardstick:.3f})",
     interval=domain.least.text,
     seeds=n_seeds,
+    to_decide=decide.interval_to_decide(
+        domain.least, domain_similarity, what=f"the distance from {domain_similarity}"
+    ),
 )
 
 # %% [markdown]
@@ -710,8 +740,16 @@ if real is not None:
     CLAIMS.record("frequency_usage.checkpoint_diagonal_head", real_head.verdict, head_measured)
 else:
     why = "no checkpoint given (pass -p checkpoint PATH)"
-    CLAIMS.record("frequency_usage.checkpoint_low_freq", "not testable here", why)
-    CLAIMS.record("frequency_usage.checkpoint_diagonal_head", "not testable here", why)
+    # what decides both: the same readings on a real checkpoint, with this run's prompts
+    run_one = (
+        f"the same readings on a real RoPE checkpoint (e.g. Llama 3.1 8B or Gemma 7B, a local "
+        f"Hugging Face folder): python -m ropebook run frequency_usage -p checkpoint PATH, on "
+        f"the same {len(quote_ids)} Shakespeare prompts of {checkpoint_tokens} tokens"
+    )
+    CLAIMS.record("frequency_usage.checkpoint_low_freq", "not testable here", why,
+                  to_decide=run_one)  # fmt: skip
+    CLAIMS.record("frequency_usage.checkpoint_diagonal_head", "not testable here", why,
+                  to_decide=run_one)  # fmt: skip
 
 # %% [markdown]
 # ## What we found

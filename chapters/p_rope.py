@@ -49,6 +49,7 @@ from myst_nb import glue
 from ropebook import claims, data, plots, rope, seedplan, zoo
 from ropebook.analysis import ablation, noise
 from ropebook.present import ablation as show
+from ropebook.present import decide
 from ropebook.present import noise as show_noise
 from ropebook.present import seedplan as show_plan
 
@@ -641,6 +642,7 @@ for better, worse, cid in PAIRS[:-1]:  # every pair but RoPE vs NoPE is a claim
         seeds=len(seeds),
         basis="lesson regime; "
         + "; ".join(f"{d}: {show.resolution_text(c, confidence)}" for d, c in by_domain.items()),
+        to_decide=decide.domains_to_decide(by_domain),
     )
 
 # NoPE against the worst of the other six (if NoPE is not last, that rival beats it).
@@ -660,6 +662,7 @@ CLAIMS.record(
         for d, c in nope_vs_next.items()
     ),
     seeds=len(seeds),
+    to_decide=decide.domains_to_decide(nope_vs_next),
 )
 for name, value in show.ordering_lists(comparisons).items():
     glue(f"p_rope.order.{name.replace(' ', '_')}", value, display=False)
@@ -712,6 +715,7 @@ CLAIMS.record(
         for d in DOMAINS
     ),
     seeds=len(seeds),
+    to_decide=decide.noise_to_decide("lesson", ("rope",), len(seeds)),
 )
 for d, values in show.seed_noise_values(seed_noise, DOMAINS).items():
     for name, value in values.items():
@@ -787,6 +791,7 @@ for better, worse, cid in PAIRS[:-1]:
         seeds=c.difference.n,
         basis=f"matched regime, {matched_tokens:,} tokens/model; "
         + show.resolution_text(c, confidence),
+        to_decide=decide.comparison_to_decide(c, seedplan.measured_sd("matched", (better, worse))),
     )
 CLAIMS.record(
     "p_rope.matched_noise",
@@ -796,6 +801,7 @@ CLAIMS.record(
     f"{100 * ablation.paper_gap(PAPER_TABLE2['Wiki']):.2f} %)",
     seeds=matched_seeds,
     basis=f"matched regime, {matched_seeds} seeds × {matched_tokens:,} tokens",
+    to_decide=decide.noise_to_decide("matched", ("nope", "rope"), matched_seeds),
 )
 glue("p_rope.matched_tokens", int(matched_tokens), display=False)
 glue("p_rope.matched_seeds", matched_seeds, display=False)
@@ -849,6 +855,9 @@ CLAIMS.record(
     + (f" ({last.bound})" if last.verdict(last.a) == "cannot decide" else ""),
     seeds=last.difference.n,
     basis=f"{flagship_basis}; " + show.resolution_text(last, confidence),
+    to_decide=decide.comparison_to_decide(
+        last, seedplan.measured_sd("flagship", ("p-rope-0.75", "rope"))
+    ),
 )
 CLAIMS.record(
     "p_rope.flagship_noise",
@@ -858,6 +867,7 @@ CLAIMS.record(
     f"{ablation.paired_sd_percent(matched_cmp['p-rope-0.75', 'rope']):.2f} %)",
     seeds=last.difference.n,
     basis=flagship_basis,
+    to_decide=decide.noise_to_decide("flagship", ("p-rope-0.75", "rope"), last.difference.n),
 )
 paper_gap = 100 * abs(np.log(PAPER_TABLE2["Wiki"]["p-rope-0.75"] / PAPER_TABLE2["Wiki"]["rope"]))
 over_flagship = ablation.training_noise(
@@ -892,8 +902,9 @@ glue("p_rope.flagship.paper_gap", float(paper_gap), display=False)
 # every model) and split the variance of the per-window differences, seeds × windows, with a
 # two-way random-effects analysis (`ropebook.analysis.noise`): training s.d. from the seed means,
 # evaluation s.d. from the windows' spread divided by $\sqrt{W}$. Evaluation noise is
-# *negligible* when its variance is at most a tenth of the training variance; the last columns
-# say how many windows would make it so, and what the zoo's own validation windows give.
+# *negligible* when its variance is at most a tenth of the training variance. Column *table*:
+# the evaluation s.d. on the zoo's own validation windows (those behind Table 2); *win. for ≤
+# 10%*: the windows that would make evaluation noise negligible, and their tokens.
 
 # %%
 held_out = data.load_tokens("shakespeare", "val")
@@ -1065,6 +1076,7 @@ CLAIMS.record(
     show.pair_text(extrapolation_cmp, 2, names=False),
     interval=show.difference_text(extrapolation_cmp, 2),
     seeds=len(seeds),
+    to_decide=decide.domains_to_decide(extrapolation_cmp),
 )
 glue("p_rope.long_factor", long_factor, display=False)
 for d, c in extrapolation_cmp.items():
@@ -1141,6 +1153,7 @@ CLAIMS.record(
     + f"; lowest at p = {best_p[1]} (1×), p = {best_p[sweep_lengths[-1]]} "
     f"({sweep_lengths[-1]}×)",
     seeds=len(seeds),
+    to_decide=decide.domains_to_decide({f"{c.a} vs {c.b}": c for c in rising}),
 )
 # At the training length and at the longest sweep length (the same if sweep_factor = 1):
 for tag, f in (("short", sweep_lengths[0]), ("long", sweep_lengths[-1])):

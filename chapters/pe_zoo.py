@@ -61,8 +61,9 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from ropebook import claims, data, plots, zoo
-from ropebook.analysis import biases
+from ropebook.analysis import Estimate, biases
 from ropebook.present import biases as show
+from ropebook.present import decide
 
 plots.setup()
 started = time.perf_counter()
@@ -423,6 +424,12 @@ CLAIMS.record(
     f"distance explains R² = {rope['mean']:.2f} of the score variance; < 0.5 in "
     f"{rope['content_share']:.0%} of heads × windows",
     interval=f"[{rope['low']:.2f}, {rope['high']:.2f}] over {rope['over']}", seeds=len(seeds),
+    to_decide=decide.interval_to_decide(
+        Estimate(rope["mean"], rope["low"], rope["high"], "",
+                 len(seeds) if len(seeds) > 1 else n_score_windows),
+        0.5, what="R²'s distance from 0.5",
+        samples="seeds" if len(seeds) > 1 else "windows of one seed",
+    ),
 )  # fmt: skip
 
 # %% [markdown]
@@ -686,6 +693,24 @@ def resolution(label: str) -> str:
     return f"intervals over {over}; detectable ln-ratio difference ≥ {mde:.2g} (80% power)"
 
 
+n_paired = len(seeds) if len(seeds) > 1 else n_windows  # the samples behind each interval
+paired_samples = "paired seeds" if len(seeds) > 1 else "paired windows of one seed"
+
+
+def to_decide(label: str) -> str:
+    """The samples that would resolve the ordering's hardest difference still containing 0."""
+    pairs = [p for p in checks[label] if difference[p][1] <= 0 <= difference[p][2]]
+    parts = {
+        f"{LABELS[w]} − {LABELS[b]}": decide.interval_result(
+            Estimate(*difference[w, b], "", n_paired)
+        )
+        for w, b in pairs or checks[label]
+    }
+    return decide.hardest_to_decide(
+        parts, what="its measured ln-ratio difference", samples=paired_samples
+    )
+
+
 n_seeds = len(seeds)
 CLAIMS.record(
     "pe_zoo.alibi_least",
@@ -694,6 +719,7 @@ CLAIMS.record(
     interval=weakest("ALiBi degrades least"),
     seeds=n_seeds,
     basis=resolution("ALiBi degrades least"),
+    to_decide=to_decide("ALiBi degrades least"),
 )
 CLAIMS.record(
     "pe_zoo.rope_most",
@@ -702,11 +728,12 @@ CLAIMS.record(
     interval=weakest("RoPE degrades most"),
     seeds=n_seeds,
     basis=resolution("RoPE degrades most"),
+    to_decide=to_decide("RoPE degrades most"),
 )
 CLAIMS.record(
     "pe_zoo.extrapolation_order", verdicts[whole],
     "ours: " + " < ".join(LABELS[n] for n in our_order) + f"; Kendall τ = {tau:.2f}",
-    interval=weakest(whole), seeds=n_seeds, basis=resolution(whole),
+    interval=weakest(whole), seeds=n_seeds, basis=resolution(whole), to_decide=to_decide(whole),
 )  # fmt: skip
 CLAIMS.glue()
 print(f"chapter computed in {time.perf_counter() - started:.0f} s")

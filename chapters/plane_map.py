@@ -45,6 +45,7 @@ from myst_nb import glue
 from ropebook import claims, data, plots, train
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import planes
+from ropebook.present import decide
 from ropebook.present import planes as show
 
 plots.setup()
@@ -208,11 +209,34 @@ CLASS_KEYS = dict(zip(("positional", "semantic", "both", "used", "unused", "unde
                       planes.CLASSES, strict=True))  # fmt: skip
 
 
-def decide(rule):
-    """Verdicts and measured texts of one claim on both regimes."""
+def decide_claim(rule):
+    """Verdict, measured text and what would decide one claim on both regimes (the latter from
+    the regimes it leaves open)."""
     parts = {r: rule(m) for r, m in maps.items()}
-    verdict = claims.combine([v for v, _ in parts.values()])
-    return verdict, "; ".join(f"{r}: {text}" for r, (_, text) in parts.items())
+    verdict = claims.combine([v for v, _, _ in parts.values()])
+    measured = "; ".join(f"{r}: {text}" for r, (_, text, _) in parts.items())
+    to_decide = "; ".join(
+        f"{r}: {how}" for r, (v, _, how) in parts.items() if v in claims.UNDECIDED
+    )
+    return verdict, measured, to_decide
+
+
+def samples(m, metric: str = "loss") -> str:
+    """What an interval of ``m`` is over: seeds, or the windows (sequences) of one seed."""
+    return "seeds" if len(m.seeds) > 1 else f"{WINDOW_NAMES[metric]} of one seed"
+
+
+WINDOW_NAMES = {"loss": "windows", "previous": "windows", "content": "induction sequences"}
+
+
+def contrast(m, metric: str, verdict: str, e, threshold: float, unit: str = "") -> str:
+    """What would decide one band contrast (an interval against its material threshold)."""
+    if verdict not in claims.UNDECIDED:
+        return ""
+    return decide.interval_to_decide(
+        e, threshold, unit=unit, samples=samples(m, metric),
+        what=f"its measured distance from the threshold {threshold:+g}",
+    )  # fmt: skip
 
 
 def barbero(m):
@@ -222,42 +246,99 @@ def barbero(m):
         claims.verdict_from_interval(*pos.bounds, threshold=attention_threshold, above=True),
         claims.verdict_from_interval(*sem.bounds, threshold=-attention_threshold, above=False),
     ]
-    return claims.combine(verdicts), (
-        f"Δ prev. attention slowest − fastest {show.describe_estimate(pos, '')}; "
-        f"Δ induction slowest − fastest {show.describe_estimate(sem, '')}"
+    how = "; ".join(
+        f"{name}: {text}"
+        for name, text in (
+            ("Δ prev. attention", contrast(m, "previous", verdicts[0], pos, attention_threshold)),
+            ("Δ induction", contrast(m, "content", verdicts[1], sem, -attention_threshold)),
+        )
+        if text
+    )
+    return (
+        claims.combine(verdicts),
+        (
+            f"Δ prev. attention slowest − fastest {show.describe_estimate(pos, '')}; "
+            f"Δ induction slowest − fastest {show.describe_estimate(sem, '')}"
+        ),
+        how,
     )
 
 
 def hong(m):
     e = planes.band_contrast(m, "content", fraction)
     v = claims.verdict_from_interval(*e.bounds, threshold=-attention_threshold, above=False)
-    return v, f"Δ induction slowest − fastest {show.describe_estimate(e, '')}"
+    return (
+        v,
+        f"Δ induction slowest − fastest {show.describe_estimate(e, '')}",
+        contrast(m, "content", v, e, -attention_threshold),
+    )
 
 
 def chiang(m):
     e = planes.band_contrast(m, "loss", fraction)  # slow − fast: claim says > threshold
     v = claims.verdict_from_interval(*e.bounds, threshold=loss_threshold, above=True)
-    return v, f"Δ loss slowest − fastest {show.describe_estimate(e)}"
+    return (
+        v,
+        f"Δ loss slowest − fastest {show.describe_estimate(e)}",
+        contrast(m, "loss", v, e, loss_threshold, "nats"),
+    )
 
 
 def oka(m):
     below = planes.below_band(m)
     peak = int(m.planes[np.argmax(m.norm_share.mean(0))])
     if below.size == 0:
-        return "not testable here", f"the highest-norm plane ({peak}) is the slowest: none below"
+        return (
+            "not testable here",
+            f"the highest-norm plane ({peak}) is the slowest: none below",
+            (
+                f"a model with planes slower than its highest-norm plane: here that plane "
+                f"({peak}) is the slowest of the {m.n_planes}"
+            ),
+        )
     e = planes.pooled_change(m, "unrotated", below)
     v = claims.verdict_from_interval(*e.bounds, threshold=loss_threshold, above=False)
-    return v, (
-        f"band at plane {peak}; mean Δ loss unrotating one of the {below.size} planes below it "
-        f"{show.describe_estimate(e)}"
+    how = decide.interval_to_decide(
+        e, loss_threshold, unit="nats", samples=samples(m),
+        what=f"its measured distance from the {loss_threshold}-nat threshold",
+    )  # fmt: skip
+    return (
+        v,
+        (
+            f"band at plane {peak}; mean Δ loss unrotating one of the {below.size} planes below it "
+            f"{show.describe_estimate(e)}"
+        ),
+        how,
     )
 
 
 def khan(m):
-    bounds = planes.count_bounds(m.estimates("unrotated"), loss_threshold)
-    return planes.count_verdict(bounds, limit), (
-        f"unrotating costs > {loss_threshold} nats in {bounds[0]} to {bounds[1]} of "
-        f"{m.n_planes} planes (limit {limit})"
+    estimates = m.estimates("unrotated")
+    bounds = planes.count_bounds(estimates, loss_threshold)
+    open_planes = {  # planes whose interval contains the threshold: each must be placed
+        f"plane {int(p)}": decide.interval_result(e, loss_threshold)
+        for p, e in zip(m.planes, estimates, strict=True)
+        if e.low <= loss_threshold < e.high
+    }
+    how = (
+        f"{len(open_planes)} of {m.n_planes} planes' intervals contain the {loss_threshold}-nat "
+        "threshold; "
+        + decide.hardest_to_decide(
+            open_planes,
+            unit="nats",
+            samples=samples(m),
+            what=f"its distance from {loss_threshold} nats",
+        )  # fmt: skip
+        if open_planes
+        else ""
+    )
+    return (
+        planes.count_verdict(bounds, limit),
+        (
+            f"unrotating costs > {loss_threshold} nats in {bounds[0]} to {bounds[1]} of "
+            f"{m.n_planes} planes (limit {limit})"
+        ),
+        how,
     )
 
 
@@ -268,10 +349,11 @@ basis = (
 )
 for cid, rule in (("barbero", barbero), ("hong", hong), ("chiang", chiang), ("oka", oka),
                   ("khan", khan)):  # fmt: skip
-    verdict, measured = decide(rule)
+    verdict, measured, to_decide = decide_claim(rule)
     CLAIMS.record(
-        f"plane_map.{cid}", verdict, measured, seeds=len(maps["matched"].seeds), basis=basis
-    )
+        f"plane_map.{cid}", verdict, measured, seeds=len(maps["matched"].seeds), basis=basis,
+        to_decide=to_decide,
+    )  # fmt: skip
     glue(f"plane_map.{cid}_verdict_text", verdict, display=False)
 for r, cs in classes.items():  # planes per class, every class of planes.CLASSES
     for key, kind in CLASS_KEYS.items():

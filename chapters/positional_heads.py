@@ -64,6 +64,7 @@ from IPython.display import display
 from ropebook import claims, data, model, plots, rope, train, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import heads, probes
+from ropebook.present import decide
 from ropebook.present import dynamics as show_dy
 from ropebook.present import heads as show_heads
 from ropebook.present import probes as show_probes
@@ -294,6 +295,9 @@ CLAIMS.record(
     interval=iso.rope_bos_x_x.text,
     seeds=isolated_seeds,
     basis=f"isolated heads fitted here, {isolated_seeds} seed(s) (no zoo model)",
+    to_decide=decide.interval_to_decide(
+        iso.rope_bos_x_x, 0.9, what="α's distance from 0.9", samples="fits"
+    ),
 )
 
 # %% [markdown]
@@ -421,6 +425,18 @@ rope_count = heads.interval_text(counts["rope", "either"], 1)
 nope_count = heads.interval_text(counts["nope", "either"], 1)
 difference = np.asarray(counts["rope", "either"]) - np.asarray(counts["nope", "either"])
 diff_count = heads.interval_text(difference, 1)
+
+
+# With no positional head in any model there is nothing to count or compare: what decides the
+# head claims is then models that grow them (the other profiles' budgets), not more seeds.
+def no_heads(which: str) -> str:
+    return (
+        f"models that grow positional heads: no head of {which} reaches mean attention "
+        f"{head_threshold} on its target ({zoo.budget(profile)}); other profiles: "
+        + decide.other_profiles(profile)
+    )
+
+
 CLAIMS.record(
     "positional_heads.trained_rope_heads",
     rope_count.bounds,
@@ -428,6 +444,7 @@ CLAIMS.record(
     f"(mean α on target ≥ {head_threshold})",
     interval=rope_count.text,
     seeds=len(seeds),
+    to_decide=decide.interval_to_decide(rope_count, 0.5, what="the count's distance from 0.5"),
 )
 CLAIMS.record(
     "positional_heads.rope_vs_nope",
@@ -436,6 +453,9 @@ CLAIMS.record(
     f"difference {diff_count.mean:+.1f}",
     interval=diff_count.text,
     seeds=len(seeds),
+    to_decide=no_heads("either model")
+    if not found
+    else decide.interval_to_decide(diff_count, 0.0, what="the measured difference"),
 )
 
 # %% [markdown]
@@ -503,6 +523,9 @@ CLAIMS.record(
     else "no RoPE positional head found",
     interval=fast_gap.text if fast_gap else None,
     seeds=len(seeds),
+    to_decide=decide.interval_to_decide(fast_gap, 0.0, what="the measured gap", samples="heads")
+    if fast_gap
+    else no_heads("the RoPE models"),
 )
 
 # %% [markdown]
@@ -553,6 +576,11 @@ CLAIMS.record(
     else "no RoPE positional head found",
     interval=cs_ratio.text if cs_ratio else None,
     seeds=len(seeds),
+    to_decide=decide.interval_to_decide(
+        cs_ratio, 0.5, what="the ratio's distance from 1/2", samples="heads"
+    )
+    if cs_ratio
+    else no_heads("the RoPE models"),
 )
 
 # %% [markdown]
@@ -665,6 +693,7 @@ CLAIMS.record(
     interval="; ".join(f"{t.statistic}: {t.change.text}" for t in positional_pair),
     seeds=positional_pair[0].n_seeds,
     basis=positional_pair[0].basis(),
+    to_decide="; ".join(decide.trend_to_decide(t) for t in positional_pair),
 )
 CLAIMS.record(
     "positional_heads.induction_over_training",
@@ -673,6 +702,7 @@ CLAIMS.record(
     interval=rope_heads["induction"].change.text,
     seeds=rope_heads["induction"].n_seeds,
     basis=rope_heads["induction"].basis(),
+    to_decide=decide.trend_to_decide(rope_heads["induction"]),
 )
 
 # %% [markdown]
@@ -736,6 +766,7 @@ CLAIMS.record(
     interval=f"attention: {reading.positional.text}; loss: {reading.semantic.text}",
     seeds=reading.n_seeds,
     basis=show_probes.reading_basis(reading),
+    to_decide=show_probes.reading_to_decide(reading),
 )
 
 # %% [markdown]

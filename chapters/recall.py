@@ -65,6 +65,7 @@ from myst_nb import glue
 
 from ropebook import claims, plots, rope, seedplan, tasks, zoo
 from ropebook.analysis import recall as rc
+from ropebook.present import decide
 from ropebook.present import recall as show
 
 plots.setup()
@@ -355,20 +356,27 @@ gap_matched, gap_1e4, gap_of_gaps = gaps["matched"], gaps["1e4"], gaps["gap_of_g
 
 # %% tags=["remove-input"]
 equal = gap_1e4.equivalence(equivalence)
+cap = train_config.steps
 CLAIMS.record(
     "recall.distance_p075", gap_matched.verdict(above=True),
     f"0.75-RoPE − RoPE (θ = {base:g}) beyond the context at {max_factor}×: "
     f"{gap_matched.text()}",
-    seeds=gap_matched.n,
+    seeds=gap_matched.n, to_decide=show.paired_to_decide(gap_matched, cap=cap),
 )  # fmt: skip
 CLAIMS.record(
     "recall.theta_null", equal,
     f"0.75-RoPE − RoPE (θ = 10⁴): {gap_1e4.text()}; equal means within ±{100 * equivalence:.0f}",
     seeds=gap_1e4.n,
+    # equal within ±margin: decided once the interval clears the margin nearer the mean
+    to_decide=show.paired_to_decide(
+        gap_1e4, decide.nearest_bound(gap_1e4.estimate.mean, equivalence), cap=cap,
+        what=f"its measured distance from the ±{100 * equivalence:g}-point margin",
+    ),
 )  # fmt: skip
 CLAIMS.record(
     "recall.theta_contrast", gap_of_gaps.verdict(above=True),
     f"gap at θ = {base:g} minus gap at θ = 10⁴: {gap_of_gaps.text()}", seeds=gap_of_gaps.n,
+    to_decide=show.paired_to_decide(gap_of_gaps, cap=cap),
 )  # fmt: skip
 for tag, difference in {"gap_matched": gap_matched, "gap_1e4": gap_1e4,
                         "gap_of_gaps": gap_of_gaps}.items():  # fmt: skip
@@ -450,6 +458,10 @@ CLAIMS.record(
     "recall.kback_length", kback_change.verdict(above=True, threshold=-equivalence),
     f"RoPE k-back accuracy at {max_factor}× minus at 1×: {kback_change.text()}",
     seeds=kback_change.n,
+    to_decide=show.paired_to_decide(
+        kback_change, -equivalence, cap=train_config.steps,
+        what=f"its measured distance from −{100 * equivalence:g} points",
+    ),
 )  # fmt: skip
 glue_paired("kback_change", kback_change)
 
@@ -496,12 +508,12 @@ content = rc.paired(
 CLAIMS.record(
     "recall.probe_position", position.verdict(above=False),
     f"RoPE k-back: Δ accuracy (fastest quarter removed) − Δ (slowest removed): {position.text()}",
-    seeds=position.n,
+    seeds=position.n, to_decide=show.paired_to_decide(position, cap=train_config.steps),
 )  # fmt: skip
 CLAIMS.record(
     "recall.probe_content", content.verdict(above=False),
     f"RoPE recall: Δ accuracy (slowest quarter removed) − Δ (fastest removed): {content.text()}",
-    seeds=content.n,
+    seeds=content.n, to_decide=show.paired_to_decide(content, cap=train_config.steps),
 )  # fmt: skip
 glue_paired("probe_position", position)
 glue_paired("probe_content", content)
@@ -576,14 +588,25 @@ if extended and at_scale is not None:
         + f"; plain RoPE's passkey at 1×: {passkey_1x}"
     )
     n_ext = min(w.n for w in wins.values())
+    to_decide = "; ".join(
+        f"{METHOD_LABELS[m + '-ft']}: {show.paired_to_decide(w, cap=train_config.steps)}"
+        for m, w in wins.items()
+    )
 else:
     verdict, n_ext, wins = "not testable here", 0, {}
     measured = "no RoPE model learnt recall in this profile (or the fine-tune scale is not tested)"
+    learnt_rope = sum(ln.learnt for ln in learning["recall", "rope"])
+    to_decide = (
+        f"RoPE models that learn recall within the {train_config.steps}-step cap (here "
+        f"{learnt_rope} of {len(learning['recall', 'rope'])} seeds did), tested at a length "
+        f"factor that includes the fine-tune scale {finetune_scale}× (tested: {factors})"
+    )
     passkey_1x = "not measured (no RoPE model learnt recall, or the fine-tune scale is not tested)"
 CLAIMS.record(
     "recall.passkey_extension", verdict, measured, seeds=n_ext,
     basis=f"{n_ext} seeds, {finetune_steps} fine-tuning steps at {finetune_scale}× "
     f"({n_passkey} sequences × {n_depths} depths per cell)",
+    to_decide=to_decide,
 )  # fmt: skip
 for m in ("pi", "yarn"):
     glue_paired(f"finetuned_{m}", wins.get(m))

@@ -66,6 +66,7 @@ from myst_nb import glue
 
 from ropebook import claims, data, plots, scaling, train, zoo
 from ropebook.analysis import scaling as stretch
+from ropebook.present import decide
 from ropebook.present import scaling as show
 
 plots.setup()
@@ -372,18 +373,24 @@ def change_list(changes):
     return "; ".join(f"{f}×: {c.text()}" for f, c in changes.items())
 
 
+def by_length(changes):
+    return {f"{f}×": c for f, c in changes.items()}
+
+
 for rival, cid in (("pi", "yarn_beats_pi"), ("ntk", "yarn_beats_ntk")):
     CLAIMS.record(
         f"rope_scaling.{cid}",
         stretch.combine([c.verdict_lower() for c in yarn_vs[rival].values()]),
         f"YaRN vs {LABEL[rival]} (RoPE model): " + change_list(yarn_vs[rival]),
         seeds=len(seeds),
+        to_decide=show.changes_to_decide(by_length(yarn_vs[rival])),
     )
 CLAIMS.record(
     "rope_scaling.plain_rope_fails",
     stretch.combine([stretch.verdict_higher(c) for c in plain_rise.values()]),
     "plain RoPE at n× vs at 1×: " + change_list(plain_rise),
     seeds=len(seeds),
+    to_decide=show.changes_to_decide(by_length(plain_rise)),
 )
 best = {f: rope_labels[stretch.lowest(losses, list(rope_labels), f)] for f in factors}
 # the winners and the paired changes are the results: each list glued as its phrase
@@ -496,6 +503,7 @@ CLAIMS.record(
     stretch.verdict_higher(pi_before),
     f"PI at {at}× (no fine-tune) vs the model at 1×: {pi_before.text()}",
     seeds=len(seeds),
+    to_decide=show.changes_to_decide({f"{at}×": pi_before}),
 )
 CLAIMS.record(
     "rope_scaling.finetune_helps_pi",
@@ -503,6 +511,7 @@ CLAIMS.record(
     f"PI at {at}×, fine-tuned vs not: {pi_gain.text()} ({ft_steps} steps, "
     f"{100 * ft_tokens / pretrain_tokens:.1f} % of pre-training tokens)",
     seeds=len(seeds),
+    to_decide=show.changes_to_decide({f"{at}×": pi_gain}),
 )
 # "at least as good": held if lower, cannot decide if not resolved, not held if higher
 CLAIMS.record(
@@ -510,12 +519,14 @@ CLAIMS.record(
     pi_after.verdict_lower(),
     f"PI at {at}× after fine-tuning vs the model at 1×: {pi_after.text()}",
     seeds=len(seeds),
+    to_decide=show.changes_to_decide({f"{at}×": pi_after}),
 )
 CLAIMS.record(
     "rope_scaling.yarn_finetuned_beats_pi",
     yarn_ft.verdict_lower(),
     f"YaRN vs PI at {at}×, both fine-tuned: {yarn_ft.text()}",
     seeds=len(seeds),
+    to_decide=show.changes_to_decide({f"{at}×": yarn_ft}),
 )
 glue("rope_scaling.at", at, display=False)
 for name, change in {
@@ -612,6 +623,11 @@ CLAIMS.record(
     f"[{pi_drop[1]:.3f}, {pi_drop[2]:.3f}], YaRN {yarn_drop[0]:.3f} "
     f"[{yarn_drop[1]:.3f}, {yarn_drop[2]:.3f}] ({sum(n_heads)} heads)",
     seeds=int(pi_drop[3]),
+    # the probe needs previous-token heads in at least 2 seeds' unscaled models
+    to_decide=f"at least 2 seeds whose unscaled RoPE models have previous-token heads (mean "
+    f"attention ≥ {head_threshold} on the previous token): found here "
+    f"{', '.join(map(str, n_heads))} per seed of {model_config.n_layers * model_config.n_heads} "
+    f"heads ({zoo.budget(profile)}); other profiles: {decide.other_profiles(profile)}",
 )  # fmt: skip
 share_pi, share_yarn = (np.mean(survival.share[m]) if survival.share[m] else np.nan
                         for m in ("pi", "yarn"))  # fmt: skip
@@ -703,6 +719,12 @@ CLAIMS.record(
     + ("" if within >= floor else "; decided instead on a task the models pass, in the recall "
        "chapter (claim recall.passkey_extension)"),
     seeds=len(seeds),
+    to_decide=show.changes_to_decide({LABEL[m]: c for m, c in passkey_cmp.items()})
+    if within >= floor
+    else f"models that retrieve within their own context: plain RoPE at 1× retrieves "
+    f"{100 * within:.0f} % of key tokens, the probe needs {100 * floor:.0f} %; the recall "
+    f"chapter's task models do (claim recall.passkey_extension), or text models trained far "
+    f"beyond these {pretrain_tokens:,} tokens",
 )  # fmt: skip
 glue("rope_scaling.within", 100 * within, display=False)
 glue("rope_scaling.floor", 100 * floor, display=False)

@@ -32,7 +32,10 @@ executed_dir = ""  # folder of executed chapters (empty: the default executed/)
 # %% tags=["hide-input"]
 from pathlib import Path
 
+from myst_nb import glue
+
 from ropebook import claims, pipeline, plots
+from ropebook.present import decide
 
 plots.setup()
 folder = Path(executed_dir) if executed_dir else pipeline.EXECUTED_DIR
@@ -74,6 +77,29 @@ plots.claims_by_chapter(records)
 
 # %%
 plots.verdict_chart(records)
+
+# %% [markdown]
+# ## What would decide the rest
+#
+# A claim left at *cannot decide* or *not testable here* must say, in its record, what would
+# decide it: how many seeds would detect the difference it measured (paired t-test, 95 %, 80 %
+# power, at the s.d. it measured or, with one seed, the s.d. the book measured for that kind of
+# comparison), or which models, tokens or experiment it lacks. A chapter cannot publish an open
+# claim without it (`claims.ClaimSet` refuses).
+
+# %% tags=["remove-input"]
+for name, value in decide.undecided_values(records).items():
+    glue(f"scorecard.open.{name}", value, display=False)
+
+# %% [markdown]
+# Of the {glue:text}`scorecard.open.claims` claims, {glue:text}`scorecard.open.undecided` are
+# open — {glue:text}`scorecard.open.cannot_decide` *cannot decide* and
+# {glue:text}`scorecard.open.not_testable` *not testable here* — and
+# {glue:text}`scorecard.open.with_plan` of them say what would decide them:
+
+# %%
+open_rows = decide.undecided_rows(records)
+plots.table(open_rows) if open_rows else print("every claim of this build is decided")
 
 # %% [markdown]
 # ## Coverage of the papers

@@ -62,6 +62,7 @@ from ropebook import claims, data, plots, rope, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies
 from ropebook.analysis import semantic as sem
+from ropebook.present import decide
 from ropebook.present import dynamics as show_dy
 from ropebook.present import semantic as show
 from ropebook.proofs import semantic_channels as proofs
@@ -402,12 +403,16 @@ plots.table(apostrophe.profile_rows)
 
 # %% tags=["remove-input"]
 lift = apostrophe.lift
+over = "seeds" if len(seeds) > 1 else "windows of one seed"  # what the intervals are over
 _ = CLAIMS.record(
     "semantic_channels.apostrophe_head",
     sem.interval_verdict(lift.low, lift.high, lift_threshold),
     f"best rope head's lift on held-out windows {lift.mean:.3f}",
     interval=lift.text,
     seeds=len(seeds),
+    to_decide=decide.interval_to_decide(
+        lift, lift_threshold, what=f"the lift's distance from {lift_threshold}", samples=over
+    ),
 )
 # %% [markdown]
 # Every head of the `rope` models at a glance: the apostrophe lift (measuring half) against the
@@ -467,6 +472,20 @@ _ = CLAIMS.record(
     f"slowest-quarter share of key norm {low_key.mean:.2f} (flat {flat_share:.2f})",
     interval=low_key.text,
     seeds=len(seeds),
+    to_decide=decide.interval_to_decide(
+        low_key, flat_share, what=f"the share's distance from {flat_share:.2f}", samples=over
+    )
+    if apostrophe_found
+    else f"an apostrophe head to read: the best head's lift {lift.mean:.3f} ({lift.text}) must "
+    f"lie above {lift_threshold}; "
+    + (
+        f"it lies below, so models that grow one (here {zoo.budget(profile)}; other profiles: "
+        f"{decide.other_profiles(profile)})"
+        if lift.high < lift_threshold
+        else decide.interval_to_decide(
+            lift, lift_threshold, what=f"the lift's distance from {lift_threshold}", samples=over
+        )
+    ),
 )
 # %% [markdown]
 # ### Fig. 18 analogue: the most content-driven head
@@ -495,6 +514,9 @@ _ = CLAIMS.record(
     f"(flat {flat_share:.2f})",
     interval=share.text,
     seeds=len(seeds),
+    to_decide=decide.interval_to_decide(
+        share, flat_share, what=f"the share's distance from {flat_share:.2f}", samples=over
+    ),
 )
 # %% [markdown]
 # ## Over training: does an apostrophe head emerge?
@@ -551,6 +573,7 @@ _ = CLAIMS.record(
     interval=rope_lift.change.text,
     seeds=rope_lift.n_seeds,
     basis=rope_lift.basis(),
+    to_decide=decide.trend_to_decide(rope_lift),
 )
 
 # %% [markdown]
@@ -596,6 +619,9 @@ _ = CLAIMS.record(
     f"(even split 0.5)",
     interval=bos_share.text,
     seeds=len(seeds),
+    to_decide=decide.interval_to_decide(
+        bos_share, 0.5, what="the share's distance from 0.5", samples=over
+    ),
 )
 # %% [markdown]
 # ## Break it on purpose: running past the training length
@@ -676,7 +702,11 @@ _ = CLAIMS.record(
     f"with mean correlation {prediction.mean_correlation:.2f}",
     interval=difference.text,
     seeds=len(seeds),
-)
+    to_decide=decide.interval_to_decide(
+        difference, 0.0, what="the measured difference",
+        samples="paired samples (seeds × windows)", one="paired sample",
+    ),
+)  # fmt: skip
 # %% [markdown]
 # ## What we claim and what we measured
 #

@@ -220,11 +220,11 @@ def test_statements_prove(statement):
 
 def test_interval_text_closed_form():
     one = heads.interval_text([0.25], 2)
-    assert one == (0.25, 0.25, 0.25, "1 sample: 0.25, no interval")
+    assert one == (0.25, 0.25, 0.25, "1 sample: 0.25, no interval", 1)
     # Two samples 1 and 3: mean 2, standard error 1, t_{0.975, 1} = 12.706.
     two = heads.interval_text([1.0, 3.0], 2, "fits")
     assert two.mean == 2.0 and two.bounds == pytest.approx((2 - 12.7062, 2 + 12.7062), abs=1e-4)
-    assert two.text == "95% CI [-10.71, 14.71] over 2 fits"
+    assert two.text == "95% CI [-10.71, 14.71] over 2 fits" and two.n == 2
 
 
 def test_verdict_above():

@@ -49,7 +49,7 @@ def test_one_seed_reports_window_spread_only():
     s = noise.split(x)
     assert math.isnan(s.seed_sd) and s.window_sd == pytest.approx(np.std(x, ddof=1))
     row = show_noise.noise_rows({("matched", "a vs b"): s}, {"matched": 9}, context=4)[0]
-    assert row["training s.d. (%)"] == "—" and row["windows for ≤ 10%"] == "—"
+    assert row["train s.d. %"] == "—" and row["win. for ≤ 10%"] == "—"
 
 
 def test_split_rejects_a_single_window():

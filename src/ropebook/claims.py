@@ -3,6 +3,9 @@
 Every chapter ends with ``claims.glue_claims([...])``: the claims are shown as a table and glued
 (``myst_nb.glue``) under ``claims`` as JSON, plus ``<id>.verdict`` and ``<id>.measured`` for prose.
 The scorecard chapter reads them back from the executed notebooks with :func:`read_claims`.
+A claim left *cannot decide* or *not testable here* must say what would decide it
+(``to_decide``: seeds, tokens or another experiment, with numbers; sentences in
+:mod:`ropebook.present.decide`): :meth:`ClaimSet.claims` refuses to publish it otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from typing import Any
 # only bound the effect (say the bound in ``measured``, the run's minimum detectable effect in
 # ``evidence``). not testable here: this book cannot measure it (say why).
 VERDICTS = ("held", "partly", "not held", "cannot decide", "not testable here")
+# The verdicts that leave a claim open: each such claim must say what would decide it
+# (``Claim.to_decide``: seeds, tokens or a different experiment, with numbers).
+UNDECIDED = ("cannot decide", "not testable here")
 
 
 @dataclass(frozen=True)
@@ -32,12 +38,19 @@ class Claim:
     interval: str | None = None
     seeds: int | None = None
     evidence: str | None = None  # what decided it: models, seeds, tokens, minimum detectable effect
+    # What would decide an undecided claim (seeds, tokens or another experiment, with numbers).
+    # Last and optional, so the claims of notebooks executed before it existed still load.
+    to_decide: str | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.id!r}: verdict {self.verdict!r} not in {VERDICTS}")
         if not self.id or not self.source or not self.statement or not self.measured:
             raise ValueError(f"claim {self.id!r}: id, source, statement and measured are required")
+
+    @property
+    def undecided(self) -> bool:
+        return self.verdict in UNDECIDED
 
 
 def verdict_from_interval(low: float, high: float, *, threshold: float, above: bool = True) -> str:
@@ -143,9 +156,11 @@ class ClaimSet:
         interval: str | None = None,
         seeds: int | None = None,
         basis: str | None = None,
+        to_decide: str | None = None,
     ) -> None:
         """Decide the claim from ``evidence`` with its declared rule and keep the record;
-        ``basis`` says what the verdict rests on (models, seeds, tokens, detectable effect)."""
+        ``basis`` says what the verdict rests on (models, seeds, tokens, detectable effect);
+        ``to_decide`` what would decide it should the verdict leave it open (kept only then)."""
         if claim_id not in self.specs:
             raise KeyError(f"claim {claim_id!r} was not declared; declared: {list(self.specs)}")
         if claim_id in self.records:
@@ -153,16 +168,26 @@ class ClaimSet:
         spec = self.specs[claim_id]
         if basis is None and seeds and self.basis:
             basis = f"{seeds} seed{'s' if seeds != 1 else ''}; {self.basis}"
+        verdict = spec.rule(evidence)
         claim = Claim(
             id=spec.id, source=spec.source, statement=spec.statement, measured=measured,
-            verdict=spec.rule(evidence), interval=interval, seeds=seeds, evidence=basis,
+            verdict=verdict, interval=interval, seeds=seeds, evidence=basis,
+            to_decide=to_decide if verdict in UNDECIDED else None,
         )  # fmt: skip
         self.records[claim_id] = claim
 
     def claims(self) -> list[Claim]:
+        """The recorded claims in declaration order; refuses a set with a claim never recorded,
+        or left undecided without saying what would decide it."""
         missing = [i for i in self.specs if i not in self.records]
         if missing:
             raise ValueError(f"claims declared but never recorded: {missing}")
+        open_ended = [c.id for c in self.records.values() if c.undecided and not c.to_decide]
+        if open_ended:
+            raise ValueError(
+                f"claims left undecided without saying what would decide them (pass "
+                f"to_decide= to record: seeds, tokens or another experiment): {open_ended}"
+            )
         return [self.records[i] for i in self.specs]
 
     def glue(self) -> None:
@@ -176,6 +201,14 @@ def evidence_text(claim: Claim) -> str:
     return f"{claim.seeds} seed{'s' if claim.seeds != 1 else ''}" if claim.seeds else "—"
 
 
+def evidence_cell(claim: Claim) -> str:
+    """:func:`evidence_text`, followed for an undecided claim by what would decide it."""
+    evidence = evidence_text(claim)
+    if not (claim.undecided and claim.to_decide):
+        return evidence
+    return ("" if evidence == "—" else f"{evidence}. ") + f"*To decide:* {claim.to_decide}"
+
+
 def markdown_table(claims: list[Claim]) -> str:
     """The claims as a Markdown table; each source's typed citations link to the bibliography."""
     from ropebook.citations import cite_roles
@@ -185,7 +218,7 @@ def markdown_table(claims: list[Claim]) -> str:
         measured = c.measured + (f" ({c.interval})" if c.interval else "")
         source = cite_roles(c.source)
         rows.append(
-            f"| {c.statement} — *{source}* | {measured} | {evidence_text(c)} | **{c.verdict}** |"
+            f"| {c.statement} — *{source}* | {measured} | {evidence_cell(c)} | **{c.verdict}** |"
         )
     return "\n".join(rows)
 

@@ -137,3 +137,25 @@ def planned_counts(profile: str) -> dict[tuple[str, str], int]:
     """The plan's counts for ``profile`` (empty for a profile the plan was not measured on)."""
     plan = load_plan()
     return seed_counts(choose(plan)) if profile == plan["profile"] else {}
+
+
+@dataclass(frozen=True)
+class MeasuredSd:
+    """A paired s.d. (% of perplexity) the book measured, from the seed plan: ``comparison`` is
+    the plan's id; ``exact`` when it is the s.d. of the very same models, else the largest the
+    plan records for the regime (what the plan itself plans with)."""
+
+    sd: float
+    comparison: str
+    exact: bool
+
+
+def measured_sd(regime: str, models, plan: Mapping | None = None) -> MeasuredSd | None:
+    """The paired s.d. the book measured for comparing ``models`` in ``regime`` (the plan's entry
+    for the same pair, else the largest in the regime); ``None`` for a regime the plan lacks."""
+    entries = [c for c in (plan or load_plan())["comparisons"] if c["regime"] == regime]
+    if not entries:
+        return None
+    same = [c for c in entries if set(c["models"]) == set(models)]
+    chosen = same[0] if same else max(entries, key=lambda c: c["paired_sd_percent"])
+    return MeasuredSd(float(chosen["paired_sd_percent"]), chosen["id"], bool(same))

@@ -58,12 +58,13 @@ def mean_interval(samples, confidence: float = 0.95) -> tuple[float, float, floa
 
 
 class Estimate(NamedTuple):
-    """A mean, its 95% interval and how to print it (``text``)."""
+    """A mean, its 95% interval, how to print it (``text``) and the samples behind it (``n``)."""
 
     mean: float
     low: float
     high: float
     text: str
+    n: int = 0
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -78,6 +79,6 @@ def interval_text(values, digits: int = 2, unit: str = "seeds") -> Estimate:
         return Estimate(float("nan"), float("nan"), float("nan"), "no samples")
     mean, low, high = mean_interval(values)
     if values.size < 2:
-        return Estimate(mean, low, high, f"1 sample: {mean:.{digits}f}, no interval")
+        return Estimate(mean, low, high, f"1 sample: {mean:.{digits}f}, no interval", 1)
     text = f"95% CI [{low:.{digits}f}, {high:.{digits}f}] over {values.size} {unit}"
-    return Estimate(mean, low, high, text)
+    return Estimate(mean, low, high, text, int(values.size))

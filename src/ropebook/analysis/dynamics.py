@@ -343,6 +343,7 @@ class Trend:
     toward: int
     verdict: str  # one of TREND_VERDICTS
     mde: float | None  # minimum detectable change at this seed count (None with one seed)
+    changes: tuple[float, ...] = ()  # per seed: last snapshot − untrained
 
     @property
     def claim_verdict(self) -> str:
@@ -402,6 +403,7 @@ def trend_test(trajectory: Trajectory) -> Trend:
         statistic=trajectory.statistic, model=trajectory.model, n_seeds=n,
         untrained=float(values[:, 0].mean()), final=float(values[:, -1].mean()), change=estimate,
         spearman=rho, toward=trajectory.toward, verdict=verdict, mde=mde,
+        changes=tuple(float(c) for c in change),
     )  # fmt: skip
 
 

@@ -98,3 +98,133 @@ def sd_interval(sd: float, n: int, confidence: float = 0.95) -> tuple[float, flo
         float(sd * math.sqrt(df / stats.chi2.ppf(1 - tail, df))),
         float(sd * math.sqrt(df / stats.chi2.ppf(tail, df))),
     )
+
+
+# ---------------------------------------------------------------- what would decide a claim
+# An undecided claim must say what would decide it. For a mean tested against a threshold (a
+# paired difference against 0, a share against its uniform value) that is a sample count: the
+# paired samples (seeds, or windows of one seed) whose t-test detects the measured distance from
+# the threshold at the measured s.d. The numbers live here; the sentences in ropebook.present.
+
+from dataclasses import dataclass  # noqa: E402  (used by this section only)
+
+
+@dataclass(frozen=True)
+class SeedsToDecide:
+    """How many paired samples would decide a mean against a threshold (:func:`seeds_to_decide`).
+
+    ``effect``: the distance to detect (the measured one unless given), ``sd``: the s.d. of one
+    sample (``nan`` when unknown), measured on the ``n`` samples when ``sd_measured`` and supplied
+    from elsewhere (e.g. the book's seed plan) otherwise; ``needed``: the fewest paired samples
+    whose two-sided t-test detects ``effect`` with ``power`` at ``confidence`` (``None`` when
+    it cannot be said: no s.d., no effect, or more than ``limit``, then ``beyond_limit``)."""
+
+    effect: float
+    sd: float
+    n: int
+    sd_measured: bool
+    needed: int | None
+    beyond_limit: bool = False
+    confidence: float = 0.95
+    power: float = 0.8
+    limit: int = 100_000
+
+    def detectable(self, n: int) -> float:
+        """The smallest effect ``n`` paired samples detect at this s.d. (``nan`` without one)."""
+        if not (math.isfinite(self.sd) and n >= 2):
+            return math.nan
+        return min_detectable_effect(self.sd, n, confidence=self.confidence, power=self.power)
+
+
+def _needed(
+    sd: float, effect: float, confidence: float, power: float, limit: int
+) -> tuple[int | None, bool]:
+    """:func:`seeds_needed`, or ``(None, True)`` beyond ``limit``. Its count-up from 2 takes
+    seconds for thousands of seeds, so the search starts just below the normal approximation
+    (a t-test never needs fewer), checked to lie below the answer."""
+    if not (math.isfinite(sd) and math.isfinite(effect) and sd > 0 and effect > 0):
+        return None, False
+    z = stats.norm.ppf(0.5 + confidence / 2) + stats.norm.ppf(power)
+    approx = (z * sd / effect) ** 2
+    if approx > limit:
+        return None, True
+    n = max(2, int(approx) - 1)
+    if n > 2 and t_test_power(effect / sd, n, confidence) >= power:
+        n = 2  # not below the answer after all: count up from the start
+    while t_test_power(effect / sd, n, confidence) < power:
+        n += 1
+        if n > limit:
+            return None, True
+    return n, False
+
+
+def seeds_to_decide(
+    samples,
+    *,
+    threshold: float = 0.0,
+    sd: float | None = None,
+    effect: float | None = None,
+    confidence: float = 0.95,
+    power: float = 0.8,
+    limit: int = 100_000,
+) -> SeedsToDecide:
+    """:class:`SeedsToDecide` for paired ``samples`` (one per seed, e.g. differences of losses)
+    tested against ``threshold``. The s.d. is measured with two samples or more; with fewer,
+    ``sd`` (the book's measured s.d. for that kind of comparison) stands in for it, if given.
+    ``effect`` defaults to the measured ``|mean − threshold|``."""
+    values = np.asarray(samples, np.float64).ravel()
+    values = values[np.isfinite(values)]
+    n = int(values.size)
+    distance = _distance(float(values.mean()), threshold) if n else math.nan
+    size = abs(distance) if effect is None else abs(float(effect))
+    measured = n >= 2
+    spread = float(np.std(values, ddof=1)) if measured else math.nan if sd is None else float(sd)
+    needed, beyond = _needed(spread, size, confidence, power, limit)
+    return SeedsToDecide(size, spread, n, measured, needed, beyond, confidence, power, limit)
+
+
+def _distance(mean: float, threshold: float) -> float:
+    """``mean − threshold``, 0 where it is only rounding (a mean *at* the threshold)."""
+    d = mean - threshold
+    return 0.0 if abs(d) <= 1e-12 * max(abs(mean), abs(threshold), 1.0) else d
+
+
+def sd_from_interval(low: float, high: float, n: int, confidence: float = 0.95) -> float:
+    """The s.d. of one sample behind a Student-t ``confidence`` interval ``low``–``high`` of the
+    mean of ``n`` samples: ``(high − low)/2 · √n / t_{n−1}`` (``nan`` with fewer than 2)."""
+    if n < 2 or not (math.isfinite(low) and math.isfinite(high)):
+        return math.nan
+    return float((high - low) / 2 * math.sqrt(n) / stats.t.ppf(0.5 + confidence / 2, n - 1))
+
+
+def seeds_to_decide_interval(
+    mean: float,
+    low: float,
+    high: float,
+    n: int,
+    *,
+    threshold: float = 0.0,
+    sd: float | None = None,
+    confidence: float = 0.95,
+    power: float = 0.8,
+    limit: int = 100_000,
+) -> SeedsToDecide:
+    """:func:`seeds_to_decide` for a mean known only by its t-interval over ``n`` samples (the
+    s.d. recovered with :func:`sd_from_interval`; with one sample, ``sd`` if given)."""
+    measured = n >= 2
+    spread = sd_from_interval(low, high, n, confidence) if measured else sd
+    spread = math.nan if spread is None else float(spread)
+    size = abs(_distance(mean, threshold)) if math.isfinite(mean) else math.nan
+    needed, beyond = _needed(spread, size, confidence, power, limit)
+    return SeedsToDecide(size, spread, int(n), measured, needed, beyond, confidence, power, limit)
+
+
+def paired_log_percent(comparison) -> np.ndarray:
+    """The paired per-seed differences of a comparison (``.difference.values``; e.g. a
+    :class:`ropebook.analysis.ablation.Comparison`) on the scale its t-test uses: for a
+    ``percent`` comparison the difference of losses ×100 (a log-ratio in %, ≈ % of perplexity
+    for small differences; the book's paired s.d.s are on this scale), else as they are."""
+    values = np.asarray(comparison.difference.values, np.float64)
+    if getattr(comparison.difference, "scale", "linear") == "percent":
+        return 100 * np.log1p(values / 100)
+    return values

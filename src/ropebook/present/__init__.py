@@ -22,6 +22,8 @@ One module per idea, each named after its measurement module:
   comparisons (``chapters/p_rope.py``);
 - :mod:`~ropebook.present.biases` — the CABLE head grids, bias curves, Toeplitz, reach,
   perplexity and ordering tables, extrapolation charts (``chapters/pe_zoo.py``);
+- :mod:`~ropebook.present.decide` — what would decide an undecided claim (seeds that would
+  detect a measured difference), and the scorecard's table of claims still open;
 - :mod:`~ropebook.present.decay` — Prop. 3.1/3.2 tables and figures, Figs 2, 8, 9, the trained
   models' curves (``chapters/decay.py``);
 - :mod:`~ropebook.present.dynamics` — the model description, trend tables and charts of any

@@ -66,6 +66,30 @@ def reading_basis(reading: ProbeReading) -> str:
     )
 
 
+def reading_to_decide(reading: ProbeReading) -> str:
+    """What would decide a :class:`~ropebook.analysis.probes.ProbeReading`: with one seed, the
+    seeds a verdict on training needs (the window intervals describe one model); with several,
+    the seeds that would resolve each contrast still containing 0."""
+    from ropebook.analysis import power
+    from ropebook.present import decide
+
+    parts = {"attention": (reading.positional, ""), "loss": (reading.semantic, "nats")}
+    if reading.n_seeds < 2:  # the verdict is undecided by rule: the s.d. over seeds is unknown
+        return "; ".join(
+            f"{name}: "
+            + decide.seeds_text(
+                power.seeds_to_decide([e.mean]), unit=unit, samples="seeds",
+                what="its measured difference", sd_name="s.d. over seeds",
+            )
+            for name, (e, unit) in parts.items()
+        )  # fmt: skip
+    return "; ".join(
+        f"{name}: " + decide.interval_to_decide(e, 0.0, unit=unit, what="its measured difference")
+        for name, (e, unit) in parts.items()
+        if e.low <= 0 <= e.high
+    )
+
+
 def probe_chart(result: ProbeResult, width: int = 400):
     """Altair, two panels: mean Δ loss and Δ previous-token attention per condition with 95%
     intervals (over seeds, or windows of one seed), zero marked."""

@@ -261,6 +261,22 @@ def paired_values(difference, scale: float = 100.0) -> dict[str, str | int]:
     return values
 
 
+def paired_to_decide(
+    difference, threshold: float = 0.0, *, cap: int, what: str = "its measured difference"
+) -> str:
+    """What would decide a paired accuracy contrast (:class:`ropebook.analysis.recall.Paired`,
+    shares; the text in points): seeds at which both models learn the task when there is none,
+    else the paired seeds that detect its distance from ``threshold`` (a share)."""
+    from ropebook.present import decide
+
+    if difference is None or difference.n == 0:
+        return f"seeds at which both models learn the task within the {cap}-step cap (none here)"
+    return decide.interval_to_decide(
+        difference.estimate, threshold, unit="points", scale=100.0, what=what,
+        samples="paired seeds",
+    )  # fmt: skip
+
+
 def _cell(values, confidence: float) -> str:
     values = np.asarray(values, np.float64)
     values = values[np.isfinite(values)]

@@ -160,3 +160,26 @@ def accuracy_rows(
             row[f"{f}× ({f * context})"] = cell
         rows.append(row)
     return rows
+
+
+def change_result(change):
+    """:class:`~ropebook.analysis.power.SeedsToDecide` of a paired
+    :class:`~ropebook.analysis.scaling.Change` against 0: a perplexity change (``%``) on the
+    log scale its interval was formed on (100 × Δloss), an accuracy change (``pp``) as it is."""
+    from ropebook.analysis import power
+
+    def log(x: float) -> float:
+        return 100 * float(np.log1p(x / 100)) if change.unit == "%" else x
+
+    mean, low, high = (log(x) for x in (change.percent, change.low, change.high))
+    return power.seeds_to_decide_interval(mean, low, high, change.n)
+
+
+def changes_to_decide(changes: Mapping[str, object], what: str = "its measured change") -> str:
+    """What would decide a claim over several paired changes (e.g. one per length, all needed):
+    the seeds that would resolve the hardest of them (:func:`ropebook.present.decide.hardest`)."""
+    from ropebook.present import decide
+
+    unit = next(iter(changes.values())).unit
+    parts = {label: change_result(c) for label, c in changes.items()}
+    return decide.hardest_to_decide(parts, unit=unit, what=what, samples="paired seeds")
