@@ -16,6 +16,7 @@ perplexity change (:func:`percent_of_perplexity`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, stats
@@ -58,10 +59,18 @@ def min_detectable_effect(
 def seeds_needed(
     sd: float, effect: float, *, confidence: float = 0.95, power: float = 0.8, limit: int = 100_000
 ) -> int:
-    """Fewest paired seeds whose t-test detects ``effect`` with probability ``power``."""
+    """Fewest paired seeds whose t-test detects ``effect`` with probability ``power``.
+
+    The count starts just below the normal approximation ``(z_{1-α/2} + z_power)² (sd/δ)²``,
+    which a t-test never beats (counting up from 2 takes seconds for thousands of seeds)."""
     if not (sd > 0 and effect > 0):
         raise ValueError(f"sd and effect must be > 0, got {sd}, {effect}")
-    n = 2
+    z = stats.norm.ppf(0.5 + confidence / 2) + stats.norm.ppf(power)
+    n = max(2, int((z * sd / effect) ** 2) - 1)
+    if n > limit:
+        raise ValueError(f"more than {limit} seeds needed for effect {effect} at sd {sd}")
+    if n > 2 and t_test_power(effect / sd, n, confidence) >= power:
+        n = 2  # not below the answer after all: count up from the start
     while t_test_power(effect / sd, n, confidence) < power:
         n += 1
         if n > limit:
@@ -106,8 +115,6 @@ def sd_interval(sd: float, n: int, confidence: float = 0.95) -> tuple[float, flo
 # paired samples (seeds, or windows of one seed) whose t-test detects the measured distance from
 # the threshold at the measured s.d. The numbers live here; the sentences in ropebook.present.
 
-from dataclasses import dataclass  # noqa: E402  (used by this section only)
-
 
 @dataclass(frozen=True)
 class SeedsToDecide:
@@ -139,23 +146,14 @@ class SeedsToDecide:
 def _needed(
     sd: float, effect: float, confidence: float, power: float, limit: int
 ) -> tuple[int | None, bool]:
-    """:func:`seeds_needed`, or ``(None, True)`` beyond ``limit``. Its count-up from 2 takes
-    seconds for thousands of seeds, so the search starts just below the normal approximation
-    (a t-test never needs fewer), checked to lie below the answer."""
+    """:func:`seeds_needed`, or ``(None, False)`` without an s.d. or an effect, ``(None, True)``
+    beyond ``limit``."""
     if not (math.isfinite(sd) and math.isfinite(effect) and sd > 0 and effect > 0):
         return None, False
-    z = stats.norm.ppf(0.5 + confidence / 2) + stats.norm.ppf(power)
-    approx = (z * sd / effect) ** 2
-    if approx > limit:
+    try:
+        return seeds_needed(sd, effect, confidence=confidence, power=power, limit=limit), False
+    except ValueError:  # more than limit seeds
         return None, True
-    n = max(2, int(approx) - 1)
-    if n > 2 and t_test_power(effect / sd, n, confidence) >= power:
-        n = 2  # not below the answer after all: count up from the start
-    while t_test_power(effect / sd, n, confidence) < power:
-        n += 1
-        if n > limit:
-            return None, True
-    return n, False
 
 
 def seeds_to_decide(
