@@ -104,3 +104,17 @@ def test_split_cpu_devices_sets_the_flag_once(monkeypatch):
         monkeypatch.setenv("ROPEBOOK_CPU_DEVICES", bad)
         with pytest.raises(ValueError, match=f"ROPEBOOK_CPU_DEVICES must be .* got '{bad}'"):
             runtime.split_cpu_devices()
+
+
+def test_deterministic_gpu_adds_the_flag_unless_told_otherwise(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+    monkeypatch.delenv("ROPEBOOK_GPU_DETERMINISTIC", raising=False)
+    assert runtime.deterministic_gpu()
+    assert os.environ["XLA_FLAGS"].endswith(" --xla_gpu_deterministic_ops=true")
+    assert runtime.deterministic_gpu()  # added once
+    assert os.environ["XLA_FLAGS"].count("deterministic") == 1
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_deterministic_ops=false")
+    assert not runtime.deterministic_gpu()  # the user's own setting wins
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setenv("ROPEBOOK_GPU_DETERMINISTIC", "0")
+    assert not runtime.deterministic_gpu() and os.environ["XLA_FLAGS"] == ""

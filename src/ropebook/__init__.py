@@ -20,3 +20,4 @@ from ropebook import runtime  # noqa: E402
 
 runtime.tune_allocator()
 runtime.split_cpu_devices()
+runtime.deterministic_gpu()

@@ -81,6 +81,27 @@ def split_cpu_devices(count: int | None = None) -> int:
     return count
 
 
+_DETERMINISTIC_FLAG = "--xla_gpu_deterministic_ops"
+
+
+def deterministic_gpu() -> bool:
+    """Make XLA's GPU kernels deterministic (``--xla_gpu_deterministic_ops=true`` in ``XLA_FLAGS``).
+
+    Without it a resumed run on a GPU does not end bit-identical to an uninterrupted one
+    (``tests/test_train.py``, seen on an H200 with JAX 0.11.2: its reductions run in varying
+    order), and the zoo's cache promises exactly that. The CPU backend ignores the flag.
+    ``ROPEBOOK_GPU_DETERMINISTIC=0``, or the flag already in ``XLA_FLAGS``, leaves it alone.
+    Returns whether the flag is on.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if _DETERMINISTIC_FLAG in flags:
+        return f"{_DETERMINISTIC_FLAG}=true" in flags
+    if os.environ.get("ROPEBOOK_GPU_DETERMINISTIC", "1") == "0":
+        return False
+    os.environ["XLA_FLAGS"] = f"{flags} {_DETERMINISTIC_FLAG}=true".strip()
+    return True
+
+
 def enable_compilation_cache(directory: Path | str | None = None) -> Path | None:
     """Use JAX's persistent compilation cache under ``directory`` (default ``CACHE_DIR/jax``).
 
