@@ -58,7 +58,6 @@ n_model_seeds = 0  # in [0, inf): 0 uses the profile's seeds; n trains (cached) 
 regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
 
 # %% tags=["hide-input"]
-import time
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -73,7 +72,6 @@ from ropebook.present import dynamics as show_dy
 from ropebook.proofs import decay as decay_proofs
 
 plots.setup()
-started = time.perf_counter()
 if profile == "smoke":
     seq_len, n_draws, prop31_queries = min(seq_len, 256), min(n_draws, 24), min(prop31_queries, 5)
     mc_samples, n_windows = min(mc_samples, 200), min(n_windows, 8)
@@ -545,4 +543,3 @@ CLAIMS.record(
 
 # %% tags=["remove-input"]
 CLAIMS.glue()
-print(f"chapter ran in {time.perf_counter() - started:.0f} s")

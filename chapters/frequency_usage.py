@@ -56,7 +56,6 @@ checkpoint_dtype = "float32"  # float32 | bfloat16 (weights; norms and softmax s
 checkpoint_tokens = 64  # in [1, inf): tokens per prompt for the checkpoint
 
 # %% tags=["hide-input"]
-import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -71,7 +70,6 @@ from ropebook.present import dynamics as show_dy
 from ropebook.present import frequencies as show
 
 plots.setup()
-started = time.perf_counter()
 seeds = zoo.PROFILES[profile].seeds
 models = [zoo.load(model_name, seed=s, profile=profile, progress=False) for s in seeds]
 controls = [zoo.load(control_name, seed=s, profile=profile, progress=False) for s in seeds]
@@ -810,5 +808,4 @@ for name, value in found.items():
 # verdict says what this one model does, not what training does in general.
 
 # %% tags=["remove-input"]
-print(f"chapter computed in {time.perf_counter() - started:.0f} s")
 CLAIMS.glue()

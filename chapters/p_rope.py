@@ -63,10 +63,21 @@ factors = ablation.length_factors(max_factor, sweep_factor)  # context multiples
 long_factor = factors[-1]
 model_config, train_config = zoo.configs("p-rope-0.75", profile=profile)
 head_dim, context, base = model_config.head_dim, model_config.context, model_config.rope_base
-print(
-    f"profile {profile!r}: {len(seeds)} seed(s) {seeds}, head_dim {head_dim} "
-    f"({head_dim // 2} planes), training context {context} tokens"
-)
+for name, value in {
+    "profile": Markdown(f"`{profile}`"),  # inline code: glued as Markdown
+    "n_seeds": len(seeds),
+    "seeds": ", ".join(map(str, seeds)),  # the seeds themselves: a listing
+    "head_dim": head_dim,
+    "planes": head_dim // 2,
+    "context": context,
+}.items():
+    glue(f"p_rope.{name}", value, display=False)
+
+# %% [markdown]
+# This run uses the {glue:md}`p_rope.profile` profile: {glue:text}`p_rope.n_seeds` seed(s)
+# ({glue:text}`p_rope.seeds`) for every model of Table 2 (the comparisons chosen by power add
+# seeds, below), head dimension {glue:text}`p_rope.head_dim` ({glue:text}`p_rope.planes` planes)
+# and a training context of {glue:text}`p_rope.context` tokens.
 
 # %% [markdown]
 # The claims this chapter tests, each with the rule that decides its verdict (expand the cell);
@@ -262,7 +273,6 @@ for name, value in {
     "fast_worst": positional.fast_worst,
     "uniform_best": positional.uniform_best,
     "epsilon": epsilon,
-    "context": context,
     "max_factor": max_factor,
     "long_context": max_factor * context,
 }.items():
@@ -475,7 +485,6 @@ for name, value in {
     **{f"train_tokens.{d}": n for d, n in train_tokens.items()},
     "paper_tokens": paper_tokens,
     "paper_times": paper_tokens / tokens_seen[0],
-    "profile": Markdown(f"`{profile}`"),  # inline code: glued as Markdown
     "n_layers": model_config.n_layers,
     "n_heads": model_config.n_heads,
     "head_dim": head_dim,
@@ -664,17 +673,18 @@ CLAIMS.record(
     seeds=len(seeds),
     to_decide=decide.domains_to_decide(nope_vs_next),
 )
-for name, value in show.ordering_lists(comparisons).items():
-    glue(f"p_rope.order.{name.replace(' ', '_')}", value, display=False)
+for name, value in show.ordering_counts(comparisons).items():
+    glue(f"p_rope.order.{name}", value, display=False)
 
 # %% [markdown]
-# **Confirmed** (paired difference separated from 0, in the paper's direction):
-# {glue:text}`p_rope.order.held`. **Reversed** (separated, opposite direction):
-# {glue:text}`p_rope.order.not_held`. **Cannot decide** (the paired interval contains 0):
-# {glue:text}`p_rope.order.cannot_decide`. Of these orderings, {glue:text}`p_rope.order.unpaired`
-# of {glue:text}`p_rope.order.n` also pass the unpaired test (non-overlapping intervals). With a
-# single seed per model, as in the `smoke` profile, there is no interval, so no ordering can be
-# confirmed or ruled out; the `cpu` and `gpu` profiles give the verdicts.
+# Of the {glue:text}`p_rope.order.n` orderings in the two tables, {glue:text}`p_rope.order.held`
+# are **confirmed** (paired difference separated from 0, in the paper's direction),
+# {glue:text}`p_rope.order.not_held` are **reversed** (separated, opposite direction) and
+# {glue:text}`p_rope.order.cannot_decide` **cannot be decided** (the paired interval contains 0);
+# the verdict column names each. {glue:text}`p_rope.order.unpaired` also pass the unpaired test
+# (non-overlapping intervals). {glue:text}`p_rope.order.untestable` have a single seed per
+# model, as in the `smoke` profile: with no interval, such an ordering can be neither confirmed
+# nor ruled out; the `cpu` and `gpu` profiles give the verdicts.
 
 # %% [markdown]
 # ### Effect sizes on a common scale
@@ -993,6 +1003,14 @@ plots.table(show_plan.plan_rows(choices, planned_here, confidence))
 by_id = {c.id: c for c in choices}
 glue("p_rope.plan.matched_target", by_id["matched: 0.75-RoPE vs RoPE"].target, display=False)
 glue("p_rope.plan.flagship_target", by_id["flagship: 0.75-RoPE vs RoPE"].target, display=False)
+headline_plan = by_id["matched: 0.75-RoPE vs RoPE"]
+for name, value in {
+    "matched_needed": headline_plan.needed,
+    "matched_trained": headline_plan.trained,
+    "matched_sd": headline_plan.paired_sd,
+    "matched_mde": headline_plan.mde,
+}.items():
+    glue(f"p_rope.plan.{name}", value, display=False)
 shortfall = show_plan.shortfall_values(choices, seedplan.spare_seconds(plan) / 60)
 for name, value in shortfall.items():
     glue(f"p_rope.plan.{name}", value, display=False)
@@ -1001,8 +1019,16 @@ for name, value in shortfall.items():
 # The table reads as the build's plan: *MDE planned* is the smallest effect the planned seeds
 # detect if the noise stays what the book measured; *MDE here* is what this run's seeds and
 # measured noise resolve. The budget leaves {glue:text}`p_rope.plan.spare:.0f` minutes of training
-# for added seeds; the plan spends {glue:text}`p_rope.plan.added:.1f` of them. Targets met:
-# {glue:text}`p_rope.plan.met`. Not met: {glue:text}`p_rope.plan.not_met`.
+# for added seeds; the plan spends {glue:text}`p_rope.plan.added:.1f` of them.
+# {glue:text}`p_rope.plan.met` of the {glue:text}`p_rope.plan.n` comparisons reach their target
+# MDE with the planned seeds; the furthest from it plans an MDE
+# {glue:text}`p_rope.plan.worst_ratio:.1f` times its target (0 when every target is met). At the
+# paired s.d. the book measured for the headline comparison in the matched regime
+# ({glue:text}`p_rope.plan.matched_sd:.2f` %), its target needs
+# {glue:text}`p_rope.plan.matched_needed` seeds; the budget affords
+# {glue:text}`p_rope.plan.matched_trained`, which detect {glue:text}`p_rope.plan.matched_mde:.2f` %.
+# Where the budget affords fewer seeds than the target needs, the build bounds the effect (the
+# *reading* column of the matched table) rather than deciding it at the target.
 
 # %% [markdown]
 # ## Beyond the paper: length extrapolation
@@ -1137,6 +1163,7 @@ sweep_cmp = {
     ]
     for f in sweep_lengths
 }  # fmt: skip
+plots.table(show.step_rows(sweep_cmp, context))
 
 # %% tags=["remove-input"]
 best_p = {
@@ -1159,14 +1186,16 @@ CLAIMS.record(
 for tag, f in (("short", sweep_lengths[0]), ("long", sweep_lengths[-1])):
     glue(f"p_rope.sweep.{tag}.factor", f, display=False)
     glue(f"p_rope.sweep.{tag}.best_p", best_p[f], display=False)
-    steps_text = "; ".join(f"{c.a} vs {c.b}: {c.paired_status}" for c in sweep_cmp[f])
-    glue(f"p_rope.sweep.{tag}.steps", steps_text, display=False)
+    separated = sum(c.paired_separated for c in sweep_cmp[f])
+    glue(f"p_rope.sweep.{tag}.separated", separated, display=False)
+glue("p_rope.sweep.n_steps", len(steps), display=False)
 
 # %% [markdown]
 # At {glue:text}`p_rope.sweep.short.factor`× context the lowest perplexity is at
-# p = {glue:text}`p_rope.sweep.short.best_p`; steps of p: {glue:text}`p_rope.sweep.short.steps`.
-# At {glue:text}`p_rope.sweep.long.factor`× context the lowest perplexity is at
-# p = {glue:text}`p_rope.sweep.long.best_p`; steps of p: {glue:text}`p_rope.sweep.long.steps`.
+# p = {glue:text}`p_rope.sweep.short.best_p`, and {glue:text}`p_rope.sweep.short.separated` of the
+# {glue:text}`p_rope.sweep.n_steps` steps of p are separated from noise; at
+# {glue:text}`p_rope.sweep.long.factor`× the lowest is at p = {glue:text}`p_rope.sweep.long.best_p`,
+# with {glue:text}`p_rope.sweep.long.separated` steps separated (the table above gives each).
 
 # %% [markdown]
 # ## What we claim and what we measured

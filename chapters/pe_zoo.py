@@ -53,7 +53,6 @@ toeplitz_tol = 1e-5  # in (0, inf): relative diagonal spread below which a matri
 
 # %% tags=["hide-input"]
 import math
-import time
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -66,7 +65,6 @@ from ropebook.present import biases as show
 from ropebook.present import decide
 
 plots.setup()
-started = time.perf_counter()
 if max_factor & (max_factor - 1):
     raise ValueError(f"max_factor must be a power of two (1x, 2x, 4x, ...), got {max_factor}")
 if profile == "smoke":
@@ -644,13 +642,9 @@ verdicts[whole] = biases.order_verdict([difference[p] for p in checks[whole]], t
 display(plots.table(show.ordering_table(checks, difference, verdicts)))
 over = ratio["rope"][3]
 our_order = sorted(NAMES, key=ours.get)
-cable_order = sorted(NAMES, key=biases.CABLE_RATIO.get)
 alibi_verdict, rope_verdict = verdicts["ALiBi degrades least"], verdicts["RoPE degrades most"]
 for name, value in {
     "max_factor": max_factor,
-    # the orders themselves are the result: each glued as its phrase, ratios in brackets
-    "our_order": " < ".join(f"{LABELS[n]} ({ours[n]:.3g})" for n in our_order),
-    "cable_order": " < ".join(f"{LABELS[n]} ({biases.CABLE_RATIO[n]:.3g})" for n in cable_order),
     "tau": float(tau),
     "alibi_least": alibi_verdict,
     "rope_most": rope_verdict,
@@ -660,9 +654,14 @@ for name, value in {
     glue(f"pe_zoo.{name}", value, display=False)
 
 # %% [markdown]
-# Our order by {glue:text}`pe_zoo.max_factor`× / 1× perplexity ratio:
-# {glue:text}`pe_zoo.our_order`; CABLE's: {glue:text}`pe_zoo.cable_order`. Kendall's τ =
-# {glue:text}`pe_zoo.tau:.2f`. ALiBi degrades least: **{glue:text}`pe_zoo.alibi_least`**; RoPE
+# The two orders by {glue:text}`pe_zoo.max_factor`× / 1× perplexity ratio, side by side (rank 1
+# degrades least):
+
+# %% tags=["remove-input"]
+display(plots.table(show.rank_rows(ours, biases.CABLE_RATIO, LABELS), digits=3))
+
+# %% [markdown]
+# Kendall's τ between them = {glue:text}`pe_zoo.tau:.2f`. ALiBi degrades least: **{glue:text}`pe_zoo.alibi_least`**; RoPE
 # degrades most: **{glue:text}`pe_zoo.rope_most`**; the whole order:
 # **{glue:text}`pe_zoo.whole_order`** (intervals over {glue:text}`pe_zoo.order_over`).
 
@@ -736,4 +735,3 @@ CLAIMS.record(
     interval=weakest(whole), seeds=n_seeds, basis=resolution(whole), to_decide=to_decide(whole),
 )  # fmt: skip
 CLAIMS.glue()
-print(f"chapter computed in {time.perf_counter() - started:.0f} s")

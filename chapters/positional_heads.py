@@ -56,7 +56,6 @@ probe_fraction = 0.25  # in (0, 0.5]: share of RoPE planes each probe removes
 probe_heads = 2  # in [1, inf): strongest previous-token heads whose attention the probe reads
 
 # %% tags=["remove-input"]
-import time
 
 import numpy as np
 from IPython.display import display
@@ -71,7 +70,6 @@ from ropebook.present import probes as show_probes
 from ropebook.proofs import positional_heads as proofs
 
 plots.setup()
-started = time.perf_counter()
 if profile == "smoke":
     n_windows, isolated_seeds, isolated_steps = min(n_windows, 4), min(isolated_seeds, 1), 120
     induction_sequences, probe_windows = min(induction_sequences, 4), min(probe_windows, 8)
@@ -774,4 +772,3 @@ CLAIMS.record(
 
 # %% tags=["remove-input"]
 CLAIMS.glue()
-print(f"chapter ran in {time.perf_counter() - started:.0f} s")

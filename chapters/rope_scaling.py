@@ -393,20 +393,28 @@ CLAIMS.record(
     to_decide=show.changes_to_decide(by_length(plain_rise)),
 )
 best = {f: rope_labels[stretch.lowest(losses, list(rope_labels), f)] for f in factors}
-# the winners and the paired changes are the results: each list glued as its phrase
-glue("rope_scaling.lowest", "; ".join(f"{f}×: {label}" for f, label in best.items()), display=False)
-glue("rope_scaling.yarn_vs_pi", change_list(yarn_vs["pi"]), display=False)
-glue("rope_scaling.yarn_vs_ntk", change_list(yarn_vs["ntk"]), display=False)
-glue("rope_scaling.plain_rise", change_list(plain_rise), display=False)
+for name, changes in {"yarn_vs_pi": yarn_vs["pi"], "yarn_vs_ntk": yarn_vs["ntk"],
+                      "plain_rise": plain_rise}.items():  # fmt: skip
+    glue(
+        f"rope_scaling.{name}.resolved", sum(c.significant for c in changes.values()), display=False
+    )
+glue("rope_scaling.n_longer", len(longer), display=False)
 
 # %% [markdown]
-# Lowest perplexity among the RoPE rows: {glue:text}`rope_scaling.lowest`.
-#
-# **YaRN vs PI**: {glue:text}`rope_scaling.yarn_vs_pi`.
-#
-# **YaRN vs NTK-aware**: {glue:text}`rope_scaling.yarn_vs_ntk`.
-#
-# **Plain RoPE at n× vs 1×**: {glue:text}`rope_scaling.plain_rise`.
+# Each longer length against its rival, paired by seed (perplexity change, interval, or the
+# bound when the interval contains 0). YaRN differs from PI beyond noise at
+# {glue:text}`rope_scaling.yarn_vs_pi.resolved` of the {glue:text}`rope_scaling.n_longer` longer
+# lengths and from NTK-aware at {glue:text}`rope_scaling.yarn_vs_ntk.resolved`; plain RoPE's
+# rise over its own 1× perplexity is resolved at {glue:text}`rope_scaling.plain_rise.resolved`.
+
+# %%
+plots.table(
+    show.change_rows(
+        {"YaRN vs PI": yarn_vs["pi"], "YaRN vs NTK-aware": yarn_vs["ntk"],
+         "plain RoPE at n× vs 1×": plain_rise},
+        best, context,
+    )
+)  # fmt: skip
 
 # %% [markdown]
 # ## 3. A short fine-tune at the longer context

@@ -53,7 +53,6 @@ n_seeds = 0  # in [0, inf): 0: the profile's seeds; n: zoo seeds 0 .. n-1 (train
 regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
 
 # %% tags=["hide-input"]
-import time
 
 import numpy as np
 from IPython.display import display
@@ -68,7 +67,6 @@ from ropebook.present import semantic as show
 from ropebook.proofs import semantic_channels as proofs
 
 plots.setup()
-started = time.perf_counter()
 if profile == "smoke":
     n_windows, attack_heads, length_windows = min(n_windows, 8), min(attack_heads, 8), 1
     n_phi = min(n_phi, 48)
@@ -734,4 +732,3 @@ _ = CLAIMS.record(
 
 # %% tags=["remove-input"]
 CLAIMS.glue()
-print(f"chapter ran in {time.perf_counter() - started:.0f} s")

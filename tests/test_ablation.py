@@ -362,21 +362,25 @@ def test_pair_rows_verdicts_and_texts():
         }
     ]  # fmt: skip
     assert ablation.pair_verdicts(comparisons, [("a", "b", "ab")]) == {"ab": "partly"}
-    assert show.ordering_lists(comparisons) == {
-        "held": "A < B on prose",  # confirmed: paired difference separated, paper's direction
-        "not held": "A < B on code",  # reversed: separated, opposite direction
-        "cannot decide": "none",  # the paired interval contains 0
-        "unpaired": 2,  # of these orderings, 2 of 2 also pass the unpaired test
+    assert show.ordering_counts(comparisons) == {
+        "held": 1,  # A < B on prose: paired difference separated, the paper's direction
+        "not_held": 1,  # A < B on code: separated, the opposite direction
+        "cannot_decide": 0,  # no paired interval contains 0
+        "untestable": 0,
+        "unpaired": 2,  # both also pass the unpaired test
         "n": 2,
     }
     single = {("a", "b", "prose"): ablation.compare("A", [1.0], "B", [2.0])}
-    assert show.ordering_lists(single) == {
-        "held": "none (one seed: no interval)",
-        "not held": "none (one seed: no interval)",
-        "cannot decide": "none (one seed: no interval)",
-        "unpaired": 0,
-        "n": 1,
-    }
+    assert show.ordering_counts(single) == {
+        "held": 0, "not_held": 0, "cannot_decide": 0, "untestable": 1, "unpaired": 0, "n": 1,
+    }  # fmt: skip
+    steps = {1: [comparisons["a", "b", "prose"]], 4: [comparisons["a", "b", "code"]]}
+    assert show.step_rows(steps, 32) == [
+        {"step": "A vs B", "length": "1× (32 tokens)", "paired Δ": "-1.00 ± 0.00",
+         "paired test": "A < B"},
+        {"step": "A vs B", "length": "4× (128 tokens)", "paired Δ": "1.00 ± 0.00",
+         "paired test": "A > B"},
+    ]  # fmt: skip
     by_domain = {d: c for (_, _, d), c in comparisons.items()}
     assert show.pair_text(by_domain, 1).startswith(
         "prose: A 1.1 ± 0.2 vs B 2.1 ± 0.2 (paired: A < B); code: A 3.1"

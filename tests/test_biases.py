@@ -498,3 +498,12 @@ def test_detectable_difference_grows_with_noise_and_matches_the_power_formula():
     assert biases.detectable_difference(mean_loss, [("a", "b")], [0]) == pytest.approx(expected)
     louder = {k: 3 * v for k, v in mean_loss.items()}
     assert biases.detectable_difference(louder, [("a", "b")], [0]) == pytest.approx(3 * expected)
+
+
+def test_rank_rows_put_both_orders_side_by_side():
+    labels = {"a": "A", "b": "B", "c": "C"}
+    rows = show.rank_rows({"a": 2.0, "b": 1.5, "c": 3.0}, {"a": 1.1, "b": 1.3, "c": 1.2}, labels)
+    assert [(r["rank"], r["ours"], r["CABLE"]) for r in rows] == [
+        (1, "B", "A"), (2, "A", "C"), (3, "C", "B"),
+    ]  # fmt: skip
+    assert rows[0]["our ratio"] == 1.5 and rows[0]["CABLE ratio"] == 1.1

@@ -87,7 +87,10 @@ def test_run_records_provenance_and_failure_keeps_previous(sandbox):
     assert meta["packages"]["jax"] and meta["git_commit"]
     outputs = ["".join(o.get("text", "")) for c in notebook["cells"] for o in c.get("outputs", [])]
     assert any("smoke 5 0.5 x" in text for text in outputs)
-    assert "Provenance:" in json.dumps(notebook["cells"][-1]["outputs"])
+    provenance = json.dumps(notebook["cells"][-1]["outputs"])
+    assert "Provenance:" in provenance
+    took = re.search(r"UTC, in (\d+) s\.", provenance)  # the runner's clock, kernel start included
+    assert took and 0 <= int(took[1]) <= meta["seconds"] + 1
     box = notebook["cells"][1]  # under the title: the rerun box, then the chapter
     assert box["metadata"]["tags"] == [pipeline.RERUN_TAG]
     declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))

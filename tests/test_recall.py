@@ -189,3 +189,10 @@ def test_contrasts_and_merged_sweeps_pair_seed_by_seed():
     np.testing.assert_array_equal(merged.beyond[:, 0], [0, 0, 1])
     with pytest.raises(ValueError, match="cannot be merged"):
         rc.merge(a, rc.Sweep((1, 4), edges, b.overall, b.bins, b.beyond, (True,)))
+
+
+def test_accuracy_intervals_stay_within_0_and_100_percent():
+    values = {("passkey", "PI"): [[1.0, 0.5], [0.9, 0.0], [1.0, 0.0]]}
+    (row,) = show.extension_table(values, [1, 2], 128, 0.95)
+    assert row["1× (128)"] == "97 [82, 100]"  # t-interval 82-111 %, clipped at 100
+    assert row["2× (256)"] == "17 [0, 88]"  # t-interval -55-88 %, clipped at 0

@@ -120,6 +120,11 @@ def test_log_scale_intervals_and_paired_changes():
     assert stretch.combine(["held", "held"]) == "held"
     assert stretch.combine(["held", "not held"]) == "partly"
     assert stretch.combine(["held", "not testable here"]) == "not testable here"
+    rows = show.change_rows({"c vs a": {2: c}, "noisy": {2: noisy, 4: one}}, {2: "x", 4: "y"}, 64)
+    assert rows == [
+        {"length": "2× (128)", "lowest perplexity": "x", "c vs a": c.text(), "noisy": noisy.text()},
+        {"length": "4× (256)", "lowest perplexity": "y", "c vs a": "—", "noisy": one.text()},
+    ]
 
 
 def test_length_sweep_pairs_windows_and_skips_non_rotary_methods():

@@ -51,6 +51,7 @@ TRACKED_PACKAGES = (
     "jupyter-book", "tokenizers", "safetensors",
 )  # fmt: skip
 PROVENANCE_ENV = "ROPEBOOK_PROVENANCE_FILE"
+STARTED_ENV = "ROPEBOOK_STARTED"  # when the runner started the chapter (seconds since the epoch)
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -317,6 +318,13 @@ def models_table(loaded: dict[Path, dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def _took() -> str:
+    """``", in 93 s"``: how long the chapter has run, kernel start included, when the runner
+    started it (``STARTED_ENV``); empty otherwise (a notebook run by hand)."""
+    started = os.environ.get(STARTED_ENV)
+    return f", in {time.time() - float(started):.0f} s" if started else ""
+
+
 def show_provenance() -> None:
     """Run inside the chapter's kernel: show one provenance line, and the provenance of every
     trained model the chapter loaded, and hand both to the runner."""
@@ -338,7 +346,8 @@ def show_provenance() -> None:
         Markdown(
             f"*Provenance:* commit `{_git_commit()}`, JAX {versions.get('jax')} on "
             f"{record['jax_backend']} ({', '.join(sorted(set(devices)))}), "
-            f"Python {versions['python']}, run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
+            f"Python {versions['python']}, run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+            f"{_took()}."
         )
     )
     if train.LOADED:
@@ -475,6 +484,7 @@ def run_chapter(
         tmp = str(tmp_path)
         provenance_file = tmp_path.with_suffix(".json")
         os.environ[PROVENANCE_ENV] = str(provenance_file)
+        os.environ[STARTED_ENV] = repr(started)
         try:
             _execute(name, notebook, tmp, values, progress)
             executed = nbformat.read(tmp, as_version=4)
@@ -491,6 +501,7 @@ def run_chapter(
             nbformat.write(executed, tmp)
         finally:
             os.environ.pop(PROVENANCE_ENV, None)
+            os.environ.pop(STARTED_ENV, None)
             provenance_file.unlink(missing_ok=True)
     with atomic_path(target.with_suffix(".py")) as copy:  # the source this notebook came from
         copy.write_bytes(source)

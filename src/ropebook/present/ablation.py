@@ -2,7 +2,7 @@
 :mod:`ropebook.analysis.ablation`: one function per table or figure of ``chapters/p_rope.py``.
 
 Tables are lists of records for :func:`ropebook.plots.table`, charts are Altair; the values
-the chapter's Markdown cells glue (:func:`table1_differences`, :func:`ordering_lists`,
+the chapter's Markdown cells glue (:func:`table1_differences`, :func:`ordering_counts`,
 :func:`seed_noise_values`, :func:`training_noise_values`) are short phrases and numbers, read
 "—" or "none (one seed: ...)" where one seed leaves nothing to measure. Nothing here trains or
 measures.
@@ -236,28 +236,17 @@ def pair_rows(
     ]
 
 
-NO_INTERVAL = "none (one seed: no interval)"
-
-
-def ordering_lists(comparisons: Mapping[tuple[str, str, str], Comparison]) -> dict:
-    """Which of the paper's orderings our runs confirm, reverse or cannot resolve: per verdict
-    (``held``, ``not held``, ``cannot decide``) a listing ``a < b on domain; ...`` (``none`` when
-    empty, :data:`NO_INTERVAL` for all three when a comparison has a single seed), and how many
-    orderings also pass the unpaired test (``unpaired`` of ``n``)."""
-    verdicts = ("held", "not held", "cannot decide")
-    if all(c.testable for c in comparisons.values()):
-        lists = {
-            v: "; ".join(
-                f"{c.a} < {c.b} on {d}"
-                for (_, _, d), c in comparisons.items()
-                if c.verdict(c.a) == v
-            )
-            or "none"
-            for v in verdicts
-        }
-    else:
-        lists = dict.fromkeys(verdicts, NO_INTERVAL)
-    return lists | {
+def ordering_counts(comparisons: Mapping[tuple[str, str, str], Comparison]) -> dict[str, int]:
+    """How many of the paper's orderings our runs confirm (``held``), reverse (``not_held``) or
+    cannot resolve (``cannot_decide``), how many have one seed and so no interval
+    (``untestable``), and how many also pass the unpaired test (``unpaired``) of ``n``; the
+    table of :func:`pair_rows` names each ordering's verdict."""
+    counts = dict.fromkeys(("held", "not_held", "cannot_decide"), 0)
+    for c in comparisons.values():
+        if c.testable:
+            counts[c.verdict(c.a).replace(" ", "_")] += 1
+    return counts | {
+        "untestable": sum(not c.testable for c in comparisons.values()),
         "unpaired": sum(c.separated for c in comparisons.values()),
         "n": len(comparisons),
     }
@@ -608,6 +597,21 @@ def sweep_rows(
         for p, name in sweep.items()
         for f in factors
         for e in [table[name, domain][f]]
+    ]
+
+
+def step_rows(steps: Mapping[int, Sequence[Comparison]], context: int, digits: int = 2) -> list:
+    """Each step up in p against the step before it (``steps``: length factor -> comparisons of
+    the higher p against the lower): the paired difference and what the paired test says."""
+    return [
+        {
+            "step": f"{c.a} vs {c.b}",
+            "length": f"{f}× ({f * context} tokens)",
+            "paired Δ": c.difference.format(digits),
+            "paired test": c.paired_status,
+        }
+        for f, comparisons in steps.items()
+        for c in comparisons
     ]
 
 

@@ -260,6 +260,22 @@ def loss_by_position_chart(curves: dict, context: int, title: str, n_bins: int =
     ).properties(width=520, height=280, title=title)
 
 
+def rank_rows(ours: dict, cable: dict, labels: dict) -> list[dict]:
+    """Display rows: rank by perplexity ratio (1 = degrades least), our encoding and ratio beside
+    CABLE's at the same rank (``ours``, ``cable``: name -> ratio)."""
+    mine, theirs = sorted(ours, key=ours.get), sorted(cable, key=cable.get)
+    return [
+        {
+            "rank": i,
+            "ours": labels[a],
+            "our ratio": ours[a],
+            "CABLE": labels[b],
+            "CABLE ratio": cable[b],
+        }
+        for i, (a, b) in enumerate(zip(mine, theirs, strict=True), start=1)
+    ]
+
+
 def ordering_table(checks: dict, difference: dict, verdicts: dict) -> list[dict]:
     """Display rows: every difference each ordering needs, its paired ln-ratio difference with
     interval, the ratio of perplexity ratios it amounts to, and the ordering's verdict."""

@@ -285,7 +285,8 @@ def _cell(values, confidence: float) -> str:
     mean, low, high = mean_interval(values, confidence)
     if values.size < 2:
         return f"{100 * mean:.0f}"
-    return f"{100 * mean:.0f} [{100 * low:.0f}, {100 * high:.0f}]"
+    # an accuracy cannot leave [0, 100] %: the t-interval is clipped to it, as rope_scaling does
+    return f"{100 * mean:.0f} [{100 * max(low, 0):.0f}, {100 * min(high, 1):.0f}]"
 
 
 def sweep_table(sweeps: Mapping, labels: Mapping, context: int, confidence: float) -> list[dict]:

@@ -162,6 +162,22 @@ def accuracy_rows(
     return rows
 
 
+def change_rows(
+    changes: Mapping[str, Mapping[int, object]],
+    lowest: Mapping[int, str],
+    context: int,
+    digits: int = 1,
+) -> list[dict[str, str]]:
+    """Table: one row per length factor, the row with the lowest perplexity there (``lowest``)
+    and each paired :class:`~ropebook.analysis.scaling.Change` (``changes``: column -> factor ->
+    change) as its text; a factor a column lacks reads —."""
+    return [
+        {"length": f"{f}× ({f * context})", "lowest perplexity": best}
+        | {column: by[f].text(digits) if f in by else "—" for column, by in changes.items()}
+        for f, best in lowest.items()
+    ]
+
+
 def change_result(change):
     """:class:`~ropebook.analysis.power.SeedsToDecide` of a paired
     :class:`~ropebook.analysis.scaling.Change` against 0: a perplexity change (``%``) on the

@@ -50,21 +50,14 @@ def plan_rows(
 
 def shortfall_values(choices: list[Choice], spare_minutes: float) -> dict:
     """What the budget affords: the minutes it leaves for added seeds (``spare``) and the plan
-    spends (``added``), floats; the targets met (``met``: ``id (seeds, MDE x % ≤ target %)``)
-    and not met (``not_met``: seeds needed, MDE reached at the planned seeds against the target,
-    at the plan's s.d.), each a listing or ``none``."""
-    met = "; ".join(
-        f"{c.id} ({c.trained} seeds, MDE {c.mde:.2f} % ≤ {c.target:g} %)" for c in choices if c.met
-    )
-    not_met = "; ".join(
-        f"{c.id} needs {c.needed} seeds for {c.target:g} %, at {c.trained} the MDE is "
-        f"{c.mde:.2f} %, {c.mde / c.target:.1f}× the target ({c.mde - c.target:+.2f} points)"
-        for c in choices
-        if not c.met
-    )
+    spends (``added``), floats; how many comparisons meet their target MDE at the planned seeds
+    (``met`` of ``n``), and the largest shortfall (``worst_ratio``: planned MDE / target, 0 when
+    every target is met). The table of :func:`plan_rows` gives each comparison's numbers."""
+    missed = [c.mde / c.target for c in choices if not c.met]
     return {
         "spare": float(spare_minutes),
         "added": float(sum(c.added_seconds for c in choices) / 60),
-        "met": met or "none",
-        "not_met": not_met or "none",
+        "met": sum(c.met for c in choices),
+        "n": len(choices),
+        "worst_ratio": float(max(missed, default=0.0)),
     }
