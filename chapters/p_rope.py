@@ -487,7 +487,6 @@ for name, value in {
     "paper_times": paper_tokens / tokens_seen[0],
     "n_layers": model_config.n_layers,
     "n_heads": model_config.n_heads,
-    "head_dim": head_dim,
     "d_model": model_config.d_model,
     "n_params": n_params,
 }.items():
@@ -1056,7 +1055,6 @@ extrapolation = ablation.extrapolation_table(curves, factors, confidence)
 # %% tags=["remove-input"]
 glue("p_rope.n_windows_long", n_windows_long, display=False)
 glue("p_rope.confidence", confidence, display=False)
-glue("p_rope.n_seeds", len(seeds), display=False)
 
 # %% [markdown]
 # Perplexity of windows of $L$ tokens ({glue:text}`p_rope.n_windows_long` windows per model, mean ±
