@@ -43,7 +43,7 @@ noise_windows = 512  # in [2, inf): held-out windows per model splitting trainin
 
 # %% tags=["hide-input"]
 import numpy as np
-from IPython.display import Markdown, display
+from IPython.display import display
 from myst_nb import glue
 
 from ropebook import claims, data, plots, rope, seedplan, zoo
@@ -64,7 +64,7 @@ long_factor = factors[-1]
 model_config, train_config = zoo.configs("p-rope-0.75", profile=profile)
 head_dim, context, base = model_config.head_dim, model_config.context, model_config.rope_base
 for name, value in {
-    "profile": Markdown(f"`{profile}`"),  # inline code: glued as Markdown
+    "profile": profile,
     "n_seeds": len(seeds),
     "seeds": ", ".join(map(str, seeds)),  # the seeds themselves: a listing
     "head_dim": head_dim,
@@ -74,7 +74,7 @@ for name, value in {
     glue(f"p_rope.{name}", value, display=False)
 
 # %% [markdown]
-# This run uses the {glue:md}`p_rope.profile` profile: {glue:text}`p_rope.n_seeds` seed(s)
+# This run uses the *{glue:text}`p_rope.profile`* profile: {glue:text}`p_rope.n_seeds` seed(s)
 # ({glue:text}`p_rope.seeds`) for every model of Table 2 (the comparisons chosen by power add
 # seeds, below), head dimension {glue:text}`p_rope.head_dim` ({glue:text}`p_rope.planes` planes)
 # and a training context of {glue:text}`p_rope.context` tokens.
@@ -337,11 +337,11 @@ for name, value in {
     "n_distances": len(distances),
     "max_distance": int(distances[-1]),
     "free_deviation": free_deviation,
-    "g_slow": Markdown(f"$g = {g_slow:.3g}$"),  # math: glued as Markdown
+    "g_slow": float(g_slow),
     "wavelength": float(2 * np.pi / g_slow),
     "first_negative": first_negative,
     "n_keys": n_keys,
-    "match_scale": Markdown(f"$s = {scale:.1f}$"),
+    "match_scale": float(scale),
     "match_free": ablation.match_attention(1.0, n_keys, scale),
     "match_context": ablation.match_attention(float(np.cos(context * g_slow)), n_keys, scale),
     "match_backwards": ablation.match_attention(float(slow_scores.min()), n_keys, scale),
@@ -353,10 +353,10 @@ for name, value in {
 # On the free planes the score never moves: the largest deviation from its value at distance 0
 # over {glue:text}`p_rope.n_distances` distances up to {glue:text}`p_rope.max_distance:,d` tokens
 # is **{glue:text}`p_rope.free_deviation:.1g`** (the rotation angle is exactly 0, so cos = 1 and
-# sin = 0). RoPE's slowest plane ({glue:md}`p_rope.g_slow` rad/token, wavelength
+# sin = 0). RoPE's slowest plane ($g$ = {glue:text}`p_rope.g_slow:.3g` rad/token, wavelength
 # {glue:text}`p_rope.wavelength:,.0f` tokens) first scores a match *negatively* at
 # {glue:text}`p_rope.first_negative:,d` tokens. Among {glue:text}`p_rope.n_keys` keys, at the scale
-# {glue:md}`p_rope.match_scale` at which a perfect match takes $1-\epsilon$ of the attention, a
+# $s$ = {glue:text}`p_rope.match_scale:.1f` at which a perfect match takes $1-\epsilon$ of the attention, a
 # match on a free plane takes {glue:text}`p_rope.match_free:.4f` of the attention at any distance;
 # on RoPE's slowest plane it takes {glue:text}`p_rope.match_context:.4f` at
 # {glue:text}`p_rope.context` tokens but {glue:text}`p_rope.match_backwards:.2g` where the plane
@@ -501,7 +501,7 @@ for name, value in {
 # {glue:text}`p_rope.train_tokens.python:,d`-token python training split. The paper's models saw
 # 10,000 steps × 512 sequences × 8,192 tokens = {glue:text}`p_rope.paper_tokens:.2g` tokens (its
 # App. D), about {glue:text}`p_rope.paper_times:,.0f` times more. Each of our
-# {glue:md}`p_rope.profile` models has {glue:text}`p_rope.n_layers` layers,
+# *{glue:text}`p_rope.profile`* models has {glue:text}`p_rope.n_layers` layers,
 # {glue:text}`p_rope.n_heads` heads of dimension {glue:text}`p_rope.head_dim`, width
 # {glue:text}`p_rope.d_model` and {glue:text}`p_rope.n_params:,d` parameters (Gemma 2B: about 2.5
 # billion).

@@ -61,7 +61,7 @@ n_passkey = 16  # in [1, inf): passkey trials per (model, method, length)
 
 # %% tags=["hide-input"]
 import numpy as np
-from IPython.display import Markdown, display
+from IPython.display import display
 from myst_nb import glue
 
 from ropebook import claims, data, plots, scaling, train, zoo
@@ -256,7 +256,6 @@ llama_pairs = next(iter(stretch.REFERENCE_SETTINGS.values()))[0] // 2
 llama_label = next(iter(stretch.REFERENCE_SETTINGS))
 llama_yarn = next(r for r in changed if r["setting"] == llama_label and r["method"] == "YaRN")
 for name, value in {
-    "d_math": Markdown(f"$d = {head_dim}$"),  # math: glued as Markdown
     "pairs": head_dim // 2,
     "pi_changes": mine["PI"]["chunks"],
     "yarn_keeps": mine["YaRN"]["kept"],
@@ -272,7 +271,8 @@ for name, value in {
     glue(f"rope_scaling.{name}", value, display=False)
 
 # %% [markdown]
-# In our matched models ({glue:md}`rope_scaling.d_math`, {glue:text}`rope_scaling.pairs` pairs) PI
+# In our matched models ($d$ = {glue:text}`rope_scaling.head_dim`, {glue:text}`rope_scaling.pairs`
+# pairs) PI
 # changes all {glue:text}`rope_scaling.pi_changes` pairs, YaRN keeps
 # {glue:text}`rope_scaling.yarn_keeps` and Llama 3.1's rule keeps
 # {glue:text}`rope_scaling.llama3_keeps`. The base of our models was chosen so that the slowest
