@@ -283,8 +283,7 @@ CLAIMS.record(
 # %% [markdown]
 # In our ALiBi model ({glue:text}`pe_zoo.n_layers` layers × {glue:text}`pe_zoo.n_heads` heads)
 # the fitted slopes match $m_h = 2^{-8h/H}$ with $H$ = {glue:text}`pe_zoo.n_heads` to a relative
-# error of
-# {glue:text}`pe_zoo.slope_error:.1e`, and every bias entry matches $-m_h(i-j)$ to
+# error of {glue:text}`pe_zoo.slope_error:.1e`, and every bias entry matches $-m_h(i-j)$ to
 # {glue:text}`pe_zoo.bias_error:.1e` (biases reach {glue:text}`pe_zoo.alibi_scale:.3g` in this
 # window). At CABLE's size the encoding's range $511\,m_h$ falls inside the colour bar of the
 # figure for **{glue:text}`pe_zoo.in_bracket` of {glue:text}`pe_zoo.cable_heads`** heads, from
@@ -661,9 +660,9 @@ for name, value in {
 display(plots.table(show.rank_rows(ours, biases.CABLE_RATIO, LABELS), digits=3))
 
 # %% [markdown]
-# Kendall's τ between them = {glue:text}`pe_zoo.tau:.2f`. ALiBi degrades least: **{glue:text}`pe_zoo.alibi_least`**; RoPE
-# degrades most: **{glue:text}`pe_zoo.rope_most`**; the whole order:
-# **{glue:text}`pe_zoo.whole_order`** (intervals over {glue:text}`pe_zoo.order_over`).
+# Kendall's τ between them = {glue:text}`pe_zoo.tau:.2f`. ALiBi degrades least:
+# **{glue:text}`pe_zoo.alibi_least`**; RoPE degrades most: **{glue:text}`pe_zoo.rope_most`**; the
+# whole order: **{glue:text}`pe_zoo.whole_order`** (intervals over {glue:text}`pe_zoo.order_over`).
 
 # %% [markdown]
 # ## What we claim and what we measured

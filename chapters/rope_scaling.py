@@ -272,8 +272,7 @@ for name, value in {
 
 # %% [markdown]
 # In our matched models ($d$ = {glue:text}`rope_scaling.head_dim`, {glue:text}`rope_scaling.pairs`
-# pairs) PI
-# changes all {glue:text}`rope_scaling.pi_changes` pairs, YaRN keeps
+# pairs) PI changes all {glue:text}`rope_scaling.pi_changes` pairs, YaRN keeps
 # {glue:text}`rope_scaling.yarn_keeps` and Llama 3.1's rule keeps
 # {glue:text}`rope_scaling.llama3_keeps`. The base of our models was chosen so that the slowest
 # pair turns over the training context as rarely as {glue:text}`rope_scaling.reference_name`'s does
