@@ -1,5 +1,6 @@
-"""``python -m ropebook analyse PATH`` end to end on a tiny random Gemma 3 checkpoint (local and
-global RoPE bases), and its errors for a GPT-2 folder and a truncated safetensors file."""
+"""``python -m ropebook analyse PATH`` end to end on tiny random Gemma 3, Gemma 4, Llama 4 and
+Cohere 2 checkpoints (local and global layers, p-RoPE, NoPE, interleaved pairs), and its errors for
+a GPT-2 folder and a truncated safetensors file."""
 
 import csv
 import json
@@ -38,8 +39,9 @@ def test_cli_writes_the_report(gemma3, tmp_path, capsys):
     text = (out / "summary.txt").read_text()
     assert captured.out == text
     assert "gemma3_text: 2 layers, 4 heads / 2 KV heads, head_dim 16" in text
-    assert "layer 0: sliding_attention: all dims; theta 10,000" in text
-    assert "layer 1: full_attention: all dims; theta 1,000,000" in text
+    assert "layer 0: sliding_attention, local (sliding window 8); RoPE, theta 10,000" in text
+    assert "layer 1: full_attention, global; RoPE, theta 1,000,000" in text
+    assert "Unrotated planes" in text and "none: every layer rotates every plane" in text
     assert "prompts: 3 from" in text and "60 tokens in all" in text
     assert "UTF-8 bytes" in text  # the tiny checkpoint has no tokenizer
     rows = list(csv.DictReader((out / "heads.csv").open()))
@@ -206,3 +208,89 @@ def test_unreadable_rope_is_an_error_message(gemma3, tmp_path, capsys, monkeypat
     assert analyse.main([str(gemma3), "--out", str(out), "--tokens", "8", "--quiet"]) == 2
     assert "does not rotate as x·cos + rotate_half(x)·sin" in capsys.readouterr().err
     assert not out.exists()
+
+
+# per family: each layer's line in the summary, and which layers have unrotated planes
+LAYOUTS = {
+    "gemma4_text": (
+        ["layer 0: sliding_attention, local (sliding window 8); RoPE, theta 10,000, default, "
+         "half pairing; all 8 planes rotate",
+         "layer 1: full_attention, global; p-RoPE, theta 1,000,000, proportional, half pairing; "
+         "p = 0.25: planes 0–3 of 16 rotate, planes 4–15 unrotated"],
+        {1: "  layer 1 (p-RoPE; planes 4–15 of 16): "},
+    ),
+    "llama4_text": (
+        ["layer 0: chunked_attention, local (chunks of 8); RoPE, theta 500,000, default, "
+         "interleaved pairing; all 8 planes rotate",
+         "layer 1: full_attention, global; NoPE (no plane rotates"],
+        {1: "  layer 1 (NoPE; planes 0–7 of 8): "},
+    ),
+    "cohere2": (
+        ["layer 0: sliding_attention, local (sliding window 8); RoPE, theta 10,000, default, "
+         "interleaved pairing; all 8 planes rotate",
+         "layer 1: full_attention, global; NoPE (no plane rotates"],
+        {1: "  layer 1 (NoPE; planes 0–7 of 8): "},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("family", list(LAYOUTS))
+def test_cli_reads_local_global_p_rope_and_nope_layers(family, tmp_path, capsys):
+    """The 2025–26 layouts: every layer's span and encoding in the summary, grid.json and
+    heads.csv; the frequency bands over each RoPE layer's rotated planes only, the unrotated
+    planes (p-RoPE's slow ones, a NoPE layer's all) reported apart, from the saved arrays."""
+    folder = tmp_path / family
+    build(family, seed=3).save_pretrained(folder, safe_serialization=True)
+    out = tmp_path / "report"
+    argv = [str(folder), "--out", str(out), "--tokens", "20", "--prompts", "3", "--quiet"]
+    assert analyse.main(argv) == 0
+    text = (out / "summary.txt").read_text()
+    assert capsys.readouterr().out == text
+    lines, unrotated = LAYOUTS[family]
+    for line in lines:
+        assert f"\n  {line}" in text, line
+    grid = json.loads((out / "grid.json").read_text())
+    model = capture.load(folder)
+    found = capture.capture(model, np.arange(1, 21)[None], probs=False).grids
+    arrays = np.load(out / "usage.npz")
+    for layer, entry in enumerate(grid):
+        assert entry["encoding"] == found[layer].encoding
+        assert entry["attention"] == ("global" if layer == 1 else "local")
+        assert entry["pairing"] == found[layer].pairing
+        n = found[layer].n_chunks
+        np.testing.assert_array_equal(arrays["rotated"][layer, :n], found[layer].rotated)
+        assert entry["unrotated_pairs"] == np.flatnonzero(~found[layer].rotated).tolist()
+    rows = list(csv.DictReader((out / "heads.csv").open()))
+    for row in rows:
+        assert row["encoding"] == found[int(row["layer"])].encoding
+    nope = [r for r in rows if r["encoding"] == "NoPE"]
+    assert all(r["q_fast_share"] == "nan" for r in nope) and (family == "gemma4_text") != bool(nope)
+    # the reading's slowest band is each RoPE layer's slowest rotated planes, from the arrays
+    q = arrays["q_norm"]
+    shares = []
+    for layer, entry in enumerate(grid):
+        rotated = entry["rotated_pairs"]
+        if rotated:
+            profile = np.nanmean(q[layer][:, rotated], axis=0)
+            shares.append(fq.band_share(profile, 0.25, "low"))
+    assert f"queries  slowest-band share {np.mean(shares):.3f}" in text
+    for layer, start in unrotated.items():
+        line = next(li for li in text.splitlines() if li.startswith(start))
+        kept = grid[layer]["unrotated_pairs"]
+        ratio = np.nansum(q[layer][:, kept], axis=0) / np.nansum(arrays["q_isotropic"][layer])
+        assert f"queries {ratio.mean():.2f} ({ratio.min():.2f}–{ratio.max():.2f})" in line
+
+
+def test_low_reading_is_the_chapters_on_an_all_rope_model(gemma3):
+    """Where every layer rotates every plane, the CLI's reading is the chapter's
+    (``fq.checkpoint_low_reading`` on the whole usage), number for number."""
+    _, texts = analyse.prompt_texts(3, 16)
+    _, ids = analyse.tokenize(gemma3, texts, 16, 97)
+    result = analyse.analyse_checkpoint(capture.load(gemma3), ids)
+    assert result.rope_layers == [0, 1]
+    assert result.low_reading(0.25) == fq.checkpoint_low_reading(result.usage, 0.25)
+    last = result.layer_usage(1)
+    np.testing.assert_array_equal(last.q, result.usage.q[1:])
+    np.testing.assert_allclose(
+        result.fast_share(0.25), fq.band_share(result.usage.heads("q"), 0.25, "high"), rtol=1e-12
+    )

@@ -20,30 +20,44 @@ build = capture.tiny_random_model
 
 
 def reference(model, tokens):
-    """transformers' own eager forward, read by wrapping its modeling file's
-    ``apply_rotary_pos_emb`` and ``eager_attention_forward``: per layer q, k before/after RoPE,
-    v ([B, T, H, D]) and the attention weights it returns."""
+    """transformers' own eager forward, read by wrapping its modeling file's rotation function
+    (``apply_rotary_pos_emb``, or Llama 4's ``apply_rotary_emb``) and ``eager_attention_forward``:
+    per layer q, k before RoPE (what the rotation received), q, k after RoPE and v (what
+    attention received) and the attention weights it returns, all ``[B, T, H, D]``. A layer
+    that never calls the rotation (NoPE) has q = q_rot. Llama 4's L2 norm follows its rotation
+    and commutes with it, so its pre-RoPE reference is that norm of the rotation's input."""
     module = sys.modules[type(model).__module__]
-    rotary, attend = module.apply_rotary_pos_emb, module.eager_attention_forward
-    layers = []
+    name = "apply_rotary_emb" if hasattr(module, "apply_rotary_emb") else "apply_rotary_pos_emb"
+    rotary, attend = getattr(module, name), module.eager_attention_forward
+    layers, pending = [], {}
 
-    def rotary_spy(q, k, cos, sin, *args, **kwargs):
-        q_rot, k_rot = rotary(q, k, cos, sin, *args, **kwargs)
-        layers.append({"q": q, "k": k, "q_rot": q_rot, "k_rot": k_rot})
-        return q_rot, k_rot
+    def rotary_spy(*args, **kwargs):
+        out = rotary(*args, **kwargs)
+        if isinstance(out, tuple):  # (q, k, cos, sin) [B, H, T, D], or Llama 4's [B, T, H, D]
+            q, k = args[:2]
+            layout = (lambda x: x.transpose(1, 2)) if name == "apply_rotary_emb" else (lambda x: x)
+            pending.update(q=layout(q), k=layout(k))
+        else:  # Gemma 4: one tensor [B, T, H, D] a call, queries first
+            pending.setdefault("k" if "q" in pending else "q", args[0].transpose(1, 2))
+        return out
 
     def attend_spy(mod, query, key, value, *args, **kwargs):
         out, weights = attend(mod, query, key, value, *args, **kwargs)
-        layers[-1].update(v=value, probs=weights)
+        q, k = pending.pop("q", query), pending.pop("k", key)
+        if hasattr(mod, "qk_norm"):
+            q, k = mod.qk_norm(q), mod.qk_norm(k)
+        layers.append({"q": q, "k": k, "q_rot": query, "k_rot": key, "v": value, "probs": weights})
         return out, weights
 
     model.set_attn_implementation("eager")
-    module.apply_rotary_pos_emb, module.eager_attention_forward = rotary_spy, attend_spy
+    setattr(module, name, rotary_spy)
+    module.eager_attention_forward = attend_spy
     try:
         with torch.no_grad():
             logits = model(input_ids=torch.as_tensor(tokens)).logits.numpy()
     finally:
-        module.apply_rotary_pos_emb, module.eager_attention_forward = rotary, attend
+        setattr(module, name, rotary)
+        module.eager_attention_forward = attend
     as_numpy = {k: lambda x: x.transpose(1, 2).numpy() for k in ("q", "k", "q_rot", "k_rot", "v")}
     as_numpy["probs"] = lambda x: x.numpy()
     return logits, [{k: as_numpy[k](x) for k, x in layer.items()} for layer in layers]
@@ -72,6 +86,19 @@ def assert_matches(model, tokens) -> dict[str, float]:
 FAMILIES = list(capture.FAMILIES)
 
 
+# per family: (pairing, per layer (scope, encoding, window, chunk)) as its config sets them up
+LAYOUTS = {
+    "mistral": ("half", [("local", "RoPE", 8, None)] * 2),
+    "gemma2": ("half", [("local", "RoPE", 8, None), ("global", "RoPE", None, None)]),
+    "gemma3_text": ("half", [("local", "RoPE", 8, None), ("global", "RoPE", None, None)]),
+    "gemma4_text": ("half", [("local", "RoPE", 8, None), ("global", "p-RoPE", None, None)]),
+    "llama4_text": ("interleaved", [("local", "RoPE", None, 8), ("global", "NoPE", None, None)]),
+    "cohere2": ("interleaved", [("local", "RoPE", 8, None), ("global", "NoPE", None, None)]),
+    "gpt_neox": ("half", [("global", "partial rotary", None, None)] * 2),
+}
+PLAIN = ("half", [("global", "RoPE", None, None)] * 2)
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_matches_eager_forward(family):
     model = build(family)
@@ -80,12 +107,18 @@ def test_family_matches_eager_forward(family):
     grids = capture.capture(model, tokens[:1], probs=False).grids
     buffers = rotary_modules(model)
     config = model.config
+    pairing, layout = LAYOUTS.get(family, PLAIN)
+    found = [(g.scope, g.encoding, g.window, g.chunk) for g in grids]
+    assert found == layout and {g.pairing for g in grids} == {pairing}
     for index, grid in enumerate(grids):
-        assert grid.source in buffers
-        np.testing.assert_array_equal(grid.inv_freq, buffers[grid.source])
         assert grid.frequencies.shape == (grid.head_dim // 2,)
         assert grid.attention_scaling == pytest.approx(1.0)
-        if family == "gemma3_text":  # per-layer bases: local 10k, global 1M
+        if grid.encoding == "NoPE":
+            assert grid.rotary_dim == 0 and not grid.rotated.any() and grid.rope_theta is None
+            continue
+        assert grid.source in buffers
+        np.testing.assert_array_equal(grid.inv_freq, buffers[grid.source])
+        if family.startswith("gemma3") or family.startswith("gemma4"):  # per-layer bases
             kind = config.layer_types[index]
             assert grid.layer_type == kind and grid.source.endswith(f"{kind}_inv_freq")
             assert grid.rope_theta == config.rope_parameters[kind]["rope_theta"]
@@ -95,6 +128,58 @@ def test_family_matches_eager_forward(family):
     if family == "gpt_neox":  # Pythia's partial rotary: 25 % of 16 dims
         assert (grids[0].head_dim, grids[0].rotary_dim) == (16, 4) and grids[0].partial
         assert np.count_nonzero(grids[0].frequencies) == 2
+
+
+def test_gemma4_global_layers_rotate_a_quarter_of_their_planes():
+    """Gemma 4's proportional grid: the global layer's head is 32 wide; its 16 planes take the
+    frequencies θ^(-2k/32) of the whole head, the fastest 4 (p = 0.25) rotate, the 12 others are
+    unrotated — and the captured keys show it: those planes are the same before and after."""
+    model = build("gemma4_text")
+    tokens = np.random.default_rng(4).integers(0, 97, size=(1, SEQ))
+    found = capture.capture(model, tokens)
+    local, full = found.grids
+    assert (local.head_dim, full.head_dim) == (16, 32)
+    assert (local.n_rotated, full.n_rotated) == (8, 4)
+    k = np.arange(16)
+    np.testing.assert_allclose(full.frequencies[:4], 1e6 ** (-2 * k[:4] / 32), rtol=1e-6)
+    assert not full.frequencies[4:].any()
+    pairs = full.pairs[~full.rotated]
+    for name in ("q", "k"):
+        before, after = found.layers[1][name], found.layers[1][f"{name}_rot"]
+        np.testing.assert_allclose(before[..., pairs], after[..., pairs], atol=1e-6)
+        assert np.abs(before[..., full.pairs[1:4]] - after[..., full.pairs[1:4]]).max() > 1e-2
+    assert "planes 4–15 unrotated" in full.describe() and "p = 0.25" in full.describe()
+
+
+@pytest.mark.parametrize("family", ["cohere2", "llama4_text"])
+def test_interleaved_pairing_is_read_from_the_model(family):
+    """Cohere 2 and Llama 4 pair dims (2k, 2k + 1): the pairing read from their cos/sin, applied
+    by :func:`capture.rotate` to the captured pre-RoPE queries, gives the model's own rotation's
+    output; the half pairing does not."""
+    model = build(family)
+    tokens = np.random.default_rng(5).integers(0, 97, size=(1, SEQ))
+    module = sys.modules[type(model).__module__]
+    name = "apply_rotary_emb" if hasattr(module, "apply_rotary_emb") else "apply_rotary_pos_emb"
+    seen, function = [], getattr(module, name)
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(
+        module, name, lambda *a, **kw: seen.append((a, function(*a, **kw))) or seen[-1][1]
+    )
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.as_tensor(tokens))
+    finally:
+        monkey.undo()
+    assert len(seen) == 1  # the NoPE layer never calls it
+    args, (q_rot, _) = seen[0]
+    q = args[0] if name == "apply_rotary_pos_emb" else args[0].transpose(1, 2)
+    q_rot = q_rot if name == "apply_rotary_pos_emb" else q_rot.transpose(1, 2)
+    rotary = model.model.rotary_emb(q, torch.arange(SEQ)[None])
+    cos, sin = capture._as_cos_sin(rotary)
+    assert capture.pairing_of(cos, sin) == "interleaved"
+    np.testing.assert_allclose(capture.rotate(q, cos, sin, "interleaved"), q_rot, atol=1e-6)
+    assert np.abs(capture.rotate(q, cos, sin, "half") - q_rot).max() > 1e-2
+    np.testing.assert_allclose(capture.unrotate(q_rot, cos, sin, "interleaved"), q, atol=1e-5)
 
 
 def test_partial_rotary_pass_through_dims_are_untouched():
@@ -264,3 +349,21 @@ def test_other_pairings_are_refused(monkeypatch):
         capture.PairingError, match=r"does not rotate as x·cos \+ rotate_half\(x\)·sin"
     ):
         capture.capture(model, tokens)
+
+
+def test_gemma4_multimodal_checkpoint(tmp_path):
+    """A ``gemma4`` checkpoint (``Gemma4ForConditionalGeneration``, here without its vision and
+    audio towers) is checked, loaded and captured through its text model."""
+    config = transformers.Gemma4Config(
+        text_config=capture.tiny_config("gemma4_text").to_dict(), vision_config=None,
+        audio_config=None,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    transformers.Gemma4ForConditionalGeneration(config).save_pretrained(tmp_path)
+    assert capture.check(tmp_path).model_type == "gemma4"
+    model = capture.load(tmp_path)
+    tokens = np.random.default_rng(9).integers(0, 97, size=(1, SEQ))
+    assert_matches(model, tokens)
+    grids = capture.capture(model, tokens).grids
+    assert [g.encoding for g in grids] == ["RoPE", "p-RoPE"]
+    assert "head_dim 16 / 32 (per layer)" in capture.describe(model)

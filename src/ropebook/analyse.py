@@ -10,6 +10,13 @@ more than its share of norm on that frequency. Attention probabilities give ever
 positional score (mean weight on the token itself and on the previous token, Def. 5.1 of Barbero
 et al. 2025).
 
+Layers are read as the model built them (:class:`ropebook.capture.RotaryGrid`): local (a sliding
+window, or Llama 4's chunks) or global, and RoPE, p-RoPE / partial rotary (which planes rotate)
+or NoPE. The frequency readings use each RoPE layer's *rotated* planes only; planes a layer does
+not rotate (p-RoPE's slowest planes, every plane of a NoPE layer) are reported apart, as
+*unrotated*, with their norms against the same isotropic baseline. Layers may differ in head size
+and KV heads (Gemma 4's global layers): per-layer arrays are padded with NaN to the widest.
+
 :func:`analyse_checkpoint` computes it all (the chapter ``frequency_usage`` calls it), the
 ``plot_*`` functions draw it, :func:`write_report` writes the folder, :func:`main` is the command.
 """
@@ -154,9 +161,11 @@ class CheckpointAnalysis:
     """A checkpoint's frequency usage and positional heads on a set of prompts.
 
     ``usage``: mean pair norms (``q [L, H, K]``, ``k``/``v [L, H_kv, K]``, pairs of each layer's
-    own grid, fastest first, pass-through pairs last); ``baseline[kind] [L, H]``: the isotropic
-    mean pair norm; ``frequencies [L, K]``: every layer's grid (0 = not rotated);
-    ``diagonal``/``previous [L, H]``: mean attention on the token itself / the previous one.
+    own grid, fastest first, pass-through pairs last; NaN where a layer has fewer heads or
+    pairs than the widest); ``baseline[kind] [L, H]``: the isotropic mean pair norm;
+    ``frequencies [L, K]``: every layer's grid (0 = not rotated, NaN = no such pair);
+    ``grids``: every layer's :class:`ropebook.capture.RotaryGrid`; ``diagonal``/``previous
+    [L, H]``: mean attention on the token itself / the previous one.
     """
 
     name: str
@@ -177,7 +186,10 @@ class CheckpointAnalysis:
 
     def layer_ratio(self, kind: str) -> np.ndarray:
         """``[L, K]`` the heads' summed pair norms over their summed baselines."""
-        return self.usage.heads(kind).sum(axis=1) / self.baseline[kind].sum(axis=1)[:, None]
+        heads = self.usage.heads(kind)
+        with np.errstate(invalid="ignore"):
+            summed = np.where(np.isnan(heads).all(axis=1), np.nan, np.nansum(heads, axis=1))
+            return summed / np.nansum(self.baseline[kind], axis=1)[:, None]
 
     @property
     def n_layers(self) -> int:
@@ -186,6 +198,80 @@ class CheckpointAnalysis:
     @property
     def group(self) -> int:
         return self.usage.q.shape[1] // self.usage.k.shape[1]
+
+    @property
+    def rope_layers(self) -> list[int]:
+        """The layers that rotate at least one plane."""
+        return [i for i, grid in enumerate(self.grids) if grid.n_rotated]
+
+    def layer_usage(self, layer: int, planes: str = "rotated") -> fq.FrequencyUsage:
+        """One layer's usage ``[1, H, K']`` over its ``"rotated"`` or ``"unrotated"`` planes
+        (its own heads and pairs, no padding)."""
+        grid = self.grids[layer]
+        mask = grid.rotated if planes == "rotated" else ~grid.rotated
+        usage, k = self.usage, grid.n_chunks
+
+        def cut(x: np.ndarray) -> np.ndarray:
+            rows = x[layer, :, :k]
+            return rows[~np.isnan(rows).all(axis=-1)][None][..., mask]
+
+        return fq.FrequencyUsage(
+            q=cut(usage.q), k=cut(usage.k), v=cut(usage.v), frequencies=grid.frequencies[mask],
+            pairing=grid.pairing, n_texts=usage.n_texts, n_tokens=usage.n_tokens,
+        )  # fmt: skip
+
+    def plane_ratio(self, kind: str, layer: int, planes: str = "rotated") -> np.ndarray:
+        """``[K']`` one layer's :meth:`layer_ratio` over its ``"rotated"`` or ``"unrotated"``
+        planes."""
+        summed = self.layer_usage(layer, planes).heads(kind).sum(axis=1)[0]
+        return summed / np.nansum(self.baseline[kind][layer])
+
+    def fast_share(self, band: float) -> np.ndarray:
+        """``[L, H]`` each query head's norm share in the fastest ``band`` of its layer's rotated
+        planes (NaN in NoPE layers and padding)."""
+        out = np.full(self.diagonal.shape, np.nan)
+        for layer in self.rope_layers:
+            q = self.layer_usage(layer).q[0]
+            out[layer, : len(q)] = fq.band_share(q, band, "high")
+        return out
+
+    def low_reading(self, band: float) -> fq.CheckpointLowReading:
+        """:func:`ropebook.analysis.frequencies.checkpoint_low_reading` over the RoPE layers'
+        rotated planes, each layer with its own band (its own number of rotated planes); on a
+        model whose layers all rotate all their planes it is that function's reading."""
+        profiles = {
+            kind: [self.layer_usage(i).layers(kind)[0] for i in self.rope_layers] for kind in KINDS
+        }
+        sizes = np.array([len(p) for p in profiles["q"]])
+        uniform = float(np.mean([fq.band_size(n, band) / n for n in sizes]))
+        low = {
+            kind: float(np.mean([fq.band_share(p, band, "low") for p in rows]))
+            for kind, rows in profiles.items()
+        }
+        trend = {
+            kind: float(np.mean([fq.frequency_trend(p) for p in rows]))
+            for kind, rows in profiles.items()
+        }
+        # twice the spread of the mean trend under random order (fq.flat_bound, per-layer sizes)
+        bound = float(2 * np.sqrt(np.sum(1 / (sizes[sizes > 1] - 1))) / len(sizes))
+        favours = [low[k] > uniform and trend[k] > bound for k in ("q", "k")]  # as fq's reading
+        if all(favours) and abs(trend["v"]) < bound:
+            verdict = "held"
+        else:
+            verdict = "partly" if any(favours) else "not held"
+        return fq.CheckpointLowReading(low, trend, uniform, bound, verdict)
+
+
+def _stack(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """Stack per-layer arrays, padding each axis with NaN to the widest layer."""
+    rows = [np.asarray(r) for r in rows]
+    if len({r.shape for r in rows}) == 1:
+        return np.stack(rows)
+    shape = np.max([r.shape for r in rows], axis=0)
+    out = np.full((len(rows), *shape), np.nan)
+    for i, r in enumerate(rows):
+        out[(i, *(slice(0, n) for n in r.shape))] = r
+    return out
 
 
 def analyse_checkpoint(
@@ -224,12 +310,14 @@ def analyse_checkpoint(
                 weights = hd.target_weights(layer["probs"], target)  # [1, H, T - 1]
                 per_text.setdefault(target, []).append(weights.mean(axis=(0, -1)))
         for key, rows in per_text.items():
-            sums.setdefault(key, []).append(np.stack(rows))
+            sums.setdefault(key, []).append(_stack(rows))
     means = {key: np.mean(rows, axis=0) for key, rows in sums.items()}
-    frequencies = np.stack([grid.frequencies for grid in grids])
+    frequencies = _stack([grid.frequencies for grid in grids])
+    pairings = sorted({grid.pairing for grid in grids})
     usage = fq.FrequencyUsage(
         q=means["q"], k=means["k"], v=means["v"], frequencies=frequencies[-1],
-        pairing="half" if not any(g.partial for g in grids) else "half (partial rotary)",
+        pairing=" and ".join(pairings) + (" (partial rotary)" if any(g.partial for g in grids)
+                                          else ""),
         n_texts=len(texts), n_tokens=n_tokens,
     )  # fmt: skip
     return CheckpointAnalysis(
@@ -261,24 +349,37 @@ def layers_text(layers: list[int]) -> str:
 
 
 def head_rows(result: CheckpointAnalysis, band: float = 0.25) -> list[dict]:
-    """One row per query head: fastest/slowest-band shares of its queries and of its KV head's
-    keys, its largest pair-norm ratio to the isotropic baseline and its positional scores."""
-    q_high = fq.band_share(result.usage.heads("q"), band, "high")
-    q_low = fq.band_share(result.usage.heads("q"), band, "low")
-    k_high = fq.band_share(result.usage.heads("k"), band, "high")
+    """One row per query head: its layer's attention span and encoding, fastest/slowest-band
+    shares of its queries and of its KV head's keys over the layer's rotated planes (NaN in a
+    NoPE layer), its largest pair-norm ratio to the isotropic baseline (any plane) and its
+    positional scores."""
     ratio = result.ratio("q")
     rows = []
-    for layer in range(result.n_layers):
-        for head in range(result.usage.q.shape[1]):
-            kv = head // result.group
+    for layer, grid in enumerate(result.grids):
+        n_heads = int((~np.isnan(result.diagonal[layer])).sum())
+        n_kv = int((~np.isnan(result.usage.k[layer]).all(axis=-1)).sum())
+        q_high, q_low, k_high = (
+            np.full(n_heads, np.nan),
+            np.full(n_heads, np.nan),
+            np.full(n_kv, np.nan),
+        )
+        if grid.n_rotated:  # a NoPE layer has no band
+            usage = result.layer_usage(layer)
+            q_high, q_low = (fq.band_share(usage.q[0], band, b) for b in ("high", "low"))
+            k_high = fq.band_share(usage.k[0], band, "high")
+        for head in range(n_heads):
+            kv = head // (n_heads // n_kv)
+            own = ratio[layer, head, : grid.n_chunks]
             rows.append(
                 {
                     "layer": layer, "head": head, "kv_head": kv,
-                    "q_fast_share": float(q_high[layer, head]),
-                    "q_slow_share": float(q_low[layer, head]),
-                    "k_fast_share": float(k_high[layer, kv]),
-                    "q_max_ratio": float(ratio[layer, head].max()),
-                    "q_max_ratio_pair": int(ratio[layer, head].argmax()),
+                    "attention": grid.describe_scope(), "encoding": grid.encoding,
+                    "rotated_planes": grid.n_rotated,
+                    "q_fast_share": float(q_high[head]),
+                    "q_slow_share": float(q_low[head]),
+                    "k_fast_share": float(k_high[kv]),
+                    "q_max_ratio": float(own.max()),
+                    "q_max_ratio_pair": int(own.argmax()),
                     "diagonal": float(result.diagonal[layer, head]),
                     "previous": float(result.previous[layer, head]),
                 }
@@ -286,62 +387,135 @@ def head_rows(result: CheckpointAnalysis, band: float = 0.25) -> list[dict]:
     return rows
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _band_text(result: CheckpointAnalysis, band: float) -> str:
+    """How big a band is: "the 2 fastest or slowest of 8 rotated pairs", per layer group."""
+    sizes: dict[int, list[int]] = {}
+    for layer in result.rope_layers:
+        sizes.setdefault(result.grids[layer].n_rotated, []).append(layer)
+    parts = [
+        f"the {fq.band_size(n, band)} fastest or slowest of {n} rotated planes"
+        + ("" if len(sizes) == 1 else f" in {layers_text(layers)}")
+        for n, layers in sizes.items()
+    ]
+    return "; ".join(parts)
+
+
+def _band_lines(result: CheckpointAnalysis, band: float, low: fq.CheckpointLowReading) -> list[str]:
+    """Per kind: band shares, trend and norm / isotropic of the RoPE layers' rotated planes."""
+    rope = result.rope_layers
+    lines = []
+    for kind in KINDS:
+        ratios = [result.plane_ratio(kind, layer) for layer in rope]
+        n_bands = [fq.band_size(len(r), band) for r in ratios]
+        fast = np.mean(
+            [
+                fq.band_share(result.layer_usage(layer).layers(kind)[0], band, "high")
+                for layer in rope
+            ]
+        )
+        slowest = np.mean([r[-n:].mean() for r, n in zip(ratios, n_bands, strict=True)])
+        fastest = np.mean([r[:n].mean() for r, n in zip(ratios, n_bands, strict=True)])
+        largest = int(np.argmax([r.max() for r in ratios]))
+        lines.append(
+            f"  {fq.KIND_NAMES[kind]:8s} slowest-band share {low.low[kind]:.3f}, fastest "
+            f"{float(fast):.3f}; trend {low.trend[kind]:+.2f}; norm / isotropic: slowest band "
+            f"{slowest:.2f}, fastest {fastest:.2f}, largest {ratios[largest].max():.2f} (layer "
+            f"{rope[largest]})"
+        )
+    return lines
+
+
+def _unrotated_lines(result: CheckpointAnalysis) -> list[str]:
+    """Per layer with unrotated planes: which, and their norm / isotropic per kind."""
+    lines = [
+        "",
+        "Unrotated planes, not in the bands above (p-RoPE's slowest planes, partial rotary's "
+        "pass-through dims, every plane of a NoPE layer): norm / isotropic, mean (min–max) over "
+        "the planes",
+    ]
+    for layer, grid in enumerate(result.grids):
+        if grid.n_rotated == grid.n_chunks:
+            continue
+        parts = []
+        for kind in KINDS:
+            ratio = result.plane_ratio(kind, layer, "unrotated")
+            parts.append(
+                f"{fq.KIND_NAMES[kind]} {ratio.mean():.2f} ({ratio.min():.2f}–{ratio.max():.2f})"
+            )
+        planes = capture.span_text(np.flatnonzero(~grid.rotated))
+        lines.append(
+            f"  layer {layer} ({grid.encoding}; planes {planes} of {grid.n_chunks}): "
+            + ", ".join(parts)
+        )
+    if len(lines) == 2:
+        lines.append("  none: every layer rotates every plane")
+    return lines
+
+
 def summary(
     result: CheckpointAnalysis, *, band: float = 0.25, mass: float = 0.5, files: Sequence[str] = ()
 ) -> str:
-    """The text summary: model, grid, prompts, frequency usage against the isotropic baseline,
-    the paper's two checkpoint readings (App. C, Figs 10 and 11) and the positional heads."""
+    """The text summary: model, each layer's span and encoding, prompts, frequency usage of the
+    rotated planes against the isotropic baseline, the paper's two checkpoint readings (App. C,
+    Figs 10 and 11), the unrotated planes and the positional heads."""
     usage = result.usage
-    low = fq.checkpoint_low_reading(usage, band)
-    n_band = fq.band_size(usage.n_chunks, band)
+    rope = result.rope_layers
+    low = result.low_reading(band)
+    n_nope = result.n_layers - len(rope)
+    left_out = f"; {_count(n_nope, 'NoPE layer')} left out" if n_nope else ""
     lines = [
         f"ropebook analyse: {result.name}",
         f"model: {result.description}; weights {result.dtype}",
         f"prompts: {usage.n_texts} from {result.prompt_source}, {usage.n_tokens} tokens in all; "
         f"tokenized with {result.tokenizer}",
         "",
-        "RoPE grid (per layer, read from the rotary module's inv_freq):",
+        "Layers (attention span; positional encoding, grid from the rotary module's inv_freq):",
         *(f"  {layers_text(layers)}: {text}" for text, layers in grid_groups(result.grids)),
         "",
-        f"Frequency usage (pairs fastest first; a band = the {n_band} fastest or slowest of "
-        f"{usage.n_chunks} pairs; uniform share {low.uniform:.3f}):",
+        f"Frequency usage of the rotated planes of {_count(len(rope), 'RoPE layer')} "
+        f"({layers_text(rope)}{left_out}; planes fastest first; a band = "
+        f"{_band_text(result, band)}; uniform share {low.uniform:.3f}):",
     ]
-    for kind in KINDS:
-        ratio = result.layer_ratio(kind)
-        lines.append(
-            f"  {fq.KIND_NAMES[kind]:8s} slowest-band share {low.low[kind]:.3f}, fastest "
-            f"{float(fq.band_share(usage.layers(kind), band, 'high').mean()):.3f}; trend "
-            f"{low.trend[kind]:+.2f}; norm / isotropic: slowest band "
-            f"{ratio[:, -n_band:].mean():.2f}, fastest {ratio[:, :n_band].mean():.2f}, "
-            f"largest {ratio.max():.2f} (layer {np.unravel_index(ratio.argmax(), ratio.shape)[0]})"
-        )
-    lines += [
+    lines += _band_lines(result, band, low)
+    lines.append(
         f"  reading (Barbero et al. 2025, App. C, Fig. 10: queries and keys favour low "
-        f"frequencies, values flat; flat bound ±{low.bound:.2f}): {low.verdict}",
-    ]
-    if result.n_layers >= 1 and usage.q.shape[1] >= 1:
-        diag = fq.diagonal_head_reading(usage, result.diagonal[-1], band, mass)
+        f"frequencies, values flat; flat bound ±{low.bound:.2f}): {low.verdict}"
+    )
+    last = rope[-1]
+    last_usage = result.layer_usage(last)
+    if last_usage.q.shape[1] >= 1:
+        diag = fq.diagonal_head_reading(last_usage, result.diagonal[last], band, mass)
+        where = "the last layer" if last == result.n_layers - 1 else f"the last RoPE layer ({last})"
         lines.append(
-            f"  reading (Fig. 11: in the last layer, the head using the fastest pairs most is "
+            f"  reading (Fig. 11: in {where}, the head using the fastest pairs most is "
             f"the diagonal head of its KV group): {diag.verdict} (head {diag.top}, fastest-band "
             f"share {diag.q_high[diag.top]:.2f}, {diag.diagonal[diag.top]:.2f} of its attention "
             f"on itself; most diagonal of heads {diag.members[0]}–{diag.members[-1]}: "
             f"{diag.most_diagonal})"
         )
+    lines += _unrotated_lines(result)
     lines += ["", f"Positional heads (mean attention on one offset >= {mass}):"]
     for kind, scores in (("diagonal", result.diagonal), ("previous", result.previous)):
         found = np.argwhere(scores >= mass)
-        order = np.dstack(np.unravel_index(np.argsort(-scores, axis=None), scores.shape))[0][:3]
+        ranked = np.nan_to_num(scores, nan=-np.inf)
+        order = np.dstack(np.unravel_index(np.argsort(-ranked, axis=None), scores.shape))[0][:3]
         best = ", ".join(f"L{a}H{b} {scores[a, b]:.2f}" for a, b in order)
-        lines.append(f"  {kind:8s} {len(found)} of {scores.size} heads; strongest: {best}")
-    q_high = fq.band_share(usage.heads("q"), band, "high")
-    top = np.dstack(np.unravel_index(np.argsort(-q_high, axis=None), q_high.shape))[0][:5]
+        n_heads = int((~np.isnan(scores)).sum())
+        lines.append(f"  {kind:8s} {len(found)} of {n_heads} heads; strongest: {best}")
+    q_high = result.fast_share(band)
+    ranked = np.nan_to_num(q_high, nan=-np.inf)
+    top = np.dstack(np.unravel_index(np.argsort(-ranked, axis=None), q_high.shape))[0][:5]
     lines.append(
         "  heads using the fastest pairs most (query fastest-band share; diagonal, previous): "
         + "; ".join(
             f"L{a}H{b} {q_high[a, b]:.2f} ({result.diagonal[a, b]:.2f}, "
             f"{result.previous[a, b]:.2f})"
             for a, b in top
+            if np.isfinite(q_high[a, b])
         )
     )
     if files:
@@ -356,8 +530,9 @@ def summary(
 def _wavelength_axis(ax, result: CheckpointAnalysis):
     """Pair index below, the wavelengths of the last layer's grid on top (named if layers
     differ, as Gemma 3's local and global layers do)."""
-    frequencies = result.frequencies[-1]
-    same = bool(np.all(result.frequencies == frequencies))
+    last = result.rope_layers[-1]
+    frequencies = result.frequencies[last][: result.grids[last].n_chunks]
+    same = all(np.array_equal(g.frequencies, frequencies) for g in result.grids if g.n_rotated)
     k = len(frequencies)
     ticks = sorted({*range(0, k, max(1, k // 4)), k - 1})
     with np.errstate(divide="ignore"):
@@ -368,7 +543,7 @@ def _wavelength_axis(ax, result: CheckpointAnalysis):
     ]
     top = ax.secondary_xaxis("top")
     top.set_xticks(ticks, labels, fontsize=7)
-    where = "" if same else f", layer {result.n_layers - 1}'s grid"
+    where = "" if same else f", layer {last}'s grid"
     top.set_xlabel(f"wavelength (tokens{where})", fontsize=8)
     ax.set_xticks(ticks)
 
@@ -383,7 +558,7 @@ def _ratio_image(ax, values: np.ndarray, limit: float):
 
 
 def _limit(*arrays: np.ndarray) -> float:
-    return float(max(1.0, max(np.abs(np.log2(a)).max() for a in arrays)))
+    return float(max(1.0, max(np.nanmax(np.abs(np.log2(a))) for a in arrays)))
 
 
 def plot_layers(result: CheckpointAnalysis):
@@ -403,7 +578,7 @@ def plot_layers(result: CheckpointAnalysis):
     fig.colorbar(image, ax=axes[:3], label="log2(norm / isotropic)", shrink=0.9)
     ax = axes[3]
     for kind in KINDS:
-        ax.plot(maps[kind].mean(axis=0), label=fq.KIND_NAMES[kind])
+        ax.plot(np.nanmean(maps[kind], axis=0), label=fq.KIND_NAMES[kind])
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="isotropic")
     ax.set(title="mean over layers", xlabel="pair k (0 = fastest)", ylabel="norm / isotropic")
     ax.legend(fontsize=7)
@@ -462,7 +637,7 @@ def plot_positional(result: CheckpointAnalysis, band: float = 0.25):
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(False)
     fig.colorbar(image, ax=axes[:2], label="mean attention weight", shrink=0.9)
-    q_high = fq.band_share(result.usage.heads("q"), band, "high")
+    q_high = result.fast_share(band)
     layers = np.broadcast_to(np.arange(result.n_layers)[:, None], q_high.shape)
     ax = axes[2]
     points = ax.scatter(
@@ -471,7 +646,7 @@ def plot_positional(result: CheckpointAnalysis, band: float = 0.25):
     )  # fmt: skip
     ax.set(
         title="fast pairs and positional attention", xlim=(0, 1), ylim=(0, 1),
-        xlabel=f"query norm share of the fastest {band:.0%} of pairs",
+        xlabel=f"query norm share of the fastest {band:.0%} of rotated pairs",
         ylabel="max(diagonal, previous)",
     )  # fmt: skip
     fig.colorbar(points, ax=ax, label="layer")
@@ -525,8 +700,12 @@ def write_report(
     write_bytes_atomic(out / "heads.csv", _csv(head_rows(result, band)))
     grid = [
         {
-            "layer": i, "layer_type": g.layer_type, "head_dim": g.head_dim,
-            "rotary_dim": g.rotary_dim, "rope_type": g.rope_type, "rope_theta": g.rope_theta,
+            "layer": i, "layer_type": g.layer_type, "attention": g.scope,
+            "sliding_window": g.window, "attention_chunk": g.chunk, "encoding": g.encoding,
+            "pairing": g.pairing, "head_dim": g.head_dim, "rotary_dim": g.rotary_dim,
+            "rotated_pairs": np.flatnonzero(g.rotated).tolist(),
+            "unrotated_pairs": np.flatnonzero(~g.rotated).tolist(),
+            "rope_type": g.rope_type, "rope_theta": g.rope_theta,
             "attention_scaling": g.attention_scaling, "source": g.source,
             "inv_freq": [float(x) for x in g.inv_freq],
         }
@@ -537,6 +716,7 @@ def write_report(
         **{f"{k}_norm": result.usage.heads(k) for k in KINDS},
         **{f"{k}_isotropic": result.baseline[k] for k in KINDS},
         "frequencies": result.frequencies, "diagonal": result.diagonal,
+        "rotated": _stack([g.rotated for g in result.grids]) == 1,
         "previous": result.previous,
     }  # fmt: skip
     buffer = stdio.BytesIO()
