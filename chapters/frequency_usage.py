@@ -698,18 +698,22 @@ else:
 
 # %%
 if real is not None:
-    real_low = fq.checkpoint_low_reading(real_usage, band)
+    # Only rotated planes count: a p-RoPE, partial-rotary or NoPE layer's unrotated planes
+    # are not its slowest band (the summary reports them apart).
+    real_low = real_result.low_reading(band)
+    last = real_result.rope_layers[-1]
     real_head = fq.diagonal_head_reading(
-        real_usage, real_result.diagonal[-1], band, positional_mass
+        real_result.layer_usage(last), real_result.diagonal[last], band, positional_mass
     )
 
 # %% tags=["hide-input"]
 if real is not None:
-    last, members, top = real_result.n_layers - 1, real_head.members, real_head.top
+    members, top = real_head.members, real_head.top
     display(
         show.usage_heatmaps(
-            real_usage, ("q",), f"Last layer, query heads {members[0]}–{members[-1]} (KV group "
-            f"{top // len(members)}): mean chunk norm", per_head=True, layers=[last],
+            real_usage, ("q",), f"Layer {last} (the last that rotates), query heads "
+            f"{members[0]}–{members[-1]} (KV group {top // len(members)}): mean chunk norm",
+            per_head=True, layers=[last],
             heads=members, row_height=18,
         ),
         plots.table(

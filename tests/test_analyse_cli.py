@@ -129,9 +129,11 @@ def test_isotropic_baseline_is_what_random_directions_give():
     assert (fq.chunk_usage(y) / fq.isotropic_baseline(y)[:, None])[0, 0] > 3
 
 
-def test_chapter_section_runs_the_same_code(gemma3, monkeypatch):
-    """The frequency-usage chapter's real-checkpoint section, run on the tiny checkpoint: it goes
-    through analyse_checkpoint (the CLI's code) and records both checkpoint claims."""
+@pytest.mark.parametrize("family", ["gemma3_text", "cohere2"])
+def test_chapter_section_runs_the_same_code(family, tmp_path, monkeypatch):
+    """The frequency-usage chapter's real-checkpoint section, run on a tiny checkpoint: it goes
+    through analyse_checkpoint (the CLI's code) and records both checkpoint claims; on Cohere2,
+    whose last layer is NoPE, Fig. 11's reading is taken on the last layer that rotates."""
     import types
 
     import jupytext
@@ -140,6 +142,8 @@ def test_chapter_section_runs_the_same_code(gemma3, monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    folder = tmp_path / family
+    build(family, seed=7).save_pretrained(folder, safe_serialization=True)
     chapter = jupytext.read(pathlib.Path(__file__).parents[1] / "chapters" / "frequency_usage.py")
     cells, inside = [], False
     for cell in chapter.cells:
@@ -151,7 +155,7 @@ def test_chapter_section_runs_the_same_code(gemma3, monkeypatch):
     recorded = {}
     texts = analyse.prompt_texts(2, 16)[1]
     namespace = {
-        "checkpoint": str(gemma3), "checkpoint_dtype": "float32", "checkpoint_tokens": 16,
+        "checkpoint": str(folder), "checkpoint_dtype": "float32", "checkpoint_tokens": 16,
         "band": 0.25, "positional_mass": 0.5, "quote_ids": [[0, i] for i in range(2)],
         "data": types.SimpleNamespace(decode=lambda ids: texts[ids[0]]),
         "fq": fq, "show": show, "plots": __import__("ropebook.plots").plots, "plt": plt,
@@ -162,7 +166,12 @@ def test_chapter_section_runs_the_same_code(gemma3, monkeypatch):
     for source in cells:
         exec(compile(source, "frequency_usage.py", "exec"), namespace)  # noqa: S102
     result = namespace["real_result"]
-    assert result.usage.q.shape == (2, 4, 8) and result.grids[1].rope_theta == 1_000_000.0
+    if family == "gemma3_text":
+        assert result.usage.q.shape == (2, 4, 8) and result.grids[1].rope_theta == 1_000_000.0
+        assert namespace["last"] == 1
+    else:
+        assert result.rope_layers == [0] and namespace["last"] == 0
+        assert namespace["real_low"] == result.low_reading(0.25)
     assert recorded["frequency_usage.hf_loader"] is True
     assert recorded["frequency_usage.checkpoint_low_freq"] in ("held", "partly", "not held")
     assert recorded["frequency_usage.checkpoint_diagonal_head"] in ("held", "partly", "not held")
