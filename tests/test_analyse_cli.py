@@ -9,14 +9,14 @@ import pathlib
 import numpy as np
 import pytest
 
-from ropebook import analyse, capture
+from ropebook import analyse, capture, tiny_models
 from ropebook.__main__ import main as ropebook_main
 from ropebook.analysis import frequencies as fq
 from ropebook.present import frequencies as show
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-build = capture.tiny_random_model
+build = tiny_models.tiny_random_model
 
 
 @pytest.fixture(scope="module")

@@ -488,7 +488,7 @@ def test_order_verdict_and_weakest_difference():
 
 
 def test_detectable_difference_grows_with_noise_and_matches_the_power_formula():
-    from ropebook.analysis.power import min_detectable_effect
+    from ropebook.stats.power import min_detectable_effect
 
     rng = np.random.default_rng(0)
     windows = rng.normal(size=(8, 2))

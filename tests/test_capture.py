@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from ropebook import capture, hf
+from ropebook import capture, hf, tiny_models
 from ropebook.analysis import frequencies as fq
 
 torch = pytest.importorskip("torch")
@@ -16,7 +16,7 @@ transformers = pytest.importorskip("transformers")
 
 TOLERANCE = 1e-5
 SEQ = 24
-build = capture.tiny_random_model
+build = tiny_models.tiny_random_model
 
 
 def reference(model, tokens):
@@ -307,7 +307,7 @@ def test_measure_with_the_real_grid():
 def test_gemma3_multimodal_checkpoint(tmp_path):
     """Released Gemma 3 checkpoints (4B and up) are ``Gemma3ForConditionalGeneration`` with a
     vision tower: checked, loaded and captured through their text model alike."""
-    text = capture.tiny_config("gemma3_text")
+    text = tiny_models.tiny_config("gemma3_text")
     vision = transformers.SiglipVisionConfig(
         hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
         image_size=28, patch_size=14,
@@ -355,7 +355,7 @@ def test_gemma4_multimodal_checkpoint(tmp_path):
     """A ``gemma4`` checkpoint (``Gemma4ForConditionalGeneration``, here without its vision and
     audio towers) is checked, loaded and captured through its text model."""
     config = transformers.Gemma4Config(
-        text_config=capture.tiny_config("gemma4_text").to_dict(), vision_config=None,
+        text_config=tiny_models.tiny_config("gemma4_text").to_dict(), vision_config=None,
         audio_config=None,
     )  # fmt: skip
     torch.manual_seed(0)

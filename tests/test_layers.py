@@ -1,17 +1,21 @@
 """The package's layers, read from its source with ``ast`` (nothing is imported).
 
-Measurement (``ropebook.analysis``) sits below presentation (``ropebook.present``, built on the
-shared figure helpers of ``ropebook.plots``): charts and tables are built only above, and no
-import points from measurement up to presentation. Every import statement counts, including
-those inside functions.
+The package is a house of floors (:data:`FLOORS`, bottom to top, described one line each in the
+package's docstring): a module imports modules of its own floor or below, never above, and no
+import circle joins any of its modules. Within it, measurement (``ropebook.analysis``) sits below
+presentation (``ropebook.present``, built on the shared figure helpers of ``ropebook.plots``):
+charts and tables are built only above, and no import points from measurement up to
+presentation. Every import statement counts, including those inside functions.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ropebook"
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "src" / "ropebook"
 
 # The only modules that may import Altair: presentation and the shared figure helpers. The
 # runner (``pipeline``) and the site checks (``sitecheck``) need no Altair import: they record
@@ -22,6 +26,39 @@ BELOW_PRESENTATION = ("ropebook.analysis",)
 PRESENTATION = ("ropebook.present", "ropebook.plots")
 CHART_LIBRARIES = ("altair", "matplotlib", "IPython.display")
 MAX_LINES = 850
+
+# The floors, bottom to top. An entry names a module, or a package with all its submodules; the
+# bare package name ``ropebook`` names only its ``__init__``, which imports ``paths`` and
+# ``runtime`` and so stands on the bottom floor with them. A new module must be placed.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # the package and its paths, process settings, file formats, the build's records, the papers,
+    # RoPE's maths, statistics
+    ("ropebook", "ropebook.paths", "ropebook.runtime", "ropebook.io", "ropebook.buildrecord",
+     "ropebook.citations", "ropebook.rope", "ropebook.stats"),
+    # positional encodings, the book's claims, context-extension methods
+    ("ropebook.encodings", "ropebook.claims", "ropebook.scaling"),
+    # the attention paths (XLA, fused kernels) and the measured choice between them
+    ("ropebook.attention",),
+    # the transformer
+    ("ropebook.model",),
+    # corpora, synthetic tasks, production models' layouts of layers, training, Hugging Face
+    # checkpoints
+    ("ropebook.data", "ropebook.tasks", "ropebook.layouts", "ropebook.train", "ropebook.hf"),
+    # the zoo's build estimate, seeds chosen by power, capturing a checkpoint's queries and keys
+    ("ropebook.buildplan", "ropebook.seedplan", "ropebook.capture"),
+    # tiny random checkpoints of every family capture reads
+    ("ropebook.tiny_models",),
+    # the trained models, cached; the chapter runner
+    ("ropebook.zoo", "ropebook.pipeline"),
+    # measurements (numbers only); analysing one's own checkpoint
+    ("ropebook.analysis", "ropebook.analyse"),
+    # shared figure helpers
+    ("ropebook.plots",),
+    # charts, tables and sentences of the measurements
+    ("ropebook.present",),
+    # symbolic proofs, the built site's checks, the command line
+    ("ropebook.proofs", "ropebook.sitecheck", "ropebook.__main__"),
+)  # fmt: skip
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -69,6 +106,81 @@ def offenders(module_filter, forbidden, package: Path = PACKAGE) -> list[str]:
             if within(target, forbidden)
         }
     )
+
+
+def package_imports(package: Path = PACKAGE) -> dict[str, list[tuple[str, int]]]:
+    """Each module's imports of the package's other modules, ``(module, line)``: a name imported
+    from a module (``from ropebook.stats.power import sd_interval``) counts as that module, and
+    ``from ropebook import rope`` as both ``ropebook.rope`` and the package's ``__init__``."""
+    found = modules(package)
+
+    def module_of(target: str) -> str | None:
+        parts = target.split(".")
+        names = (".".join(parts[:k]) for k in range(len(parts), 0, -1))
+        return next((name for name in names if name in found), None)
+
+    return {
+        name: sorted(
+            {
+                (m, line)
+                for target, line in imports(path, package)
+                if (m := module_of(target)) not in (None, name)
+            }
+        )
+        for name, path in found.items()
+    }
+
+
+def floor_of(name: str, floors=FLOORS) -> int | None:
+    """The floor (0 at the bottom) of the most specific entry of ``floors`` that holds module
+    ``name``; ``None`` if none does. A dotless entry (the package) holds only itself."""
+    holding = [
+        (len(entry), level)
+        for level, entries in enumerate(floors)
+        for entry in entries
+        if name == entry or ("." in entry and name.startswith(entry + "."))
+    ]
+    return max(holding)[1] if holding else None
+
+
+def unplaced(floors=FLOORS, package: Path = PACKAGE) -> list[str]:
+    return [name for name in modules(package) if floor_of(name, floors) is None]
+
+
+def upward_imports(floors=FLOORS, package: Path = PACKAGE) -> list[str]:
+    """``module:line imports target`` for every import of a module on a higher floor."""
+    return [
+        f"{name}:{line} imports {target}"
+        for name, found in package_imports(package).items()
+        for target, line in found
+        if (floor_of(name, floors) or 0) < (floor_of(target, floors) or 0)
+    ]
+
+
+def circles(package: Path = PACKAGE) -> list[list[str]]:
+    """Import circles among the package's modules, each as ``[a, b, ..., a]``: one for every
+    import that leads back to a module whose imports are still being followed (depth first)."""
+    graph = {
+        name: sorted({m for m, _ in found}) for name, found in package_imports(package).items()
+    }
+    open_path: list[str] = []
+    done: set[str] = set()
+    found: list[list[str]] = []
+
+    def follow(name: str) -> None:
+        open_path.append(name)
+        for target in graph[name]:
+            if target in open_path:
+                found.append([*open_path[open_path.index(target) :], target])
+            elif target not in done:
+                follow(target)
+        open_path.pop()
+        done.add(name)
+
+    for name in graph:
+        if name not in done:
+            follow(name)
+    return found
 
 
 def test_the_import_reader_sees_imports_anywhere_in_a_file(tmp_path):
@@ -126,4 +238,88 @@ def test_no_module_is_longer_than_the_limit():
     }
     assert not long, f"modules over {MAX_LINES} lines (split them by concern): " + ", ".join(
         f"{name} ({n} lines)" for name, n in sorted(long.items())
+    )
+
+
+def test_the_floor_checks_find_upward_imports_circles_and_unplaced_modules(tmp_path):
+    """On a synthetic package: an import from a lower floor up (inside a function too) is named
+    with its line, a circle is named through its modules, a module on no floor is named."""
+    root = tmp_path / "ropebook"
+    (root / "low").mkdir(parents=True)
+    (root / "__init__.py").write_text("from ropebook import base\n")
+    (root / "base.py").write_text("X = 1\n")
+    (root / "low" / "__init__.py").write_text("")
+    (root / "low" / "a.py").write_text(
+        "from ropebook import base\n\ndef f():\n    from .. import high\n"
+    )
+    (root / "high.py").write_text("from ropebook.low.a import f\nfrom . import side\n")
+    (root / "side.py").write_text("import ropebook.high\n")
+    floors = (("ropebook", "ropebook.base"), ("ropebook.low",), ("ropebook.high", "ropebook.side"))
+    assert package_imports(root)["ropebook.low.a"] == [
+        ("ropebook", 1), ("ropebook", 4), ("ropebook.base", 1), ("ropebook.high", 4)
+    ]  # fmt: skip
+    assert floor_of("ropebook.low.a", floors) == 1 and floor_of("ropebook.lower", floors) is None
+    assert upward_imports(floors, root) == ["ropebook.low.a:4 imports ropebook.high"]
+    assert circles(root) == [
+        ["ropebook.high", "ropebook.low.a", "ropebook.high"],
+        ["ropebook.high", "ropebook.side", "ropebook.high"],
+    ]
+    assert unplaced(floors[:2], root) == ["ropebook.high", "ropebook.side"]
+    (root / "low" / "a.py").write_text("from ropebook import base\n")
+    (root / "side.py").write_text("X = 2\n")
+    assert upward_imports(floors, root) == [] and circles(root) == []
+
+
+def test_every_module_is_on_a_floor():
+    found = unplaced()
+    assert not found, (
+        "place these modules on a floor of FLOORS (tests/test_layers.py): " + ", ".join(found)
+    )
+
+
+def test_no_module_imports_a_higher_floor():
+    found = upward_imports()
+    assert not found, (
+        "a module imports only its own floor or below (FLOORS, tests/test_layers.py); move the "
+        "shared code down or the importer up:\n" + "\n".join(found)
+    )
+
+
+def test_no_import_circle():
+    found = circles()
+    assert not found, "import circles among the package's modules:\n" + "\n".join(
+        " → ".join(circle) for circle in found
+    )
+
+
+def test_the_package_docstring_describes_the_floors():
+    """``ropebook``'s docstring, where the next reader looks first, lists the floors as they are
+    checked here: one bullet per floor, bottom to top, naming its modules before the dash."""
+    text = ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text())) or ""
+    bullets = re.findall(r"^- (.*?) — ", text, flags=re.MULTILINE | re.DOTALL)
+    described = [tuple(re.findall(r"``([\w.]+)``", head)) for head in bullets]
+    checked = [
+        tuple(entry.removeprefix("ropebook.") for entry in floor if entry != "ropebook")
+        for floor in FLOORS
+    ]
+    assert described == checked
+
+
+# Files that are not in the repository: a reader of the project cannot open them.
+OUTSIDE = ("../shared", "DESIGN.md", "notes/")
+
+
+def test_nothing_cites_a_file_outside_the_repository():
+    """Every file under src/, chapters/ and tests/ (read as bytes: kernels and data too)."""
+    cited = [
+        f"{path.relative_to(REPO)}:{number} names {word}"
+        for folder in ("src", "chapters", "tests")
+        for path in sorted((REPO / folder).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path != Path(__file__).resolve()
+        for number, line in enumerate(path.read_bytes().splitlines(), 1)
+        for word in OUTSIDE
+        if word.encode() in line
+    ]
+    assert not cited, "write down what the code follows in the repository instead:\n" + "\n".join(
+        cited
     )

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ropebook import train
-from ropebook.analysis import noise
 from ropebook.present import noise as show_noise
+from ropebook.stats import noise
 
 
 def simulated(n_seeds, n_windows, seed_sd, window_sd, resid_sd, mean=0.5, seed=0):

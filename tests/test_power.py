@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ropebook import claims
-from ropebook.analysis import power
+from ropebook.stats import power
 
 
 def test_one_sample_t_test_power_matches_published_sample_sizes():

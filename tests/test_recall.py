@@ -157,7 +157,7 @@ def test_paired_values_are_the_pieces_of_the_paired_text():
 
 
 def test_small_gaps_get_the_seeds_a_t_test_needs_large_ones_none():
-    from ropebook.analysis import power
+    from ropebook.stats import power
 
     small = rc.paired([0.50, 0.58, 0.52], [0.48, 0.50, 0.49])  # gap ~4 points, s.d. ~3
     large = rc.paired([0.90, 0.95, 0.92], [0.40, 0.50, 0.45])  # ~47 points

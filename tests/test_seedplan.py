@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ropebook import seedplan, zoo
-from ropebook.analysis import power
 from ropebook.present import seedplan as show
+from ropebook.stats import power
 
 
 def _plan(budget_minutes: float) -> dict:

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from ropebook import claims
-from ropebook.analysis import ablation, interval_text, power
+from ropebook.analysis import ablation, interval_text
 from ropebook.analysis.dynamics import Trajectory, trend_test
 from ropebook.present import decide
 from ropebook.seedplan import MeasuredSd
+from ropebook.stats import power
 
 SPECS = (
     claims.ClaimSpec(

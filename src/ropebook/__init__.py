@@ -1,19 +1,44 @@
 """ropebook: the library behind the book "Why does RoPE work?".
 
-One module per idea (see DESIGN.md in ../shared): ``rope`` (maths), ``encodings`` and ``model``
-(a JAX transformer with every positional encoding), ``data``, ``train``, ``zoo`` (trained models,
-cached), ``analysis`` (measurements) with ``present`` above it (their charts, tables and
-sentences), ``proofs`` (sympy), ``plots``, ``claims`` and ``pipeline`` (the runner).
+One module per idea, on floors: a module imports modules of its own floor or below, never above,
+and no import circle joins two modules (``tests/test_layers.py`` reads every import, those inside
+functions included, and holds the floors below to it). Bottom to top:
+
+- ``paths``, ``runtime``, ``io``, ``buildrecord``, ``citations``, ``rope``, ``stats`` — where the
+  repository, data and cache live; process settings (allocator, one XLA device per core, compile
+  cache); atomic writes and checksums; the build's records; the papers; RoPE's maths; statistics
+  (power, noise). This ``__init__`` stands here too: it re-exports the paths and applies the
+  runtime settings before JAX starts.
+- ``encodings``, ``claims``, ``scaling`` — every positional encoding by name; claim specs, verdict
+  rules and records; context extension (PI, NTK, YaRN, ...), equal to transformers' own.
+- ``attention`` — causal attention by XLA's ops or a fused C++ kernel, and the measured choice.
+- ``model`` — the JAX transformer, with its internals (queries, keys, attention) and interventions.
+- ``data``, ``tasks``, ``layouts``, ``train``, ``hf`` — corpora and tokenizer; synthetic tasks;
+  production models' local and global layers, scaled to ours; training, evaluation, checkpoints;
+  Hugging Face checkpoints' configs and frequency grids.
+- ``buildplan``, ``seedplan``, ``capture`` — the zoo's time estimate; seeds chosen by power; the
+  queries and keys of any transformers RoPE model.
+- ``tiny_models`` — tiny random checkpoints of every family ``capture`` reads (tests, tryouts).
+- ``zoo``, ``pipeline`` — trained models by spec, profile, regime and seed, cached; the chapter
+  runner.
+- ``analysis``, ``analyse`` — measurements, numbers only, one submodule per idea; analysing one's
+  own checkpoint.
+- ``plots`` — figure helpers shared by chapters (Altair, vendored for offline use).
+- ``present`` — the charts, tables and sentences of the measurements (same module names).
+- ``proofs``, ``sitecheck``, ``__main__`` — sympy statements per chapter; checks of the built
+  site; the command line.
+
+Data flows one way: data → zoo (train) → chapters (analyse, prove, plot, glue claims) → pipeline
+→ the book; the library never imports a chapter, and chapters never train ad hoc (they ask the
+zoo). Conventions: activations ``[batch, seq, heads, head_dim]``, ``half`` pairing by default;
+explicit ``jax.random`` keys and numpy ``Generator(seed)``, no global seeding; every write atomic,
+every artifact checked against its sha256; caches under ``ROPEBOOK_CACHE``.
 """
 
-import os
-from pathlib import Path
+from ropebook.paths import CACHE_DIR, DATA_DIR, REPO_ROOT
 
 __version__ = "0.1.0"
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA_DIR = Path(os.environ.get("ROPEBOOK_DATA", REPO_ROOT / "data"))
-CACHE_DIR = Path(os.environ.get("ROPEBOOK_CACHE", DATA_DIR / "cache"))
+__all__ = ["CACHE_DIR", "DATA_DIR", "REPO_ROOT", "__version__"]
 
 # Before any thread allocates: see ropebook.runtime for why and what it measured.
 from ropebook import runtime  # noqa: E402

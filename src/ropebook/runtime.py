@@ -22,6 +22,9 @@ bit for bit). ``ROPEBOOK_CPU_DEVICES=N`` picks the count (``1``: one device, as 
 **Compilation cache.** :func:`enable_compilation_cache` points JAX's persistent compilation
 cache at ``CACHE_DIR/jax``, so a second ``make zoo`` or chapter run loads compiled programs from
 disk instead of compiling them again (``benchmarks/compile_cache.py`` measures it).
+
+The package's ``__init__`` imports this module first thing, so it imports nothing of the package
+but :mod:`ropebook.paths` (no circle; ``tests/test_layers.py``).
 """
 
 from __future__ import annotations
@@ -111,9 +114,9 @@ def enable_compilation_cache(directory: Path | str | None = None) -> Path | None
         return None
     import jax
 
-    from ropebook import CACHE_DIR
+    from ropebook.paths import CACHE_DIR
 
-    path = Path(directory) if directory is not None else Path(CACHE_DIR) / "jax"
+    path = Path(directory) if directory is not None else CACHE_DIR / "jax"
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)

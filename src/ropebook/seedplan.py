@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ropebook import REPO_ROOT
-from ropebook.analysis import power
+from ropebook.stats import power
 
 PLAN_PATH = REPO_ROOT / "data" / "seed_plan.json"
 

@@ -597,9 +597,9 @@ def detectable_difference(
     mean_loss: dict, pairs, seeds, confidence: float = 0.95, power: float = 0.8
 ) -> float:
     """The largest, over ``pairs`` of ``(worse, better)``, of the smallest ln-ratio difference
-    their paired samples detect with ``power`` (:func:`ropebook.analysis.power
+    their paired samples detect with ``power`` (:func:`ropebook.stats.power
     .min_detectable_effect`): what the ordering's run can resolve."""
-    from ropebook.analysis.power import min_detectable_effect
+    from ropebook.stats.power import min_detectable_effect
 
     values = []
     for worse, better in pairs:

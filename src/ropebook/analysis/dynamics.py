@@ -377,7 +377,7 @@ def trend_test(trajectory: Trajectory) -> Trend:
     """
     from scipy import stats
 
-    from ropebook.analysis import power
+    from ropebook.stats import power
 
     if not trajectory.toward:
         raise ValueError(f"{trajectory.statistic!r} is descriptive (toward = 0): no trend test")

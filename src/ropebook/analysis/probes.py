@@ -190,7 +190,7 @@ def paired_estimate(diffs, digits: int = 3) -> Estimate:
 def min_detectable(diffs) -> float:
     """Minimum detectable mean difference (80% power, 95% two-sided) of :func:`paired_estimate`'s
     samples: seed means with several seeds, windows with one."""
-    from ropebook.analysis import power
+    from ropebook.stats import power
 
     d = np.asarray(diffs, np.float64)
     samples = d.mean(1) if d.shape[0] > 1 else d[0]

@@ -12,7 +12,7 @@ in :mod:`ropebook.present.recall`.
   test length, in bins whose edges are powers of two up to the longest test length.
 - :func:`passkey_grid`: passkey accuracy over needle depth × length.
 - :func:`paired`: a paired difference over seeds with its interval and the smallest difference
-  the seeds could detect (:mod:`ropebook.analysis.power`).
+  the seeds could detect (:mod:`ropebook.stats.power`).
 - :func:`plane_probes`: accuracy change when RoPE planes are removed (the book's probes:
   fastest, slowest and random quarter, and each single plane).
 - :func:`finetune`: a short fine-tune of a task model at a longer context with a
@@ -225,7 +225,7 @@ class Paired:
 
 def paired(a, b) -> Paired:
     """Paired difference of two ``[seeds]`` arrays (NaN pairs dropped)."""
-    from ropebook.analysis import power
+    from ropebook.stats import power
 
     d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
     d = d[np.isfinite(d)]
@@ -256,7 +256,7 @@ def seeds_for_gaps(
     """Seeds per model that the gaps call for: a gap under ``large`` (accuracy share) with a
     measured s.d. gets the seeds that detect ``max(|gap|, floor)`` with 80 % power (95 %), never
     fewer than ``n_now`` nor more than ``max_seeds``; large gaps keep ``n_now``."""
-    from ropebook.analysis import power
+    from ropebook.stats import power
 
     wanted = [
         power.seeds_needed(g.sd, max(abs(g.estimate.mean), floor))

@@ -19,7 +19,7 @@ import numpy as np
 from ropebook import rope
 from ropebook.analysis import ablation
 from ropebook.analysis.ablation import Comparison, Estimate, ExtrapolationCurve, SeedNoise
-from ropebook.analysis.power import sd_interval
+from ropebook.stats.power import sd_interval
 
 # ---------------------------------------------------------------- Table 1 by construction
 
@@ -430,7 +430,7 @@ def training_noise_rows(
 ) -> list[dict]:
     """One row per comparison and validation step: tokens seen, the paired difference, the s.d.
     of the paired difference (% of perplexity) with its ``confidence`` interval (chi-square,
-    :func:`~ropebook.analysis.power.sd_interval`), the detectable effect and the verdict on the
+    :func:`~ropebook.stats.power.sd_interval`), the detectable effect and the verdict on the
     comparison's first model being better."""
     rows = []
     for label, by_tokens in series.items():

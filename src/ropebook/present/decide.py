@@ -1,7 +1,7 @@
 """What would decide an undecided claim, as the sentence its ``to_decide`` records, and the
 scorecard's table of every claim still open.
 
-The numbers come from :mod:`ropebook.analysis.power` (:func:`~ropebook.analysis.power
+The numbers come from :mod:`ropebook.stats.power` (:func:`~ropebook.stats.power
 .seeds_to_decide`: paired samples that would detect a measured difference); here they become
 sentences such as "12 paired seeds would detect the measured difference of 0.54 % (paired s.d.
 0.9 %; 95 %, 80 % power)". A claim decided by another kind of evidence (a checkpoint, a task the
@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ropebook.analysis import power
-from ropebook.analysis.power import SeedsToDecide
 from ropebook.seedplan import MeasuredSd, measured_sd
+from ropebook.stats import power
+from ropebook.stats.power import SeedsToDecide
 
 
 def number(x: float, unit: str = "") -> str:
@@ -37,7 +37,7 @@ def seeds_text(
     sd_source: str | None = None,
     one: str = "seed",
 ) -> str:
-    """The sentence for :class:`~ropebook.analysis.power.SeedsToDecide`: how many ``samples``
+    """The sentence for :class:`~ropebook.stats.power.SeedsToDecide`: how many ``samples``
     would detect ``what`` at the measured s.d.; with a single sample (``one``: what it is), that
     a second one is needed to measure the s.d., and (``sd_source`` naming where a supplied s.d.
     comes from) the count that s.d. implies."""
@@ -109,7 +109,7 @@ def sd_source_text(measured: MeasuredSd) -> str:
 def comparison_to_decide(comparison, measured: MeasuredSd | None = None) -> str:
     """What would decide a paired comparison (:class:`ropebook.analysis.ablation.Comparison`):
     the paired seeds that detect its measured difference, on the log scale its test uses
-    (:func:`~ropebook.analysis.power.paired_log_percent`); with one seed, at the book's
+    (:func:`~ropebook.stats.power.paired_log_percent`); with one seed, at the book's
     ``measured`` s.d. for that kind of comparison if there is one."""
     if comparison.testable and not comparison.paired:
         return (
@@ -143,7 +143,7 @@ def trend_to_decide(trend, unit: str = "") -> str:
 
 
 def interval_result(estimate, threshold: float = 0.0, scale: float = 1.0) -> SeedsToDecide:
-    """:func:`~ropebook.analysis.power.seeds_to_decide_interval` of an ``estimate`` (anything
+    """:func:`~ropebook.stats.power.seeds_to_decide_interval` of an ``estimate`` (anything
     with ``mean``, ``low``, ``high`` and ``n``), everything times ``scale`` (e.g. 100: points)."""
     mean, low, high = (scale * x for x in (estimate.mean, estimate.low, estimate.high))
     return power.seeds_to_decide_interval(mean, low, high, estimate.n, threshold=scale * threshold)

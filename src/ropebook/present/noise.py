@@ -1,10 +1,10 @@
-"""Tables for the split of a paired comparison's noise (``ropebook.analysis.noise``)."""
+"""Tables for the split of a paired comparison's noise (``ropebook.stats.noise``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ropebook.analysis.noise import NEGLIGIBLE, NoiseSplit
+from ropebook.stats.noise import NEGLIGIBLE, NoiseSplit
 
 
 def dash(value: float | int | None, digits: int = 3) -> str:

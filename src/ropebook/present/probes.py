@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import altair as alt
 
-from ropebook.analysis import power
 from ropebook.analysis.probes import (
     CONDITIONS,
     ProbeReading,
@@ -14,6 +13,7 @@ from ropebook.analysis.probes import (
     min_detectable,
     paired_estimate,
 )
+from ropebook.stats import power
 
 
 def probe_table(result: ProbeResult, digits: int = 3) -> list[dict]:
@@ -70,8 +70,8 @@ def reading_to_decide(reading: ProbeReading) -> str:
     """What would decide a :class:`~ropebook.analysis.probes.ProbeReading`: with one seed, the
     seeds a verdict on training needs (the window intervals describe one model); with several,
     the seeds that would resolve each contrast still containing 0."""
-    from ropebook.analysis import power
     from ropebook.present import decide
+    from ropebook.stats import power
 
     parts = {"attention": (reading.positional, ""), "loss": (reading.semantic, "nats")}
     if reading.n_seeds < 2:  # the verdict is undecided by rule: the s.d. over seeds is unknown

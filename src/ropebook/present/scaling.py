@@ -179,10 +179,10 @@ def change_rows(
 
 
 def change_result(change):
-    """:class:`~ropebook.analysis.power.SeedsToDecide` of a paired
+    """:class:`~ropebook.stats.power.SeedsToDecide` of a paired
     :class:`~ropebook.analysis.scaling.Change` against 0: a perplexity change (``%``) on the
     log scale its interval was formed on (100 × Δloss), an accuracy change (``pp``) as it is."""
-    from ropebook.analysis import power
+    from ropebook.stats import power
 
     def log(x: float) -> float:
         return 100 * float(np.log1p(x / 100)) if change.unit == "%" else x

@@ -1,6 +1,8 @@
 """Trained runs over seeds: loading them, length extrapolation, and paired noise over training.
 
 - :func:`load_runs`: the zoo models of every variant, domain and seed;
+- :func:`held_out_losses`: each model's loss on the same held-out windows, for splitting a paired
+  comparison's noise (:mod:`ropebook.stats.noise`);
 - :func:`extrapolation_curve`, :func:`binned_ppl`: loss by position at several times the
   training context, from one long window per sample (a causal model's loss at position ``t``
   does not depend on the tokens after ``t``, so the first ``L`` positions of a long window *are* a
@@ -25,7 +27,7 @@ from ropebook.analysis.ablation.seeds import (
     estimate,
     paired_sd_percent,
 )
-from ropebook.analysis.power import sd_interval, seeds_needed
+from ropebook.stats.power import sd_interval, seeds_needed
 
 # ---------------------------------------------------------------- the runs
 
@@ -59,6 +61,25 @@ def shared_runs(runs_a: Sequence, runs_b: Sequence) -> tuple[list, list]:
     by_seed = {m.seed: m for m in runs_b}
     shared = [m for m in runs_a if m.seed in by_seed]
     return shared, [by_seed[m.seed] for m in shared]
+
+
+def held_out_losses(
+    runs: Sequence, tokens: np.ndarray, *, n_windows: int, seed: int = 1
+) -> dict[int, np.ndarray]:
+    """``{model seed: loss on each of n_windows held-out windows [n_windows]}`` for zoo models of
+    one encoding, each window as long as the training context. The windows depend on ``seed`` only,
+    so every model is scored on the same text and differences between encodings are paired
+    (:func:`ropebook.stats.noise.paired_differences`, then :func:`ropebook.stats.noise.split`)."""
+    from ropebook import train
+
+    batch = math.gcd(n_windows, 64)  # whole batches of at most 64 windows
+    return {
+        m.seed: train.window_losses(
+            m.params, m.config, tokens, seq_len=m.config.context, batch_size=batch,
+            n_batches=n_windows // batch, seed=seed,
+        )
+        for m in runs
+    }  # fmt: skip
 
 
 def tokens_seen(models: Mapping[tuple[str, str], Sequence]) -> list[int]:

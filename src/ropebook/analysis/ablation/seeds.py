@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ropebook.analysis import mean_interval
-from ropebook.analysis.power import bound_text, min_detectable_effect, percent_of_perplexity
+from ropebook.stats.power import bound_text, min_detectable_effect, percent_of_perplexity
 
 # ---------------------------------------------------------------- estimates over seeds
 

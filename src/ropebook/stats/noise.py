@@ -20,7 +20,6 @@ more seeds, not more held-out tokens, tighten the comparison.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,24 +82,6 @@ def split(differences: np.ndarray) -> NoiseSplit:
     return NoiseSplit(
         n_seeds, n_windows, float(grand), math.sqrt(seed_var), math.sqrt(window_var + ms_resid)
     )
-
-
-def held_out_losses(
-    runs: Sequence, tokens: np.ndarray, *, n_windows: int, seed: int = 1
-) -> dict[int, np.ndarray]:
-    """``{model seed: loss on each of n_windows held-out windows [n_windows]}`` for zoo models of
-    one encoding, each window as long as the training context. The windows depend on ``seed`` only,
-    so every model is scored on the same text and differences between encodings are paired."""
-    from ropebook import train
-
-    batch = math.gcd(n_windows, 64)  # whole batches of at most 64 windows
-    return {
-        m.seed: train.window_losses(
-            m.params, m.config, tokens, seq_len=m.config.context, batch_size=batch,
-            n_batches=n_windows // batch, seed=seed,
-        )
-        for m in runs
-    }  # fmt: skip
 
 
 def paired_differences(losses_a: dict[int, np.ndarray], losses_b: dict[int, np.ndarray]):
