@@ -39,7 +39,6 @@ max_factor = 8  # in [1, inf): longest evaluation window, in multiples of the tr
 n_windows_long = 8  # in [1, inf): windows of max_factor × context tokens per model (extrapolation)
 sweep_factor = 4  # in [1, inf): the p sweep is shown at the training length and at this multiple
 epsilon = 0.01  # in (0, 1): Table 1 constructions must reach attention > 1 - epsilon
-noise_windows = 512  # in [2, inf): held-out windows per model splitting training/evaluation noise
 
 # %% tags=["hide-input"]
 import numpy as np
@@ -47,17 +46,14 @@ from IPython.display import display
 from myst_nb import glue
 
 from ropebook import claims, data, plots, rope, seedplan, zoo
-from ropebook.analysis import ablation, noise
+from ropebook.analysis import ablation
 from ropebook.present import ablation as show
 from ropebook.present import decide
-from ropebook.present import noise as show_noise
-from ropebook.present import seedplan as show_plan
 
 plots.setup()
 seeds = zoo.seeds_for("rope", profile=profile)  # the same for every Table 2 model on both domains
 if profile == "smoke":
     n_windows_long = min(n_windows_long, 2)
-    noise_windows = min(noise_windows, 16)
 sweep_factor = min(sweep_factor, max_factor)
 factors = ablation.length_factors(max_factor, sweep_factor)  # context multiples we report
 long_factor = factors[-1]
@@ -75,9 +71,9 @@ for name, value in {
 
 # %% [markdown]
 # This run uses the *{glue:text}`p_rope.profile`* profile: {glue:text}`p_rope.n_seeds` seed(s)
-# ({glue:text}`p_rope.seeds`) for every model of Table 2 (the comparisons chosen by power add
-# seeds, below), head dimension {glue:text}`p_rope.head_dim` ({glue:text}`p_rope.planes` planes)
-# and a training context of {glue:text}`p_rope.context` tokens.
+# ({glue:text}`p_rope.seeds`) for every model of Table 2 (a few comparisons get more seeds, chosen
+# by power: {ref}`methods-power`), head dimension {glue:text}`p_rope.head_dim`
+# ({glue:text}`p_rope.planes` planes) and a training context of {glue:text}`p_rope.context` tokens.
 
 # %% [markdown]
 # The claims this chapter tests, each with the rule that decides its verdict (expand the cell);
@@ -114,30 +110,17 @@ CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "p_rope.nope_worst", TABLE2, "NoPE has the highest perplexity of the seven", claims.given
     ),
-    claims.ClaimSpec(
-        "p_rope.p075_vs_rope", table2_pair,
-        "0.75-RoPE has lower validation perplexity than RoPE θ=10k", claims.given,
-    ),
-    claims.ClaimSpec(
-        "p_rope.p075_vs_500k", table2_pair,
-        "0.75-RoPE beats raising the wavelength to θ=500k", claims.given,
-    ),
-    claims.ClaimSpec(
-        "p_rope.reversed_vs_p", table2_pair,
-        "removing the slowest frequencies (0.75-RoPE) beats removing the fastest (0.75-RoPE "
-        "reversed)",
-        claims.given,
-    ),
-    claims.ClaimSpec(
-        "p_rope.partial_vs_p", table2_pair,
-        "0.75-RoPE beats partial RoPE on 75% of the dimensions", claims.given,
-    ),
-    claims.ClaimSpec(
-        "p_rope.p075_vs_p025", table2_pair,
-        "truncating more (0.25-RoPE) harms perplexity relative to 0.75-RoPE", claims.given,
-    ),
-    claims.ClaimSpec(
-        "p_rope.p025_vs_nope", table2_pair, "0.25-RoPE is still better than NoPE", claims.given
+    *(
+        claims.ClaimSpec(f"p_rope.{cid}", table2_pair, text, claims.given)
+        for cid, text in (
+            ("p075_vs_rope", "0.75-RoPE has lower validation perplexity than RoPE θ=10k"),
+            ("p075_vs_500k", "0.75-RoPE beats raising the wavelength to θ=500k"),
+            ("reversed_vs_p", "removing the slowest frequencies (0.75-RoPE) beats removing the "
+             "fastest (0.75-RoPE reversed)"),
+            ("partial_vs_p", "0.75-RoPE beats partial RoPE on 75% of the dimensions"),
+            ("p075_vs_p025", "truncating more (0.25-RoPE) harms perplexity relative to 0.75-RoPE"),
+            ("p025_vs_nope", "0.25-RoPE is still better than NoPE"),
+        )
     ),
     *(
         claims.ClaimSpec(
@@ -162,12 +145,6 @@ CLAIMS = claims.ClaimSet(
         "p_rope.flagship_p075_vs_rope", f"{table2_pair} (flagship runs, 10× the tokens)",
         "0.75-RoPE has lower perplexity than RoPE after longer training (the flagship runs)",
         claims.given,  # Comparison.verdict on the last validation step
-    ),
-    claims.ClaimSpec(
-        "p_rope.flagship_noise", f"{TABLE2} (resolution of our flagship runs)",
-        "At the flagship budget the paired seed noise of 0.75-RoPE vs RoPE is at most 1 % of "
-        "perplexity (its last step)",
-        claims.given,  # ablation.noise_target_verdict
     ),
     # ablation.noise_verdict: paired gap / s.d. > 1 on both domains (held), one (partly), none
     claims.ClaimSpec(
@@ -416,36 +393,17 @@ glue(
 # paper's numbers, quoted, and our labels:
 
 # %% tags=["hide-input"]
-LABELS = {
-    "nope": "NoPE",
-    "rope": "RoPE θ=10k",
-    "rope-500k": "RoPE θ=500k",
-    "rope-reversed-0.75": "0.75-RoPE reversed",
-    "rope-partial-0.75": "0.75-RoPE partial",
-    "p-rope-0.25": "0.25-RoPE",
-    "p-rope-0.5": "0.5-RoPE",
-    "p-rope-0.75": "0.75-RoPE",
-}
-# Barbero et al. 2025, Table 2 (Gemma 2B, validation perplexity), quoted.
+LABELS = {"nope": "NoPE", "rope": "RoPE θ=10k", "rope-500k": "RoPE θ=500k",
+          "rope-reversed-0.75": "0.75-RoPE reversed", "rope-partial-0.75": "0.75-RoPE partial",
+          "p-rope-0.25": "0.25-RoPE", "p-rope-0.5": "0.5-RoPE", "p-rope-0.75": "0.75-RoPE"}  # fmt: skip
+# Barbero et al. 2025, Table 2 (Gemma 2B, validation perplexity), quoted in zoo.TABLE2's order:
+# NoPE, RoPE, RoPE θ=500k, 0.75-RoPE reversed, 0.75-RoPE partial, 0.25-RoPE, 0.75-RoPE.
 PAPER_TABLE2 = {
-    "Wiki": {
-        "nope": 4.8594,
-        "rope": 4.4627,
-        "rope-500k": 4.4485,
-        "rope-reversed-0.75": 4.4592,
-        "rope-partial-0.75": 4.4537,
-        "p-rope-0.25": 4.5302,
-        "p-rope-0.75": 4.4414,
-    },
-    "FlanV2": {
-        "nope": 6.6429,
-        "rope": 6.4429,
-        "rope-500k": 6.4593,
-        "rope-reversed-0.75": 6.4683,
-        "rope-partial-0.75": 6.4562,
-        "p-rope-0.25": 6.5111,
-        "p-rope-0.75": 6.4422,
-    },
+    column: dict(zip(zoo.TABLE2, values, strict=True))
+    for column, values in {
+        "Wiki": (4.8594, 4.4627, 4.4485, 4.4592, 4.4537, 4.5302, 4.4414),
+        "FlanV2": (6.6429, 6.4429, 6.4593, 6.4683, 6.4562, 6.5111, 6.4422),
+    }.items()
 }
 DOMAINS = {"shakespeare": "Wiki", "python": "FlanV2"}  # our corpus -> the paper's column
 SWEEP = {0.0: "nope", 0.25: "p-rope-0.25", 0.5: "p-rope-0.5", 0.75: "p-rope-0.75", 1.0: "rope"}
@@ -504,15 +462,9 @@ for name, value in {
 # *{glue:text}`p_rope.profile`* models has {glue:text}`p_rope.n_layers` layers,
 # {glue:text}`p_rope.n_heads` heads of dimension {glue:text}`p_rope.head_dim`, width
 # {glue:text}`p_rope.d_model` and {glue:text}`p_rope.n_params:,d` parameters (Gemma 2B: about 2.5
-# billion).
-
-# %% [markdown]
-# The same chapter runs on bigger models with `make book PROFILE=gpu` (or
-# `python -m ropebook run p_rope --profile gpu`). What each profile trains (layers × heads ×
-# head dimension, model width, context, training tokens per model, seeds per Table 2 model):
-
-# %% tags=["hide-input"]
-plots.table(show.profile_rows(profile))
+# billion). The same chapter runs on bigger models with `make book PROFILE=gpu` (or
+# `python -m ropebook run p_rope --profile gpu`); {ref}`methods-seeds` lists what each profile
+# trains and on how many seeds.
 
 # %% [markdown]
 # The tables: our validation perplexity (geometric mean over seeds and its interval at the
@@ -529,25 +481,26 @@ for domain, column in DOMAINS.items():
 # One thing to keep in mind before reading the orderings: p-RoPE differs from RoPE only in the
 # planes it frees, and what matters is how far those planes turn *within the context*. The
 # paper's Gemma 2B has 256-dimensional heads and an 8,192-token context (App. D); ours are much
-# smaller. The angle by which the fastest freed plane turns under RoPE over a context — in the
-# models above (the *lesson* regime, so called for what follows) and in the *matched* regime
-# that the book trains for decisions (next section):
+# smaller. How far the planes that 0.75-RoPE frees turn under RoPE over a context — in the
+# models above (the *lesson* regime, so called for what follows), over `max_factor` times their
+# context, and in the *matched* regime that the book trains for decisions (next section):
 
 # %%
 paper_head_dim, paper_context = 256, 8192  # Gemma 2B (Gemma Team 2024); paper App. D
-longest = max_factor * context
 matched_config = zoo.configs("rope", profile=profile, regime="matched")[0]
 settings = {  # (head_dim, θ, context)
-    "paper": (paper_head_dim, 1e4, paper_context),
-    "lesson": (head_dim, base, context),
-    "lesson_long": (head_dim, base, longest),
-    "matched": (matched_config.head_dim, matched_config.rope_base, context),
+    "Gemma 2B (the paper)": (paper_head_dim, 1e4, paper_context),
+    "lesson regime": (head_dim, base, context),
+    f"lesson regime at {max_factor}×": (head_dim, base, max_factor * context),
+    "matched regime": (matched_config.head_dim, matched_config.rope_base, matched_config.context),
 }
-turns = {where: ablation.dropped_turn(d, n, b) for where, (d, b, n) in settings.items()}
+plots.table(show.regime_rows(settings))
 
 # %% tags=["remove-input"]
-for where, turn in turns.items():
-    glue(f"p_rope.turn.{where}", turn, display=False)
+for where, (d, b, n) in zip(
+    ("paper", "lesson", "lesson_long", "matched"), settings.values(), strict=True
+):
+    glue(f"p_rope.turn.{where}", ablation.dropped_turn(d, n, b), display=False)
 glue("p_rope.matched_head_dim", matched_config.head_dim, display=False)
 glue("p_rope.matched_base", float(matched_config.rope_base), display=False)
 
@@ -605,10 +558,11 @@ for name, (tau, pvalue, *_) in {"wiki": tau_wiki, "flan": tau_flan, "paper": tau
 # For every pair the paper's text argues about, we take the difference of the two encodings'
 # validation losses seed by seed (a difference of log perplexities, shown as a relative change
 # of perplexity in %). The two runs of a seed share their initial weights and every batch, so
-# this *paired* difference cancels the noise they have in common; an ordering is **confirmed**
-# when the interval of the paired difference (Student t over seeds) excludes zero, and the run
-# **cannot decide** otherwise — it then only bounds the effect. The stricter unpaired test — do
-# the two encodings' own intervals over seeds overlap? — is shown beside it.
+# this *paired* difference cancels the noise they have in common ({ref}`methods-seeds`); an
+# ordering is **confirmed** when the interval of the paired difference excludes zero, and the run
+# **cannot decide** otherwise — it then only bounds the effect ({ref}`methods-deciding`). The
+# stricter unpaired test — do the two encodings' own intervals over seeds overlap? — is shown
+# beside it.
 
 # %%
 PAIRS = [  # (the paper's better encoding, its worse rival, claim id)
@@ -731,16 +685,15 @@ for d, values in show.seed_noise_values(seed_noise, DOMAINS).items():
         glue(f"p_rope.noise.{d}.{name}", value, display=False)
 
 # %% [markdown]
-# On shakespeare, the median gap between two encodings is
-# {glue:text}`p_rope.noise.shakespeare.unpaired` the median seed standard deviation unpaired and
-# {glue:text}`p_rope.noise.shakespeare.paired` paired; our seed s.d. is
-# {glue:text}`p_rope.noise.shakespeare.seed_cv` of the perplexity, against a median gap of
-# {glue:text}`p_rope.noise.shakespeare.paper_gap:.2f`% between the paper's encodings. On python,
-# the median gap is {glue:text}`p_rope.noise.python.unpaired` the median seed standard deviation
-# unpaired and {glue:text}`p_rope.noise.python.paired` paired; our seed s.d. is
-# {glue:text}`p_rope.noise.python.seed_cv` of the perplexity, against a median gap of
-# {glue:text}`p_rope.noise.python.paper_gap:.2f`% between the paper's encodings. (A dash: one
-# seed per model, so no seed noise to measure.)
+# Paired, the median gap between two encodings is {glue:text}`p_rope.noise.shakespeare.paired`
+# the median seed s.d. on shakespeare and {glue:text}`p_rope.noise.python.paired` on python
+# (unpaired: {glue:text}`p_rope.noise.shakespeare.unpaired` and
+# {glue:text}`p_rope.noise.python.unpaired`). Our seed s.d. is
+# {glue:text}`p_rope.noise.shakespeare.seed_cv` and {glue:text}`p_rope.noise.python.seed_cv` of the
+# perplexity, against median gaps of {glue:text}`p_rope.noise.shakespeare.paper_gap:.2f`% (Wiki)
+# and {glue:text}`p_rope.noise.python.paper_gap:.2f`% (FlanV2) between the paper's encodings. (A
+# dash: one seed per model, so no seed noise to measure.) The methods chapter splits the paired
+# noise into training and evaluation noise ({ref}`methods-noise-split`).
 
 # %% [markdown]
 # ## Table 2 where the slow planes turn: the matched regime
@@ -750,15 +703,7 @@ for d, values in show.seed_noise_values(seed_noise, DOMAINS).items():
 # *matched* regime (see the first chapter) gives every head 16 planes (head dimension 32) and
 # sets θ so that its slowest plane turns as often over our training context as Gemma 7B's
 # slowest plane does over 8k tokens; θ = 500k, which the paper describes as 50× its base, becomes
-# 50× our base. How the freed planes turn in each setting:
-
-# %% tags=["hide-input"]
-regime_settings = {
-    "Gemma 2B/7B (the paper)": (paper_head_dim, 1e4, paper_context),
-    "lesson regime": (head_dim, base, context),
-    "matched regime": (matched_config.head_dim, matched_config.rope_base, matched_config.context),
-}
-plots.table(show.regime_rows(regime_settings))
+# 50× our base (the table above gives how far its freed planes turn).
 
 # %% [markdown]
 # The seven encodings trained in the matched regime on Shakespeare (same seeds, batches and
@@ -820,214 +765,50 @@ glue("p_rope.paper_gap_wiki", 100 * ablation.paper_gap(PAPER_TABLE2["Wiki"]), di
 # %% [markdown]
 # Each matched-regime model saw {glue:text}`p_rope.matched_tokens:,d` tokens
 # ({glue:text}`p_rope.matched_seeds` seed(s) per encoding; 0.75-RoPE and RoPE get more, chosen
-# by power below, and each ordering pairs the seeds both sides have). The median standard deviation of the
-# paired differences is **{glue:text}`p_rope.matched_noise:.2f` %** of the perplexity, against the
-# book's target of 1 % and the paper's median gap of {glue:text}`p_rope.paper_gap_wiki:.2f` %
-# between two of its encodings. An effect smaller than the 'detectable' column is one this run
-# would usually miss: such orderings are reported as bounds, not as agreement.
+# by power as the {ref}`methods chapter <methods-power>` explains, and each ordering pairs the
+# seeds both sides have). The median standard deviation of the paired differences is
+# **{glue:text}`p_rope.matched_noise:.2f` %** of the perplexity, against the book's target of 1 %
+# and the paper's median gap of {glue:text}`p_rope.paper_gap_wiki:.2f` % between two of its
+# encodings. An effect smaller than the 'detectable' column is one this run would usually miss:
+# such orderings are reported as bounds, not as agreement. Whether that noise is training or
+# evaluation noise is measured in {ref}`methods-noise-split`.
 
 # %% [markdown]
-# ### Does more training shrink the noise?
+# ### Longer training: the flagship runs
 #
-# If the paired noise came from models still far from convergence, more tokens would shrink it.
-# The flagship runs test this directly: RoPE, 0.75-RoPE and NoPE in the matched regime's shape,
-# trained on the same seeds for longer than the matched runs, each recording its validation loss
-# (on the same windows) at every snapshot. Below, every recorded step gives one paired
-# comparison over seeds; the chart shows how the standard deviation of the paired difference
-# moves with tokens seen. With few seeds a sample s.d. is itself uncertain: the band is its
-# interval from the chi-square distribution with $n-1$ degrees of freedom (columns *s.d. low*
-# and *s.d. high*).
+# The flagship runs train RoPE, 0.75-RoPE and NoPE in the matched regime's shape on the same seeds
+# for longer than the matched runs. Their last validation step decides the headline at that
+# budget; how their paired noise moves over training is in {ref}`methods-training-noise`.
 
 # %%
 flagship = {name: runs for (name, _), runs in ablation.load_runs(
     zoo.FLAGSHIP, ["shakespeare"], profile=profile, regime="flagship").items()}  # fmt: skip
-over_training = {
-    f"{NAMES[a]} vs {NAMES[b]}": ablation.comparisons_over_training(
-        NAMES[a], shared[0], NAMES[b], shared[1], confidence
-    )
-    for a, b in (("p-rope-0.75", "rope"), ("rope", "nope"))
-    for shared in [ablation.shared_runs(flagship[a], flagship[b])]
-}
-noise_rows = show.training_noise_rows(over_training, confidence)
-display(show.training_noise_chart(noise_rows, confidence=confidence))
-plots.table(noise_rows)
+shared = ablation.shared_runs(flagship["p-rope-0.75"], flagship["rope"])
+last_tokens, last = max(ablation.comparisons_over_training(
+    NAMES["p-rope-0.75"], shared[0], NAMES["rope"], shared[1], confidence).items())  # fmt: skip
+plots.table(show.resolution_rows({("p-rope-0.75", "rope"): last}, PAPER_TABLE2["Wiki"], confidence))
 
 # %% tags=["remove-input"]
-near_tie = over_training[f"{NAMES['p-rope-0.75']} vs {NAMES['rope']}"]
-last_tokens, last = max(near_tie.items())
-last_sd = ablation.paired_sd_percent(last)
-flagship_basis = f"flagship runs, {last.difference.n} seeds × {last_tokens:,} tokens"
 CLAIMS.record(
     "p_rope.flagship_p075_vs_rope",
     last.verdict(last.a),
     f"paired Δ {last.difference.format(2)}"
     + (f" ({last.bound})" if last.verdict(last.a) == "cannot decide" else ""),
     seeds=last.difference.n,
-    basis=f"{flagship_basis}; " + show.resolution_text(last, confidence),
+    basis=f"flagship runs, {last.difference.n} seeds × {last_tokens:,} tokens; "
+    + show.resolution_text(last, confidence),
     to_decide=decide.comparison_to_decide(
         last, seedplan.measured_sd("flagship", ("p-rope-0.75", "rope"))
     ),
 )
-CLAIMS.record(
-    "p_rope.flagship_noise",
-    ablation.noise_target_verdict(last_sd),
-    f"s.d. of the paired difference {last_sd:.2f} % of perplexity at {last_tokens:,} tokens "
-    f"(matched runs, {matched_tokens:,} tokens: "
-    f"{ablation.paired_sd_percent(matched_cmp['p-rope-0.75', 'rope']):.2f} %)",
-    seeds=last.difference.n,
-    basis=flagship_basis,
-    to_decide=decide.noise_to_decide("flagship", ("p-rope-0.75", "rope"), last.difference.n),
-)
-paper_gap = 100 * abs(np.log(PAPER_TABLE2["Wiki"]["p-rope-0.75"] / PAPER_TABLE2["Wiki"]["rope"]))
-over_flagship = ablation.training_noise(
-    near_tie, matched_cmp["p-rope-0.75", "rope"], paper_gap, confidence
-)
-for name, value in show.training_noise_values(near_tie, over_flagship, matched_tokens).items():
-    glue(f"p_rope.flagship.{name}", value, display=False)
-glue("p_rope.flagship.paper_gap", float(paper_gap), display=False)
+glue("p_rope.flagship.tokens", int(last_tokens), display=False)
+glue("p_rope.flagship.times", last_tokens / matched_tokens, display=False)
+glue("p_rope.flagship.verdict", last.verdict(last.a), display=False)
 
 # %% [markdown]
-# At the last step ({glue:text}`p_rope.flagship.tokens` tokens,
-# {glue:text}`p_rope.flagship.times` the matched runs) 0.75-RoPE vs RoPE differs by
-# {glue:text}`p_rope.flagship.difference`, with a paired s.d. of
-# **{glue:text}`p_rope.flagship.sd`** of perplexity ({glue:text}`p_rope.confidence:.0%` interval
-# {glue:text}`p_rope.flagship.sd_interval`; matched runs: {glue:text}`p_rope.flagship.earlier_sd`).
-# Over the second half of training (from {glue:text}`p_rope.flagship.late_from` tokens) the s.d.
-# ranges {glue:text}`p_rope.flagship.late_range` and {glue:text}`p_rope.flagship.trend`
-# (Spearman ρ = {glue:text}`p_rope.flagship.rho` with tokens). The smallest effect
-# {glue:text}`p_rope.flagship.seeds` seeds detect is {glue:text}`p_rope.flagship.detectable`,
-# against the paper's gap of {glue:text}`p_rope.flagship.paper_gap:.2f` %, which would need about
-# {glue:text}`p_rope.flagship.seeds_needed` paired seeds at this noise (80% power). (A dash: one
-# seed per model, so no paired noise to follow over training.)
-
-# %% [markdown]
-# ### Training noise or evaluation noise?
-#
-# A seed's paired difference is measured on a sample of held-out windows, so the spread of those
-# differences over seeds mixes *training noise* (initial weights and batches) with *evaluation
-# noise* (which windows were drawn). Only the first needs more seeds; the second needs more
-# held-out tokens. We score each model on {glue:text}`p_rope.evalnoise.windows:,d` fresh validation
-# windows of its training length ({glue:text}`p_rope.evalnoise.tokens:,d` tokens, the same for
-# every model) and split the variance of the per-window differences, seeds × windows, with a
-# two-way random-effects analysis (`ropebook.analysis.noise`): training s.d. from the seed means,
-# evaluation s.d. from the windows' spread divided by $\sqrt{W}$. Evaluation noise is
-# *negligible* when its variance is at most a tenth of the training variance. Column *table*:
-# the evaluation s.d. on the zoo's own validation windows (those behind Table 2); *win. for ≤
-# 10%*: the windows that would make evaluation noise negligible, and their tokens.
-
-# %%
-held_out = data.load_tokens("shakespeare", "val")
-noise_runs = {"matched": {n: matched[n, "shakespeare"] for n in zoo.TABLE2}, "flagship": flagship}
-NOISE_PAIRS = {"matched": [("p-rope-0.75", "rope"), ("p-rope-0.25", "rope"), ("nope", "rope")],
-               "flagship": [("p-rope-0.75", "rope"), ("nope", "rope")]}  # fmt: skip
-window_losses = {
-    (r, n): noise.held_out_losses(noise_runs[r][n], held_out, n_windows=noise_windows)
-    for r, pairs in NOISE_PAIRS.items()
-    for n in {n for pair in pairs for n in pair}
-}
-splits = {
-    (r, f"{NAMES[a]} vs {NAMES[b]}"): noise.split(
-        noise.paired_differences(window_losses[r, a], window_losses[r, b])
-    )
-    for r, pairs in NOISE_PAIRS.items()
-    for a, b in pairs
-}
-table_windows = {  # the validation windows behind Table 2's numbers, per regime
-    r: tc.eval_batches * tc.batch_size
-    for r in NOISE_PAIRS
-    for tc in [zoo.configs("rope", profile=profile, regime=r)[1]]
-}
-plots.table(show_noise.noise_rows(splits, table_windows, matched_config.context))
-
-# %% tags=["remove-input"]
-headline = splits["matched", f"{NAMES['p-rope-0.75']} vs {NAMES['rope']}"]
-needed = headline.windows_needed()
-for name, value in {
-    "windows": noise_windows,
-    "tokens": noise_windows * (matched_config.context + 1),
-    "table_windows": table_windows["matched"],
-    "seed_sd": show_noise.dash(headline.seed_sd),
-    "eval_sd": show_noise.dash(headline.eval_sd),
-    "table_eval_sd": show_noise.dash(headline.eval_sd_at(table_windows["matched"])),
-    "needed": show_noise.dash(needed),
-    "reading": "not measured: one seed, no training noise"
-    if needed is None
-    else "negligible"
-    if headline.negligible
-    else "not negligible: more held-out windows before more seeds",
-}.items():
-    glue(f"p_rope.evalnoise.{name}", value, display=False)
-
-# %% [markdown]
-# For the book's headline comparison, 0.75-RoPE vs RoPE in the matched regime, the training s.d.
-# of a seed's paired difference is {glue:text}`p_rope.evalnoise.seed_sd` % of perplexity and its
-# evaluation s.d. on {glue:text}`p_rope.evalnoise.windows:,d` windows
-# {glue:text}`p_rope.evalnoise.eval_sd` % ({glue:text}`p_rope.evalnoise.table_eval_sd` % on the
-# {glue:text}`p_rope.evalnoise.table_windows` windows of Table 2's own validation): evaluation noise
-# is **{glue:text}`p_rope.evalnoise.reading`**; {glue:text}`p_rope.evalnoise.needed` windows would make
-# it a tenth of the training variance. The seed counts below are chosen from the paired s.d.,
-# which contains both.
-
-# %% [markdown]
-# ### Seeds chosen by power
-#
-# How many seeds a comparison needs follows from its paired noise: a paired t-test on $n$ seeds
-# whose differences have s.d. $\sigma$ detects an effect $\delta$ with 80 % power (95 %,
-# two-sided) once $n$ is large enough (`analysis.power.seeds_needed`). The book's fresh-clone
-# build measured that noise; `data/seed_plan.json` records it with its source, and the targets:
-# 0.75-RoPE vs RoPE resolved to {glue:text}`p_rope.plan.matched_target:.1f` % of perplexity in the
-# matched regime and {glue:text}`p_rope.plan.flagship_target:.0f` % in the flagship one. Within
-# the build budget the zoo trains the seeds below (in the `cpu` profile; added seeds come after
-# the profile's own, so no trained model changes), 0.75-RoPE vs RoPE first. The last three
-# columns are this run's own.
-
-# %%
-plan = seedplan.load_plan()
-choices = seedplan.choose(plan)
-p025_runs, rope_runs = ablation.shared_runs(
-    matched["p-rope-0.25", "shakespeare"], matched["rope", "shakespeare"]
-)
-planned_here = {  # this run's comparison behind each planned one
-    "matched: 0.75-RoPE vs RoPE": matched_cmp["p-rope-0.75", "rope"],
-    "flagship: 0.75-RoPE vs RoPE": last,
-    "matched: 0.25-RoPE vs RoPE": ablation.compare(
-        NAMES["p-rope-0.25"], [m.val_ppl for m in p025_runs],
-        NAMES["rope"], [m.val_ppl for m in rope_runs], confidence, log=True,
-    ),
-    "matched: NoPE vs RoPE": matched_cmp["rope", "nope"],
-}  # fmt: skip
-plots.table(show_plan.plan_rows(choices, planned_here, confidence))
-
-# %% tags=["remove-input"]
-by_id = {c.id: c for c in choices}
-glue("p_rope.plan.matched_target", by_id["matched: 0.75-RoPE vs RoPE"].target, display=False)
-glue("p_rope.plan.flagship_target", by_id["flagship: 0.75-RoPE vs RoPE"].target, display=False)
-headline_plan = by_id["matched: 0.75-RoPE vs RoPE"]
-for name, value in {
-    "matched_needed": headline_plan.needed,
-    "matched_trained": headline_plan.trained,
-    "matched_sd": headline_plan.paired_sd,
-    "matched_mde": headline_plan.mde,
-}.items():
-    glue(f"p_rope.plan.{name}", value, display=False)
-shortfall = show_plan.shortfall_values(choices, seedplan.spare_seconds(plan) / 60)
-for name, value in shortfall.items():
-    glue(f"p_rope.plan.{name}", value, display=False)
-
-# %% [markdown]
-# The table reads as the build's plan: *MDE planned* is the smallest effect the planned seeds
-# detect if the noise stays what the book measured; *MDE here* is what this run's seeds and
-# measured noise resolve. The budget leaves {glue:text}`p_rope.plan.spare:.0f` minutes of training
-# for added seeds; the plan spends {glue:text}`p_rope.plan.added:.1f` of them.
-# {glue:text}`p_rope.plan.met` of the {glue:text}`p_rope.plan.n` comparisons reach their target
-# MDE with the planned seeds; the furthest from it plans an MDE
-# {glue:text}`p_rope.plan.worst_ratio:.1f` times its target (0 when every target is met). At the
-# paired s.d. the book measured for the headline comparison in the matched regime
-# ({glue:text}`p_rope.plan.matched_sd:.2f` %), its target needs
-# {glue:text}`p_rope.plan.matched_needed` seeds; the budget affords
-# {glue:text}`p_rope.plan.matched_trained`, which detect {glue:text}`p_rope.plan.matched_mde:.2f` %.
-# Where the budget affords fewer seeds than the target needs, the build bounds the effect (the
-# *reading* column of the matched table) rather than deciding it at the target.
+# After {glue:text}`p_rope.flagship.tokens:,d` tokens ({glue:text}`p_rope.flagship.times:.1f`×
+# the matched runs), the verdict on 0.75-RoPE against RoPE is
+# **{glue:text}`p_rope.flagship.verdict`**.
 
 # %% [markdown]
 # ## Beyond the paper: length extrapolation
@@ -1103,32 +884,21 @@ CLAIMS.record(
     to_decide=decide.domains_to_decide(extrapolation_cmp),
 )
 glue("p_rope.long_factor", long_factor, display=False)
-for d, c in extrapolation_cmp.items():
-    for name, value in {
-        "p075": c.a_est.format(2),
-        "rope": c.b_est.format(2),
-        "paired": c.paired_status,
-        "intervals": c.status,
-        "best": LABELS[summary[d]["best"]],
-        "growth_min": summary[d]["growth_min"],
-        "growth_max": summary[d]["growth_max"],
-    }.items():
-        glue(f"p_rope.long.{d}.{name}", value, display=False)
 
 # %% [markdown]
-# On shakespeare at {glue:text}`p_rope.long_factor`× context, 0.75-RoPE has perplexity
-# {glue:text}`p_rope.long.shakespeare.p075` against RoPE's {glue:text}`p_rope.long.shakespeare.rope`
-# (paired: {glue:text}`p_rope.long.shakespeare.paired`; intervals:
-# {glue:text}`p_rope.long.shakespeare.intervals`); the lowest perplexity at that length is
-# {glue:text}`p_rope.long.shakespeare.best`'s, and the growth from 1× ranges from
-# {glue:text}`p_rope.long.shakespeare.growth_min:.2f`× to
-# {glue:text}`p_rope.long.shakespeare.growth_max:.2f`×. On python at
-# {glue:text}`p_rope.long_factor`× context, 0.75-RoPE has perplexity
-# {glue:text}`p_rope.long.python.p075` against RoPE's {glue:text}`p_rope.long.python.rope`
-# (paired: {glue:text}`p_rope.long.python.paired`; intervals:
-# {glue:text}`p_rope.long.python.intervals`); the lowest perplexity at that length is
-# {glue:text}`p_rope.long.python.best`'s, and the growth from 1× ranges from
-# {glue:text}`p_rope.long.python.growth_min:.2f`× to {glue:text}`p_rope.long.python.growth_max:.2f`×.
+# Per corpus at {glue:text}`p_rope.long_factor`× context: both perplexities, what the paired test
+# and the unpaired intervals say about 0.75-RoPE against RoPE, the encoding with the lowest
+# perplexity at that length, and the range over encodings of the growth in perplexity from 1×:
+
+# %% tags=["remove-input"]
+plots.table(
+    [
+        {"corpus": d, "0.75-RoPE": c.a_est.format(2), "RoPE θ=10k": c.b_est.format(2),
+         "paired": c.paired_status, "intervals": c.status, "lowest": LABELS[summary[d]["best"]],
+         "growth from 1×": f"{summary[d]['growth_min']:.2f}× – {summary[d]['growth_max']:.2f}×"}
+        for d, c in extrapolation_cmp.items()
+    ]
+)  # fmt: skip
 
 # %% [markdown]
 # ## A p sweep: from NoPE to RoPE

@@ -18,8 +18,9 @@
 # an interval over seeds where it is a measurement), what the verdict rests on (models, seeds,
 # tokens and, for comparisons, the smallest effect the run could detect) and a verdict — *held*,
 # *not held*, *partly* (a claim of several parts, some of which hold), *cannot decide* (the run's
-# interval contains the claimed threshold, so it only bounds the effect) or *not testable here*.
-# This page gathers them from the executed chapters of this build; none
+# interval contains the claimed threshold, so it only bounds the effect) or *not testable here*;
+# the [methods chapter](methods.ipynb) sets out how seeds, noise and intervals decide them
+# ({ref}`methods-deciding`). This page gathers them from the executed chapters of this build; none
 # of it is typed in. It also checks that every numbered proposition, theorem, lemma, definition,
 # figure and table of {cite:t}`barbero2025round`, and each CABLE appendix figure
 # {cite:p}`veisi2025cable` the book reproduces,
@@ -85,7 +86,8 @@ plots.verdict_chart(records)
 # decide it: how many seeds would detect the difference it measured (paired t-test, 95 %, 80 %
 # power, at the s.d. it measured or, with one seed, the s.d. the book measured for that kind of
 # comparison), or which models, tokens or experiment it lacks. A chapter cannot publish an open
-# claim without it (`claims.ClaimSet` refuses).
+# claim without it (`claims.ClaimSet` refuses). How the build chooses its seeds within its
+# budget, and what they resolve, is in {ref}`methods-power`.
 
 # %% tags=["remove-input"]
 for name, value in decide.undecided_values(records).items():
