@@ -3,7 +3,7 @@
 Same shapes (the zoo's ``cpu`` profile by default), same maths (pre-norm RMSNorm, fused QKV,
 RoPE with the half pairing, causal attention, ReLU² MLP, tied output, AdamW with global-norm
 clipping), same batch. PyTorch uses ``scaled_dot_product_attention(is_causal=True)``; ours runs
-twice: with the fused C++ attention kernel (:mod:`ropebook.fused_attention`,
+twice: with the fused C++ attention kernel (:mod:`ropebook.attention`,
 ``ROPEBOOK_ATTENTION=fused``) and with XLA's attention (``ROPEBOOK_ATTENTION=xla``). "ours" is the
 one of the two that ``ROPEBOOK_ATTENTION=auto`` (the default) picks on this shape and machine, by
 its own measurement (printed, with its timings), so the run shows whether it picked the faster.
@@ -196,11 +196,11 @@ def launch_and_time(args) -> dict[str, list[float]]:
 def auto_pick(cfg, tc):
     """The runner ``ROPEBOOK_ATTENTION=auto`` amounts to for this model, and its measured choice
     (``None`` where the kernel does not apply): its decision for the step's attention shape."""
-    from ropebook import fused_attention
+    from ropebook import attention
 
-    if fused_attention.lanes() is None or cfg.head_dim % fused_attention.LANES:
+    if attention.lanes() is None or cfg.head_dim % attention.LANES:
         return "ours, XLA attn", None
-    choice = fused_attention.choose((tc.batch_size, cfg.context, cfg.n_heads, cfg.head_dim))
+    choice = attention.choose((tc.batch_size, cfg.context, cfg.n_heads, cfg.head_dim))
     return ("ours, fused" if choice.path == "fused" else "ours, XLA attn"), choice
 
 
@@ -234,9 +234,9 @@ def main() -> None:
     print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s")
     print(f"JAX CPU devices: {runtime.split_cpu_devices()} (ropebook.runtime: one per core, each "
           "batch sharded over them)")  # fmt: skip
-    from ropebook import fused_attention
+    from ropebook import attention
 
-    print(f"fused kernel tiles: {fused_attention.lanes()} floats per vector")
+    print(f"fused kernel tiles: {attention.lanes()} floats per vector")
     print(f"ROPEBOOK_ATTENTION=auto picks '{ours}': {choice or 'the kernel does not apply'}")
     print(f"allocator tuned (ropebook.runtime, applies to every framework's process): "
           f"{runtime.tune_allocator()}")  # fmt: skip

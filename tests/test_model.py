@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ropebook import encodings, model
+from ropebook import encodings, model, rope
 from ropebook.encodings import EncodingConfig
 from ropebook.model import ModelConfig
 
@@ -198,3 +198,91 @@ def test_logit_scale_and_frequencies_act_as_stated():
         with_internals(
             small_config("alibi"), toks, intervention=model.Intervention(frequencies=np.ones(4))
         )
+
+
+# ---------------------------------------------------------------- per-layer patterns
+
+
+def _loss_and_grads(config: ModelConfig, seed: int = 4):
+    params = model.init_params(jax.random.key(seed), config)
+    value, grads = jax.value_and_grad(model.loss_fn)(params, tokens(2, 21, seed), config)
+    return params, value, grads
+
+
+@pytest.mark.parametrize("attention_path", ["fused", "xla"])
+@pytest.mark.parametrize("encoding", ["rope", "p-rope", "nope", "alibi", "kerple"])
+def test_a_uniform_pattern_is_todays_model_bit_for_bit(encoding, attention_path, monkeypatch):
+    """Layers that change nothing (empty, or restating the model's encoding) give the same
+    params, loss and gradients, bit for bit, in both attention paths; so does a window or chunk
+    no shorter than the sequence."""
+    monkeypatch.setenv("ROPEBOOK_ATTENTION", attention_path)
+    today = small_config(encoding, head_dim=16, d_model=64)
+    restated = model.LayerConfig(
+        encoding=encoding, rope_base=today.rope_base, proportion=today.proportion
+    )
+    patterns = [
+        (model.LayerConfig(),) * 2, (restated,) * 2,
+        (model.LayerConfig(window=21), model.LayerConfig(chunk=64)),
+    ]  # fmt: skip
+    params, value, grads = _loss_and_grads(today)
+    for layers in patterns:
+        patterned = ModelConfig(**{**today.to_dict(), "layers": layers})
+        assert patterned.to_dict()["layers"] and "layers" not in today.to_dict()
+        got_params, got_value, got_grads = _loss_and_grads(patterned)
+        for got, want in zip(jax.tree.leaves((got_params, got_value, got_grads)),
+                             jax.tree.leaves((params, value, grads)), strict=True):  # fmt: skip
+            np.testing.assert_array_equal(got, want)
+
+
+GEMMA_LIKE = (
+    model.LayerConfig(encoding="rope", rope_base=10_000.0, proportion=1.0, window=4),
+    model.LayerConfig(encoding="nope", chunk=5),
+    model.LayerConfig(),  # global: the model's p-RoPE, p = 0.25, θ = 10^6
+)
+
+
+def gemma_like() -> ModelConfig:
+    return small_config("p-rope", n_layers=3, proportion=0.25, rope_base=1e6, layers=GEMMA_LIKE)
+
+
+def test_each_layer_takes_its_own_encoding_and_attends_where_it_may():
+    config, toks = gemma_like(), tokens(1, 13)
+    _, internals = with_internals(config, toks)
+    i, j = np.indices((13, 13))
+    seen = [(j <= i) & (i - j < 4), (j <= i) & (i // 5 == j // 5), j <= i]
+    for layer, visible in zip(internals, seen, strict=True):
+        probs = np.asarray(layer["probs"])
+        assert (probs[..., ~visible] == 0).all() and (probs[..., visible] > 0).all()
+        np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-5)
+    local, nope, top = internals
+    want = rope_apply(local["q"], 10_000.0, "rope", 1.0)
+    np.testing.assert_allclose(local["q_rot"], want, atol=1e-6)
+    assert nope["q_rot"] is nope["q"]
+    np.testing.assert_allclose(top["q_rot"], rope_apply(top["q"], 1e6, "p-rope", 0.25), atol=1e-6)
+    params = model.init_params(jax.random.key(1), config)
+    explicit, _ = model.forward(params, toks, config, return_internals=True)
+    np.testing.assert_allclose(model.forward(params, toks, config), explicit, atol=2e-5)
+
+
+def rope_apply(x, base, variant, proportion):
+    return rope.apply_rope(
+        x, jnp.arange(x.shape[1]), base=base, variant=variant, proportion=proportion
+    )
+
+
+def test_a_pattern_round_trips_and_bad_patterns_are_named():
+    config = gemma_like()
+    assert ModelConfig.from_dict(config.to_dict()) == config
+    assert config.to_dict()["layers"][1] == {"encoding": "nope", "chunk": 5}  # only what changes
+    assert [layer.encoding.name for layer in config.layer_plan] == ["rope", "nope", "p-rope"]
+    assert [layer.window for layer in config.layer_plan] == [4, None, None]
+    bad = [
+        (dict(layers=GEMMA_LIKE[:2]), "2 entries for n_layers=3"),
+        (dict(layers=(*GEMMA_LIKE[:2], {"encoding": "xpos"})), "valid encodings"),
+        (dict(layers=(*GEMMA_LIKE[:2], {"window": 0})), "window must be a positive integer"),
+        (dict(layers=(*GEMMA_LIKE[:2], {"proportion": 1.5})), r"p must lie in \[0, 1\]"),
+        (dict(layers=(*GEMMA_LIKE[:2], {"windw": 3})), "windw"),
+    ]
+    for overrides, message in bad:
+        with pytest.raises((ValueError, TypeError), match=message):
+            ModelConfig(**{**config.to_dict(), **overrides})

@@ -11,13 +11,18 @@ erf was the most expensive elementwise op of a CPU step; Primer and modded-nanoG
 competitive with GELU and SwiGLU for small language models.
 
 Attention has two paths that share projections, rotation and bias: training uses
-:func:`_attend`, tuned for CPU and keeping nothing; ``return_internals=True`` spells the maths out
-and returns every intermediate for the chapters. On CPU, float32 models without a score bias
-(every rotary encoding, NoPE) attend through a fused C++ kernel (:mod:`ropebook.fused_attention`).
+:func:`ropebook.attention.attend`, tuned for CPU and keeping nothing; ``return_internals=True``
+spells the maths out and returns every intermediate for the chapters. On CPU, float32 models
+without a score bias (every rotary encoding, NoPE) attend through a fused C++ kernel where it
+was measured faster (:mod:`ropebook.attention`).
 With it, a fused ``qkv`` matmul and one XLA device per core (:mod:`ropebook.runtime`), a
 training step of the ``cpu`` zoo model runs 1.04–1.15× as fast as the same model in PyTorch
 eager with ``scaled_dot_product_attention`` on 2 CPU cores (median over launches,
 ``benchmarks/train_throughput.py``; the README has the table).
+
+Layers may differ (:class:`LayerConfig`, ``ModelConfig.layers``): each its own encoding, θ and p,
+and local attention to a sliding window or within a chunk, so that production layouts such as
+Gemma's five local RoPE layers to one global layer can be built (:mod:`ropebook.layouts`).
 
 Params are a plain pytree (dicts and a list of layers), so checkpoints name tensors by their path
 (``layers.0.qkv``) and chapters can read any weight directly.
@@ -33,7 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ropebook import encodings, fused_attention, rope, runtime
+from ropebook import encodings, rope, runtime
+from ropebook.attention import attend, check_local, visible
 
 runtime.enable_compilation_cache()
 
@@ -42,8 +48,49 @@ Params = dict[str, Any]
 
 
 @dataclass(frozen=True, kw_only=True)
+class LayerConfig:
+    """How one layer departs from its model: its encoding, θ and p (``None``: the model's) and
+    whether it attends locally, to a sliding ``window`` of tokens or within its ``chunk``
+    (:func:`ropebook.attention.first_keys`; ``None``: globally, every earlier token)."""
+
+    encoding: str | None = None
+    rope_base: float | None = None
+    proportion: float | None = None
+    window: int | None = None
+    chunk: int | None = None
+
+    def __post_init__(self) -> None:
+        check_local(self.window, self.chunk)
+        for field in ("rope_base", "proportion"):
+            if (value := getattr(self, field)) is not None:
+                object.__setattr__(self, field, float(value))
+
+    @property
+    def local(self) -> bool:
+        return self.window is not None or self.chunk is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields set (a spec names only what a layer changes)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+class Layer(NamedTuple):
+    """One layer as it runs: its validated encoding and local attention (``None``: global)."""
+
+    encoding: encodings.EncodingConfig
+    window: int | None
+    chunk: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-    """Architecture and encoding of one model; ``head_dim=None`` means ``d_model // n_heads``."""
+    """Architecture and encoding of one model; ``head_dim=None`` means ``d_model // n_heads``.
+
+    ``layers``, one :class:`LayerConfig` per layer, makes a per-layer pattern (Gemma's sliding
+    RoPE layers between global ones, Llama 4's NoPE layers); ``None``, the default, is every
+    layer global with the model's encoding. A spec without a pattern is the same dict, and so
+    the same cache key, as before patterns existed (:meth:`to_dict`).
+    """
 
     vocab_size: int
     n_layers: int
@@ -57,6 +104,7 @@ class ModelConfig:
     pairing: str = "half"
     proportion: float = 1.0
     dtype: str = "float32"
+    layers: tuple[LayerConfig, ...] | None = None
 
     def __post_init__(self) -> None:
         for field in ("vocab_size", "n_layers", "n_heads", "d_model", "d_ff", "context"):
@@ -75,16 +123,55 @@ class ModelConfig:
         if self.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r}; valid dtypes: {', '.join(DTYPES)}")
         self.encoding_config.check_head_dim(self.head_dim)
+        if self.layers is not None:
+            layers = tuple(
+                layer if isinstance(layer, LayerConfig) else LayerConfig(**layer)
+                for layer in self.layers
+            )
+            if len(layers) != self.n_layers:
+                raise ValueError(
+                    f"ModelConfig.layers has {len(layers)} entries for n_layers={self.n_layers}"
+                )
+            object.__setattr__(self, "layers", layers)
+            for layer in self.layer_plan:
+                layer.encoding.check_head_dim(self.head_dim)
 
     @property
     def encoding_config(self) -> encodings.EncodingConfig:
-        """The validated encoding (raises ``ValueError`` listing valid names)."""
+        """The model's validated encoding (raises ``ValueError`` listing valid names): every
+        layer's, except where :attr:`layers` changes it (see :attr:`layer_plan`)."""
         return encodings.EncodingConfig(
             self.encoding, base=self.rope_base, pairing=self.pairing, proportion=self.proportion
         )
 
+    @property
+    def layer_plan(self) -> tuple[Layer, ...]:
+        """Every layer's encoding and local attention, the model's values filling what
+        :attr:`layers` leaves ``None``."""
+        if self.layers is None:
+            return (Layer(self.encoding_config, None, None),) * self.n_layers
+        return tuple(
+            Layer(
+                encodings.EncodingConfig(
+                    self.encoding if layer.encoding is None else layer.encoding,
+                    base=self.rope_base if layer.rope_base is None else layer.rope_base,
+                    pairing=self.pairing,
+                    proportion=self.proportion if layer.proportion is None else layer.proportion,
+                ),
+                layer.window,
+                layer.chunk,
+            )
+            for layer in self.layers
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain fields, for specs and checkpoints; ``layers`` only where a pattern is set."""
+        data = dataclasses.asdict(self)
+        if self.layers is None:
+            del data["layers"]  # keeps every spec hash from before patterns existed
+        else:
+            data["layers"] = [layer.to_dict() for layer in self.layers]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
@@ -122,10 +209,10 @@ def _intervene(
     q: jnp.ndarray,
     k: jnp.ndarray,
     positions: jnp.ndarray,
-    config: ModelConfig,
+    enc: encodings.EncodingConfig,
+    head_dim: int,
     intervention: Intervention,
 ) -> tuple[jnp.ndarray, jnp.ndarray]:
-    enc = config.encoding_config
     if intervention.frequencies is not None:
         if enc.rope_variant not in ("rope", "p-rope", "reversed"):
             raise ValueError(
@@ -135,7 +222,7 @@ def _intervene(
         angles = positions[..., None].astype(jnp.float32) * grid
         q_rot, k_rot = rope.rotate(q, angles, enc.pairing), rope.rotate(k, angles, enc.pairing)
     if intervention.keep_chunks is not None:
-        pairs = rope.chunk_indices(config.head_dim, enc.pairing)  # [D/2, 2] dims of each chunk
+        pairs = rope.chunk_indices(head_dim, enc.pairing)  # [D/2, 2] dims of each chunk
         dim_to_chunk = np.argsort(pairs.T.ravel()) % len(pairs)  # chunk of every dim
         keep = jnp.asarray(intervention.keep_chunks, q_rot.dtype)[..., dim_to_chunk]
         q_rot, k_rot = q_rot * keep, k_rot * keep
@@ -145,11 +232,12 @@ def _intervene(
 def init_params(key: jax.Array, config: ModelConfig) -> Params:
     """GPT-2 initialisation: N(0, 0.02), residual projections scaled by ``1/sqrt(2·n_layers)``."""
     d, h, hd = config.d_model, config.n_heads, config.head_dim
-    enc = config.encoding_config
     std, out_std = 0.02, 0.02 / (2 * config.n_layers) ** 0.5
     key, embed_key = jax.random.split(key)
     layers = []
-    for layer_key in jax.random.split(key, config.n_layers):
+    for layer_key, spec in zip(
+        jax.random.split(key, config.n_layers), config.layer_plan, strict=True
+    ):
         k_qkv, k_out, k_up, k_down, k_enc = jax.random.split(layer_key, 5)
         layers.append(
             {
@@ -159,7 +247,7 @@ def init_params(key: jax.Array, config: ModelConfig) -> Params:
                 "mlp_norm": jnp.ones(d),
                 "up": std * jax.random.normal(k_up, (d, config.d_ff)),
                 "down": out_std * jax.random.normal(k_down, (config.d_ff, d)),
-                "encoding": encodings.init_params(k_enc, enc, h),
+                "encoding": encodings.init_params(k_enc, spec.encoding, h),
             }
         )
     return {
@@ -189,47 +277,21 @@ def _project_qkv(layer: Params, x: jnp.ndarray, config: ModelConfig) -> tuple[jn
     return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
 
 
-def _attend(
-    q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, bias: jnp.ndarray | None
-) -> jnp.ndarray:
-    """Fast path: causal softmax attention of ``[B, T, H, D]`` inputs, probabilities not kept.
-
-    Three choices, each measured on 2 CPU cores: heads move next to batch so both products are
-    plain batched matmuls; the causal mask is one additive ``[T, T]`` constant folded into the
-    bias; and the softmax is normalised *after* multiplying by ``v`` (``(e @ v) / sum(e)``), which
-    skips a full ``[B, H, T, T]`` pass forward and backward. Attention forward+backward ran 2×
-    faster than ``jax.nn.dot_product_attention(is_causal=True)``. Where it applies (float32, no
-    bias, CPU; see :mod:`ropebook.fused_attention`) and measured faster, a fused C++ kernel
-    replaces all of this.
-    """
-    if fused_attention.applies(q, bias):
-        return fused_attention.causal_attention(q, k, v)
-    return xla_attention(q, k, v, bias)
-
-
-def xla_attention(
-    q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, bias: jnp.ndarray | None = None
-) -> jnp.ndarray:
-    """:func:`_attend` in XLA's own ops, never the fused kernel (what ``auto`` times it against)."""
-    t = q.shape[1]
-    q, k, v = (jnp.swapaxes(a, 1, 2) for a in (q, k, v))  # [B, H, T, D]
-    mask = jnp.where(jnp.tril(jnp.ones((t, t), dtype=bool)), 0.0, -1e30).astype(q.dtype)
-    scores = (q * q.shape[-1] ** -0.5) @ jnp.swapaxes(k, -1, -2)
-    scores = scores + (mask if bias is None else (bias + mask).astype(q.dtype))
-    weights = jnp.exp(scores - jax.lax.stop_gradient(scores.max(axis=-1, keepdims=True)))
-    out = (weights @ v) / weights.sum(axis=-1, keepdims=True)
-    return jnp.swapaxes(out, 1, 2)
-
-
 def _attend_explicit(
-    q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, bias: jnp.ndarray | None
+    q: jnp.ndarray,
+    k: jnp.ndarray,
+    v: jnp.ndarray,
+    bias: jnp.ndarray | None,
+    *,
+    window: int | None = None,
+    chunk: int | None = None,
 ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """The same maths spelled out, returning ``(out, scores, probs)`` for the chapters."""
     t = q.shape[1]
     scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32) * q.shape[-1] ** -0.5
     if bias is not None:
         scores = scores + bias[None]
-    scores = jnp.where(jnp.tril(jnp.ones((t, t), dtype=bool)), scores, -jnp.inf)
+    scores = jnp.where(visible(t, window, chunk), scores, -jnp.inf)
     probs = jax.nn.softmax(scores, axis=-1)
     return jnp.einsum("bhqk,bkhd->bqhd", probs.astype(v.dtype), v), scores, probs
 
@@ -240,31 +302,34 @@ def attention(
     positions: jnp.ndarray,
     config: ModelConfig,
     *,
+    index: int,
     return_internals: bool = False,
     intervention: Intervention | None = None,
 ) -> tuple[jnp.ndarray, dict[str, jnp.ndarray | None] | None]:
-    """Causal self-attention of ``x [B, T, d]``; returns ``(output, internals or None)``.
+    """Causal self-attention of ``x [B, T, d]`` in layer ``index`` of ``config``; returns
+    ``(output, internals or None)``.
 
     The encoding acts here and only here: it rotates ``q, k`` and/or supplies a score bias.
     An ``intervention`` changes the rotated queries and keys (``q_rot``, ``k_rot`` in internals).
+    A local layer (window or chunk) masks the keys it does not see, in both paths.
     """
-    enc = config.encoding_config
+    enc, window, chunk = config.layer_plan[index]
     q, k, v = _project_qkv(layer, x, config)
     q_rot, k_rot = encodings.rotate(q, positions, enc), encodings.rotate(k, positions, enc)
     if intervention is not None:
-        q_rot, k_rot = _intervene(q_rot, k_rot, q, k, positions, config, intervention)
+        q_rot, k_rot = _intervene(q_rot, k_rot, q, k, positions, enc, config.head_dim, intervention)
     bias = encodings.bias(
         layer["encoding"], enc, config.n_heads, positions, positions, config.context
     )
     internals = None
     if return_internals:
-        out, scores, probs = _attend_explicit(q_rot, k_rot, v, bias)
+        out, scores, probs = _attend_explicit(q_rot, k_rot, v, bias, window=window, chunk=chunk)
         internals = {
             "q": q, "k": k, "q_rot": q_rot, "k_rot": k_rot, "v": v,
             "bias": bias, "scores": scores, "probs": probs,
         }  # fmt: skip
     else:
-        out = _attend(q_rot, k_rot, v, bias)
+        out = attend(q_rot, k_rot, v, bias, window=window, chunk=chunk)
     b, t = x.shape[:2]
     return out.reshape(b, t, -1) @ layer["out"].astype(x.dtype), internals
 
@@ -292,9 +357,9 @@ def forward(
     dtype = jnp.dtype(config.dtype)
     x = params["embed"][tokens].astype(dtype)
     internals = []
-    for layer in params["layers"]:
+    for index, layer in enumerate(params["layers"]):
         h, info = attention(
-            layer, rms_norm(x, layer["attn_norm"]), positions, config,
+            layer, rms_norm(x, layer["attn_norm"]), positions, config, index=index,
             return_internals=return_internals, intervention=intervention,
         )  # fmt: skip
         x = x + h

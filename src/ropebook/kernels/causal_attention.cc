@@ -1,12 +1,15 @@
 // Causal softmax attention for XLA's CPU backend, forward and backward, as XLA FFI handlers
-// (used by ropebook.fused_attention; compiled on first use, see that module).
+// (used by ropebook.attention; compiled on first use, see that module).
 //
 // q, k, v are [..., T, H, D] float32 (the layout the model's projections produce; leading dims
 // are batch), D a multiple of the vector width W; the scale is 1/sqrt(D). Each (batch, head) is
 // done in tiles that stay in L1: keys transposed to [D, T] so the key index j runs along W-float
-// vectors, query rows in blocks of R. Only the causal half (j <= i, rounded up to whole vectors)
-// is computed, forward and backward, and the backward pass recomputes the probabilities from the
-// saved log-sum-exp, as FlashAttention does, so no [T, T] array ever reaches memory. Vectors use
+// vectors, query rows in blocks of R. Only the keys a block can see are computed, forward and
+// backward (rounded out to whole vectors): j <= i, and with local attention j >= first_key(i), a
+// sliding window of the last `window` keys (Gemma, Cohere2) or the query's own chunk of `chunk`
+// keys (Llama 4); tiles wholly outside are skipped. The backward pass recomputes the
+// probabilities from the saved log-sum-exp, as FlashAttention does, so no [T, T] array ever
+// reaches memory. Vectors use
 // the GCC/Clang vector extension, so the same source compiles to AVX-512, AVX2 or NEON.
 //
 // W is one register of the instruction set compiled for: 16 floats under AVX-512, else 8 (AVX2,
@@ -85,9 +88,10 @@ class Tile {
   float* data_;
 };
 
-// One (batch, head) slice of [B, T, H, D] arrays, copied into padded tiles.
+// One (batch, head) slice of [B, T, H, D] arrays, copied into padded tiles, and which keys each
+// query sees: window and chunk are 0 where not used.
 struct Head {
-  int64_t seq, padded, heads, dim;
+  int64_t seq, padded, heads, dim, window, chunk;
 
   int64_t offset(int64_t b, int64_t t, int64_t h) const { return ((b * seq + t) * heads + h) * dim; }
 
@@ -107,13 +111,22 @@ struct Head {
     for (int64_t t = 0; t < seq; ++t)
       for (int64_t d = 0; d < dim; ++d) x[offset(b, t, h) + d] = cols[d * padded + t];
   }
-  // key blocks a query block starting at row i0 needs (keys j <= i0 + R - 1)
+  // the first key query i sees; it never decreases with i
+  int64_t first_key(int64_t i) const {
+    int64_t first = 0;
+    if (window > 0) first = std::max(first, i - window + 1);
+    if (chunk > 0) first = std::max(first, i / chunk * chunk);
+    return first;
+  }
+  // the key vectors a query block of rows i0..i0+R-1 needs: [key_begin, key_end)
+  int64_t key_begin(int64_t i0) const { return first_key(i0) / W * W; }
   int64_t key_end(int64_t i0) const { return std::min(padded, ((i0 + R - 1) / W + 1) * W); }
 };
 
-// out[r, j] = <rows[r], cols[:, j]> for R rows and j < end
-void products(const float* rows, const float* cols, const Head& s, int64_t end, float* out) {
-  for (int64_t j = 0; j < end; j += W) {
+// out[r, j] = <rows[r], cols[:, j]> for R rows and begin <= j < end
+void products(const float* rows, const float* cols, const Head& s, int64_t begin, int64_t end,
+              float* out) {
+  for (int64_t j = begin; j < end; j += W) {
     vf acc[R] = {};
     for (int64_t d = 0; d < s.dim; ++d) {
       const vf c = load(cols + d * s.padded + j);
@@ -123,12 +136,12 @@ void products(const float* rows, const float* cols, const Head& s, int64_t end, 
   }
 }
 
-// out[r, :] = sum_j weights[r, j] rows[j, :] for j < end; D is a multiple of W
-void weighted_sums(const float* weights, const float* rows, const Head& s, int64_t end,
-                   float* out) {
+// out[r, :] = sum_j weights[r, j] rows[j, :] for begin <= j < end; D is a multiple of W
+void weighted_sums(const float* weights, const float* rows, const Head& s, int64_t begin,
+                   int64_t end, float* out) {
   for (int64_t d = 0; d < s.dim; d += W) {
     vf acc[R] = {};
-    for (int64_t j = 0; j < end; ++j) {
+    for (int64_t j = begin; j < end; ++j) {
       const vf x = load(rows + j * s.dim + d);
       for (int64_t r = 0; r < R; ++r) acc[r] += weights[r * s.padded + j] * x;
     }
@@ -136,11 +149,11 @@ void weighted_sums(const float* weights, const float* rows, const Head& s, int64
   }
 }
 
-// cols[d, j] += sum_r rows[r, d] weights[r, j] for j < end
-void accumulate_outer(const float* rows, const float* weights, const Head& s, int64_t end,
-                      float* cols) {
+// cols[d, j] += sum_r rows[r, d] weights[r, j] for begin <= j < end
+void accumulate_outer(const float* rows, const float* weights, const Head& s, int64_t begin,
+                      int64_t end, float* cols) {
   for (int64_t d = 0; d < s.dim; ++d) {
-    for (int64_t j = 0; j < end; j += W) {
+    for (int64_t j = begin; j < end; j += W) {
       vf acc = load(cols + d * s.padded + j);
       for (int64_t r = 0; r < R; ++r) acc += rows[r * s.dim + d] * load(weights + r * s.padded + j);
       store(cols + d * s.padded + j, acc);
@@ -148,10 +161,10 @@ void accumulate_outer(const float* rows, const float* weights, const Head& s, in
   }
 }
 
-Head head_of(const ffi::Buffer<ffi::F32>& x) {
+Head head_of(const ffi::Buffer<ffi::F32>& x, int64_t window, int64_t chunk) {
   auto d = x.dimensions();
   const size_t n = d.size();
-  return {d[n - 3], (d[n - 3] + W - 1) / W * W, d[n - 2], d[n - 1]};
+  return {d[n - 3], (d[n - 3] + W - 1) / W * W, d[n - 2], d[n - 1], window, chunk};
 }
 
 // product of the leading (batch) dimensions
@@ -163,8 +176,9 @@ int64_t batch_of(const ffi::Buffer<ffi::F32>& x) {
 }
 
 ffi::Error Forward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v,
-                   ffi::ResultBuffer<ffi::F32> out, ffi::ResultBuffer<ffi::F32> lse) {
-  const Head s = head_of(q);
+                   ffi::ResultBuffer<ffi::F32> out, ffi::ResultBuffer<ffi::F32> lse,
+                   int64_t window, int64_t chunk) {
+  const Head s = head_of(q, window, chunk);
   const int64_t batch = batch_of(q), tile = s.padded * s.dim;
   if (s.dim % W != 0)
     return ffi::Error::InvalidArgument("head dimension must be a multiple of the vector width");
@@ -177,26 +191,28 @@ ffi::Error Forward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer
       s.load_rows(v.typed_data(), b, h, 1.0f, vr.data());
       float* lse_bh = lse->typed_data() + (b * s.heads + h) * s.seq;
       for (int64_t i0 = 0; i0 < s.seq; i0 += R) {
-        const int64_t end = s.key_end(i0);
-        products(qs.data() + i0 * s.dim, kt.data(), s, end, p.data());
+        const int64_t begin = s.key_begin(i0), end = s.key_end(i0);
+        products(qs.data() + i0 * s.dim, kt.data(), s, begin, end, p.data());
         float inverse[R];
         for (int64_t r = 0; r < R; ++r) {
           float* row = p.data() + r * s.padded;
-          const int64_t n = i0 + r + 1;  // keys 0..i
+          const int64_t first = s.first_key(i0 + r), n = i0 + r + 1;  // keys first..i
+          std::fill(row + begin, row + first, -INFINITY);
           std::fill(row + n, row + end, -INFINITY);
           vf top = splat(-INFINITY);
-          for (int64_t j = 0; j < end; j += W) top = top > load(row + j) ? top : load(row + j);
+          for (int64_t j = begin; j < end; j += W) top = top > load(row + j) ? top : load(row + j);
           float m = top[0];
           for (int64_t l = 1; l < W; ++l) m = std::max(m, top[l]);
-          for (int64_t j = 0; j < end; j += W) store(row + j, exp(load(row + j) - m));
+          for (int64_t j = begin; j < end; j += W) store(row + j, exp(load(row + j) - m));
+          std::fill(row + begin, row + first, 0.0f);
           std::fill(row + n, row + end, 0.0f);
           vf totals = {};
-          for (int64_t j = 0; j < end; j += W) totals += load(row + j);
+          for (int64_t j = begin; j < end; j += W) totals += load(row + j);
           const float total = sum(totals);
           inverse[r] = 1.0f / total;
           if (i0 + r < s.seq) lse_bh[i0 + r] = m + std::log(total);
         }
-        weighted_sums(p.data(), vr.data(), s, end, o.data());
+        weighted_sums(p.data(), vr.data(), s, begin, end, o.data());
         for (int64_t r = 0; r < R && i0 + r < s.seq; ++r)
           for (int64_t d = 0; d < s.dim; ++d)
             out->typed_data()[s.offset(b, i0 + r, h) + d] = o[r * s.dim + d] * inverse[r];
@@ -209,8 +225,9 @@ ffi::Error Forward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer
 ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v,
                     ffi::Buffer<ffi::F32> out, ffi::Buffer<ffi::F32> lse,
                     ffi::Buffer<ffi::F32> dout, ffi::ResultBuffer<ffi::F32> dq,
-                    ffi::ResultBuffer<ffi::F32> dk, ffi::ResultBuffer<ffi::F32> dv) {
-  const Head s = head_of(q);
+                    ffi::ResultBuffer<ffi::F32> dk, ffi::ResultBuffer<ffi::F32> dv,
+                    int64_t window, int64_t chunk) {
+  const Head s = head_of(q, window, chunk);
   const int64_t batch = batch_of(q), tile = s.padded * s.dim;
   if (s.dim % W != 0)
     return ffi::Error::InvalidArgument("head dimension must be a multiple of the vector width");
@@ -228,36 +245,39 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffe
       std::fill(dvt.begin(), dvt.end(), 0.0f);
       const float* lse_bh = lse.typed_data() + (b * s.heads + h) * s.seq;
       for (int64_t i0 = 0; i0 < s.seq; i0 += R) {
-        const int64_t end = s.key_end(i0);
-        products(qs.data() + i0 * s.dim, kt.data(), s, end, p.data());
-        products(g.data() + i0 * s.dim, vt.data(), s, end, dp.data());
+        const int64_t begin = s.key_begin(i0), end = s.key_end(i0);
+        products(qs.data() + i0 * s.dim, kt.data(), s, begin, end, p.data());
+        products(g.data() + i0 * s.dim, vt.data(), s, begin, end, dp.data());
         for (int64_t r = 0; r < R; ++r) {
           float* p_row = p.data() + r * s.padded;
           float* ds_row = dp.data() + r * s.padded;
           const int64_t i = i0 + r;
           if (i >= s.seq) {  // padding rows contribute nothing
-            std::fill(p_row, p_row + end, 0.0f);
-            std::fill(ds_row, ds_row + end, 0.0f);
+            std::fill(p_row + begin, p_row + end, 0.0f);
+            std::fill(ds_row + begin, ds_row + end, 0.0f);
             continue;
           }
           float delta = 0.0f;
           for (int64_t d = 0; d < s.dim; ++d)
             delta += g[i * s.dim + d] * out.typed_data()[s.offset(b, i, h) + d];
-          for (int64_t j = 0; j < end; j += W) {
+          for (int64_t j = begin; j < end; j += W) {
             const vf p_j = exp(load(p_row + j) - lse_bh[i]);
             store(p_row + j, p_j);
             store(ds_row + j, p_j * (load(ds_row + j) - delta));
           }
+          const int64_t first = s.first_key(i);
+          std::fill(p_row + begin, p_row + first, 0.0f);
+          std::fill(ds_row + begin, ds_row + first, 0.0f);
           std::fill(p_row + i + 1, p_row + end, 0.0f);
           std::fill(ds_row + i + 1, ds_row + end, 0.0f);
         }
         // ds is the gradient of the scaled scores: dq = scale ds k, dk = ds (scale q)
-        weighted_sums(dp.data(), kr.data(), s, end, dq_rows.data());
+        weighted_sums(dp.data(), kr.data(), s, begin, end, dq_rows.data());
         for (int64_t r = 0; r < R && i0 + r < s.seq; ++r)
           for (int64_t d = 0; d < s.dim; ++d)
             dq->typed_data()[s.offset(b, i0 + r, h) + d] = scale * dq_rows[r * s.dim + d];
-        accumulate_outer(qs.data() + i0 * s.dim, dp.data(), s, end, dkt.data());
-        accumulate_outer(g.data() + i0 * s.dim, p.data(), s, end, dvt.data());
+        accumulate_outer(qs.data() + i0 * s.dim, dp.data(), s, begin, end, dkt.data());
+        accumulate_outer(g.data() + i0 * s.dim, p.data(), s, begin, end, dvt.data());
       }
       s.store_columns(dkt.data(), b, h, dk->typed_data());
       s.store_columns(dvt.data(), b, h, dv->typed_data());
@@ -268,7 +288,7 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffe
 
 }  // namespace
 
-// The vector width this library was compiled with, for ropebook.fused_attention to report.
+// The vector width this library was compiled with, for ropebook.attention to report.
 extern "C" int64_t RopebookCausalAttentionLanes() { return W; }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(RopebookCausalAttentionForward, Forward,
@@ -277,7 +297,9 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(RopebookCausalAttentionForward, Forward,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>());
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Attr<int64_t>("window")
+                                  .Attr<int64_t>("chunk"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(RopebookCausalAttentionBackward, Backward,
                               ffi::Ffi::Bind()
@@ -289,4 +311,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(RopebookCausalAttentionBackward, Backward,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>());
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Attr<int64_t>("window")
+                                  .Attr<int64_t>("chunk"));
