@@ -166,10 +166,16 @@ def measure_rates(chosen: dict[Hashable, Item], steps: int = PROBE_STEPS) -> dic
     return rates
 
 
+# tqdm's default meter without its ``<{remaining}``: the plan's estimate is the postfix.
+BAR_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]"
+
+
 class Progress:
     """One tqdm bar over the whole build, in training steps, beside the per-model bars; its
     postfix is the time left, estimated from the plan and corrected by how the trained models'
-    measured times compared with their estimates so far. :meth:`close` returns the summary."""
+    measured times compared with their estimates so far. It is the bar's only remaining time
+    (:data:`BAR_FORMAT` leaves out tqdm's own, which extrapolates the step rate across models of
+    other shapes and cached ones). :meth:`close` returns the summary."""
 
     def __init__(self, items: list[Item], rates: dict[Hashable, Rate]) -> None:
         self.rates = rates
@@ -178,7 +184,7 @@ class Progress:
         self.measured = dict.fromkeys(self.estimated, 0.0)
         self.spent = self.expected = 0.0
         total = sum(p.steps for p in self.estimated.values())
-        self.bar = tqdm(total=total, desc="zoo", unit="step", position=0)
+        self.bar = tqdm(total=total, desc="zoo", unit="step", position=0, bar_format=BAR_FORMAT)
         self.bar.set_postfix_str(f"~{duration(self.left)} left (estimate)")
 
     def done(self, item: Item, seconds: float, *, trained: bool, steps: int) -> None:
