@@ -7,39 +7,58 @@ PY := $(VENV)/bin/python
 CHAPTER ?=
 PARAMS ?=
 BOOK_FLAGS := -W -n --keep-going
+# Each stage of `make book` runs through `ropebook stage NAME --`, which times it into the build's
+# records (executed/records/) for the book's build page (chapters/build.py); ROPEBOOK_BUILD names
+# this make run there, so a stage make skipped shows as an earlier build's.
+ROPEBOOK_BUILD := $(or $(ROPEBOOK_BUILD),$(shell date -u +"make, started %Y-%m-%d %H:%M:%S UTC"))
+export ROPEBOOK_BUILD
+STAGE = $(PY) -m ropebook stage
 
-.PHONY: book setup assets data proofs zoo chapters run html check-site test lint sync browser slurm cluster-zoo clean
+.PHONY: book setup install assets vendor data proofs machine zoo chapters run html check-site test lint sync browser slurm cluster-zoo clean
 
-book: setup assets data proofs zoo chapters html
+book: setup assets data proofs machine zoo chapters html
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# the wrapper needs only the standard library: it times the install that brings the rest
+	PYTHONPATH=src $(STAGE) setup -- $(MAKE) --no-print-directory install
+	touch $@
+
+# What setup runs (and times).
+install:
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	if [ "$(PROFILE)" = gpu ]; then $(PY) -m pip install --quiet "jax[cuda12]==$$($(PY) -c 'import jax; print(jax.__version__)')"; fi
-	touch $@
 
 setup: $(VENV)/.installed
 
 # vega, vega-lite, vega-embed and MathJax at the versions pinned in web/package-lock.json.
 assets/vendor/.stamp: web/package.json web/package-lock.json
+	$(STAGE) assets -- $(MAKE) --no-print-directory vendor
+	touch $@
+
+# What assets runs (and times).
+vendor:
 	cd web && npm ci --no-audit --no-fund --silent
 	rm -rf assets/vendor && mkdir -p assets/vendor
 	cp web/node_modules/vega/build/vega.min.js web/node_modules/vega-lite/build/vega-lite.min.js \
 	   web/node_modules/vega-embed/build/vega-embed.min.js assets/vendor/
 	cp -r web/node_modules/mathjax/es5 assets/vendor/mathjax
-	touch $@
 
 assets: assets/vendor/.stamp
 
 data: setup
-	$(PY) -m ropebook data
+	$(STAGE) data -- $(PY) -m ropebook data
 
 proofs: setup
-	$(PY) -m ropebook proofs
+	$(STAGE) proofs -- $(PY) -m ropebook proofs
+
+# This machine, the versions, and the lesson model's training speed timed now (~30 s).
+machine: setup
+	$(STAGE) machine -- $(PY) -m ropebook machine
 
 zoo: setup data
-	$(PY) -m ropebook zoo --profile $(PROFILE)
+	$(STAGE) zoo -- $(PY) -m ropebook zoo --profile $(PROFILE)
 
 # Sources to notebooks. Saving from Jupyter (or `jupytext --sync`) rewrites a source byte for
 # byte under jupytext.toml (tests/test_jupytext_roundtrip.py), so either side can be edited.
@@ -47,7 +66,7 @@ sync: setup
 	$(VENV)/bin/jupytext --to ipynb chapters/*.py
 
 chapters: setup sync
-	$(PY) -m ropebook run all --profile $(PROFILE)
+	$(STAGE) chapters -- $(PY) -m ropebook run all --profile $(PROFILE)
 
 # make run CHAPTER=rope_basics PARAMS="seed=1 head_dim=128"
 run: setup
@@ -56,8 +75,8 @@ run: setup
 # Build the site from executed/, then check it: no external assets, no error outputs, no broken
 # links, and every page opened in headless Chromium (screenshots in _build/screenshots).
 html: setup assets browser
-	$(VENV)/bin/jupyter-book build . $(BOOK_FLAGS)
-	$(PY) -m ropebook check-site _build/html --browser
+	$(STAGE) html -- sh -c '$(VENV)/bin/jupyter-book build . $(BOOK_FLAGS) && \
+	  $(PY) -m ropebook check-site _build/html --browser'
 
 # Debian's Chromium for the browser checks (playwright's own browser download cannot work here),
 # and a Chinese font (WenQuanYi Micro Hei, 5 MB) for the Daodejing prompt the frequency chapter

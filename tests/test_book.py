@@ -1,6 +1,7 @@
 """Smoke build of the whole book: every chapter through the runner, then Jupyter Book with -W,
 then the offline-assets check and every page opened in headless Chromium."""
 
+import html
 import os
 import re
 import shutil
@@ -24,6 +25,11 @@ def smoke_book(tmp_path_factory):
         pytest.fail("vendored web assets missing: run `make assets` (make test does)")
     shutil.copytree(REPO_ROOT / "assets", book / "assets")
     env = {**os.environ, "ROPEBOOK_EXECUTED": str(book / "executed")}
+    machine = subprocess.run(  # make book's machine stage, for the build page
+        [sys.executable, "-m", "ropebook", "machine", "--profile", "smoke"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert machine.returncode == 0, machine.stderr[-5000:]
     run = subprocess.run(
         [sys.executable, "-m", "ropebook", "run", "all", "--profile", "smoke"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True,
@@ -42,7 +48,7 @@ def test_every_chapter_executed_with_claims(smoke_book):
     for name in pipeline.chapter_names():
         notebook = smoke_book / "executed" / f"{name}.ipynb"
         assert notebook.exists(), name
-        if name == "index":  # the landing page summarises the others' claims
+        if name in ("index", "build"):  # they show the others' claims and the build's records
             continue
         claims = read_claims(notebook)
         assert claims, f"{name} glued no claims"
@@ -62,6 +68,26 @@ def test_every_chapter_page_offers_its_notebook_source_and_rerun_box(smoke_book)
             assert links, f"{name}: no download link to {name}{suffix}"
             copied = (site / "executed" / links[0]).resolve()
             assert copied.read_bytes() == (smoke_book / "executed" / f"{name}{suffix}").read_bytes()
+
+
+def test_pages_show_parameters_once(smoke_book):
+    """Papermill's injected-parameters cell stays in the notebook, off the page: the parameters
+    cell shows the values the run used (profile smoke, not the chapters' default cpu)."""
+    for name in pipeline.chapter_names():
+        page = (smoke_book / "_build" / "html" / "executed" / f"{name}.html").read_text()
+        assert "tag_injected-parameters" not in page, name
+    rope_basics = (smoke_book / "_build" / "html" / "executed" / "rope_basics.html").read_text()
+    assert 'profile = "smoke"' in html.unescape(re.sub(r"<[^>]+>", "", rope_basics))
+
+
+def test_build_page_shows_this_builds_records(smoke_book):
+    from ropebook import buildrecord
+
+    page = (smoke_book / "_build" / "html" / "executed" / "build.html").read_text()
+    text = re.sub(r"<[^>]+>", "", page)
+    assert buildrecord.cpu_model() in text and "tokens/s training the rope, smoke profile" in text
+    assert "rope_basics" in text and "built without the Makefile" in text
+    assert re.search(r"decay\s*now\s*\d+ (s|min)", text)  # each chapter's time, run now
 
 
 def test_bibliography_page_lists_the_cited_works(smoke_book):

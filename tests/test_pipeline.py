@@ -78,8 +78,10 @@ def test_unknown_chapter_lists_chapters(sandbox):
 
 
 @pytest.mark.slow
-def test_run_records_provenance_and_failure_keeps_previous(sandbox):
+def test_run_records_provenance_and_failure_keeps_previous(sandbox, recwarn):
     good = pipeline.run_chapter("toy", {"steps": "5"}, profile="smoke", progress=False)
+    # papermill warned about every output path not ending in .ipynb (the runner's temp files)
+    assert not [str(w.message) for w in recwarn if issubclass(w.category, UserWarning)]
     notebook = json.loads(good.read_text())
     meta = notebook["metadata"]["ropebook"]
     assert meta["parameters"] == {"steps": 5, "profile": "smoke"}
@@ -91,6 +93,12 @@ def test_run_records_provenance_and_failure_keeps_previous(sandbox):
     assert "Provenance:" in provenance
     took = re.search(r"UTC, in (\d+) s\.", provenance)  # the runner's clock, kernel start included
     assert took and 0 <= int(took[1]) <= meta["seconds"] + 1
+    # the values used are shown once: in the parameters cell; papermill's cell is off the page
+    parameters, injected = notebook["cells"][2:4]
+    assert "".join(parameters["source"]).splitlines() == [
+        'profile = "smoke"', "steps = 5", "rate = 0.5", 'label = "x"', "fail = False",
+    ]  # fmt: skip
+    assert injected["metadata"]["tags"] == ["injected-parameters", "remove-cell"]
     box = notebook["cells"][1]  # under the title: the rerun box, then the chapter
     assert box["metadata"]["tags"] == [pipeline.RERUN_TAG]
     declared = pipeline.chapter_parameters(pipeline.read_chapter("toy"))
@@ -208,6 +216,37 @@ def test_a_domain_survives_ruff_wrapping_the_line(sandbox):
     assert declared["threshold"].domain == "in (0, 1)"
     with pytest.raises(pipeline.ChapterError, match=r"threshold must be in \(0, 1\)"):
         pipeline.validate_parameters("toy", declared, {"threshold": "2"})
+
+
+def test_run_all_records_chapters_run_now_and_up_to_date(tmp_path):
+    """The build page's chapter times: a notebook finished before ``run all`` began was skipped
+    as up to date, and keeps the time and date of the run that produced it."""
+    executed = tmp_path / "toy.ipynb"
+    meta = {"seconds": 42.0, "finished": 1_700_000_000.0}
+    executed.write_text(json.dumps({"cells": [], "metadata": {"ropebook": meta}}))
+    assert pipeline._chapter_time(executed, started=1_699_999_000.0) == {
+        "seconds": 42.0, "ran": True, "finished": "2023-11-14 22:13 UTC",
+    }  # fmt: skip
+    assert not pipeline._chapter_time(executed, started=1_700_000_001.0)["ran"]
+
+
+@pytest.mark.parametrize(
+    "source, values, expected",
+    [
+        ('a = 1  # in [0, 9]: ünïcode θ\nb = "x"\n', {"a": 2, "b": "y z"},
+         'a = 2  # in [0, 9]: ünïcode θ\nb = "y z"\n'),
+        ("n = 10_000  # same value: kept as written\n", {"n": 10000}, "n = 10_000  # same value: kept as written\n"),
+        ("t = (\n    0.25  # in (0, 1): wrapped by ruff\n)\nu = [1]\n", {"t": 0.5, "u": ["a", 2]},
+         "t = (\n    0.5  # in (0, 1): wrapped by ruff\n)\nu = [\"a\", 2]\n"),
+        ("flag = False\nnone = None\n", {"flag": True, "none": 3}, "flag = True\nnone = 3\n"),
+    ],
+)  # fmt: skip
+def test_parameters_cell_shows_the_values_used(source, values, expected):
+    shown = pipeline.with_values(source, values)
+    assert shown == expected
+    namespace = {}
+    exec(shown, namespace)  # the cell still runs, and sets the values the run used
+    assert {k: namespace[k] for k in values} == values
 
 
 # ------------------------------------------------------------------ the page's "Rerun" box

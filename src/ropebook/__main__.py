@@ -1,8 +1,9 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,machine,stage} ...``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 
@@ -21,8 +22,80 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _machine(args: argparse.Namespace) -> int:
+    """Record this machine, the versions, the lesson model's training speed measured now and the
+    attention path it takes (``machine.json``, :mod:`ropebook.buildrecord`), and print them."""
+    import jax
+
+    from ropebook import buildplan, buildrecord, pipeline, zoo
+
+    model_config, train_config = zoo.configs("rope", profile=args.profile, regime="lesson")
+    item = buildplan.Item("lesson", False, model_config, train_config)
+    rate = buildplan.measure_rates({item.shape: item}, steps=args.steps)[item.shape]
+    tokens = train_config.batch_size * train_config.seq_len
+    record = {
+        **buildrecord.machine(),
+        "devices": sorted({f"{d.platform}:{d.device_kind}" for d in jax.devices()}),
+        "device_count": len(jax.devices()),
+        "versions": pipeline.package_versions(),
+        "benchmark": {
+            "model": f"rope, {args.profile} profile, lesson regime",
+            "batch": [train_config.batch_size, train_config.seq_len],
+            "steps": args.steps,
+            "step_seconds": rate.step_seconds,
+            "tokens_per_second": tokens / rate.step_seconds,
+        },
+        "attention": _attention_path(model_config, train_config),
+    }
+    path = buildrecord.write("machine", record)
+    print(json.dumps(record, indent=2))
+    print(f"recorded: {path}")
+    return 0
+
+
+def _attention_path(model_config, train_config) -> dict:
+    """The attention path the lesson model's training step takes here, and why (the cases of
+    :func:`ropebook.attention.applies`; ``auto``'s measured decision with its timings)."""
+    import jax
+
+    from ropebook import attention
+
+    shape = (train_config.batch_size, train_config.seq_len, model_config.n_heads,
+             model_config.head_dim)  # fmt: skip
+    mode = attention.mode()
+    if mode == "xla":
+        return {"path": "xla", "reason": "ROPEBOOK_ATTENTION=xla"}
+    if model_config.head_dim % attention.LANES:
+        return {"path": "xla", "reason": f"head dim not a multiple of {attention.LANES}"}
+    if jax.default_backend() != "cpu":
+        return {"path": "xla", "reason": "the fused kernel is for XLA's CPU backend"}
+    if attention.lanes() is None:
+        return {"path": "xla", "reason": "the fused kernel did not build here"}
+    if mode == "fused":
+        return {"path": "fused", "reason": "ROPEBOOK_ATTENTION=fused"}
+    choice = attention.choose(shape)
+    when = "measured now" if choice.measured_now else "measured earlier on this machine"
+    return {"path": choice.path, "reason": f"auto: the faster on {list(shape)}, {when}",
+            "seconds": choice.seconds}  # fmt: skip
+
+
+def _stage(argv: list[str]) -> int:
+    """``stage NAME -- command...``: run the command, and record its time if it succeeds."""
+    from ropebook import buildrecord
+
+    name, *rest = argv or [""]
+    command = rest[1:] if rest[:1] == ["--"] else rest
+    if name not in buildrecord.STAGES or not command:
+        print(f"usage: python -m ropebook stage {{{','.join(buildrecord.STAGES)}}} -- command...",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    return buildrecord.run_stage(name, command)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["stage"]:  # before argparse: the command's own options are not ours
+        return _stage(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m ropebook", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -35,6 +108,19 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--profile", choices=("smoke", "cpu", "gpu"), default=None)
     run.add_argument("--force", action="store_true", help="with 'all': re-run up-to-date chapters")
     run.set_defaults(handler=_run)
+
+    machine = commands.add_parser(
+        "machine", help="record this machine, versions and the lesson model's tokens/s (~30 s)"
+    )
+    machine.add_argument(
+        "--profile",
+        choices=("smoke", "cpu", "gpu"),
+        default="cpu",
+        help="whose lesson model to time (default cpu: the book's reference)",
+    )
+    machine.add_argument("--steps", type=int, default=10, help="training steps timed")
+    machine.set_defaults(handler=_machine)
+    commands.add_parser("stage", help="stage NAME -- command...: run and time a make book stage")
 
     for name, module, text in (
         ("proofs", "proofs", "check every registered sympy statement"),

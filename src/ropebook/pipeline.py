@@ -16,8 +16,14 @@ A chapter is ``chapters/<name>.py`` in jupytext percent format with exactly one 
 5. records parameters, profile, source hashes, JAX devices, package versions and the git commit
    in the notebook metadata (``metadata.ropebook``).
 
+The page shows the values the run used once: in its parameters cell, rewritten to them (comments
+and layout kept), while papermill's injected cell, which set them, stays in the notebook (so
+papermill can run it again) tagged ``remove-cell``.
+
 ``run all`` runs every chapter of ``_toc.yml`` in order and skips those whose executed notebook
-was produced from the same chapter source, library source and parameters.
+was produced from the same chapter source, library source and parameters; it records each
+chapter's time, run or skipped, for the book's build page (``chapters.json``,
+:mod:`ropebook.buildrecord`), which it runs last.
 """
 
 from __future__ import annotations
@@ -38,17 +44,18 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ropebook import REPO_ROOT
+from ropebook import REPO_ROOT, buildrecord
 from ropebook.io import atomic_path
 
 CHAPTERS_DIR = REPO_ROOT / "chapters"
 EXECUTED_DIR = Path(os.environ.get("ROPEBOOK_EXECUTED", REPO_ROOT / "executed"))
 PROFILE_NAMES = ("smoke", "cpu", "gpu")
-# Pages built from the other chapters' executed notebooks: always run last, and always re-run.
-SUMMARY_CHAPTERS = ("scorecard", "index")
+# Pages built from the other chapters' executed notebooks (and the build page from the build's
+# records, :mod:`ropebook.buildrecord`): always run last, in this order, and always re-run.
+SUMMARY_CHAPTERS = ("scorecard", "index", "build")
 TRACKED_PACKAGES = (
     "jax", "jaxlib", "numpy", "optax", "sympy", "matplotlib", "altair", "papermill", "jupytext",
-    "jupyter-book", "tokenizers", "safetensors",
+    "jupyter-book", "tokenizers", "safetensors", "transformers", "torch",
 )  # fmt: skip
 PROVENANCE_ENV = "ROPEBOOK_PROVENANCE_FILE"
 STARTED_ENV = "ROPEBOOK_STARTED"  # when the runner started the chapter (seconds since the epoch)
@@ -481,14 +488,15 @@ def run_chapter(
     notebook.cells.append(cell)
     started = time.time()
     with atomic_path(target) as tmp_path:  # a failed run never replaces the previous notebook
-        tmp = str(tmp_path)
+        # papermill warns about an output path not ending in .ipynb: it writes beside the temp
+        run_path = tmp_path.with_suffix(".ipynb")
         provenance_file = tmp_path.with_suffix(".json")
         os.environ[PROVENANCE_ENV] = str(provenance_file)
         os.environ[STARTED_ENV] = repr(started)
         try:
-            _execute(name, notebook, tmp, values, progress)
-            executed = nbformat.read(tmp, as_version=4)
-            _hide_injected_parameters_like_declared(executed)
+            _execute(name, notebook, str(run_path), values, progress)
+            executed = nbformat.read(run_path, as_version=4)
+            _show_values_once(executed, values)
             declared_profile = chapter_parameters(notebook).get("profile")
             executed.metadata["ropebook"] = {
                 **_stamp(name, values),
@@ -496,26 +504,56 @@ def run_chapter(
                 "git_commit": _git_commit(),
                 "packages": package_versions(),
                 "seconds": round(time.time() - started, 1),
+                "finished": round(time.time(), 1),  # seconds since the epoch
                 **(json.loads(provenance_file.read_text()) if provenance_file.exists() else {}),
             }
-            nbformat.write(executed, tmp)
+            nbformat.write(executed, tmp_path)
         finally:
             os.environ.pop(PROVENANCE_ENV, None)
             os.environ.pop(STARTED_ENV, None)
             provenance_file.unlink(missing_ok=True)
+            run_path.unlink(missing_ok=True)
     with atomic_path(target.with_suffix(".py")) as copy:  # the source this notebook came from
         copy.write_bytes(source)
     return target
 
 
-def _hide_injected_parameters_like_declared(notebook) -> None:
-    """Papermill's injected cell inherits the remove-* tags of the cell tagged parameters."""
-    tags = [c.metadata.get("tags", []) for c in notebook.cells]
-    declared = next((t for t in tags if "parameters" in t), [])
-    hiding = [t for t in declared if t.startswith(("remove-", "hide-"))]
-    for cell, cell_tags in zip(notebook.cells, tags, strict=True):
-        if "injected-parameters" in cell_tags:
-            cell.metadata["tags"] = [*cell_tags, *hiding]
+def _show_values_once(notebook, values: dict[str, Any]) -> None:
+    """Write the run's values into the cell tagged parameters and remove papermill's injected
+    cell (which set them, and stays in the notebook for papermill) from the page."""
+    for cell in notebook.cells:
+        tags = cell.metadata.get("tags", [])
+        if "parameters" in tags:
+            cell.source = with_values(cell.source, values)
+        elif "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+
+
+def with_values(source: str, values: dict[str, Any]) -> str:
+    """``source`` (a parameters cell) with the literal assigned to each name of ``values`` that
+    differs from it replaced by that value; comments, layout and the other lines kept."""
+    lines = source.encode().splitlines(keepends=True)  # ast's columns count UTF-8 bytes
+    edits = []
+    for node in ast.parse(source).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and value is not None and target.id in values:
+            if ast.literal_eval(value) != values[target.id]:
+                edits.append((value, _literal_text(values[target.id])))
+    for value, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        first, last = value.lineno - 1, value.end_lineno - 1
+        head, tail = lines[first][: value.col_offset], lines[last][value.end_col_offset :]
+        lines[first : last + 1] = [head + text.encode() + tail]
+    return b"".join(lines).decode()
+
+
+def _literal_text(value: Any) -> str:
+    """``value`` as a Python literal, strings in double quotes as the chapters write them."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal_text(v) for v in value) + "]"
+    return repr(value)
 
 
 def _execute(name: str, notebook, tmp: str, values: dict, progress: bool) -> None:
@@ -539,8 +577,26 @@ def _execute(name: str, notebook, tmp: str, values: dict, progress: bool) -> Non
 
 
 def run_all(profile: str | None = None, *, force: bool = False) -> list[Path]:
-    """Run every chapter in book order, summaries last; stop at the first failure."""
-    return [
-        run_chapter(n, profile=profile, force=force or n in SUMMARY_CHAPTERS)
-        for n in chapter_names()
-    ]
+    """Run every chapter in book order, summaries last; stop at the first failure. After each
+    one, the build record ``chapters.json`` gains its time: run now, or skipped as up to date
+    (with the time of the run that produced it), so the build page, run last, reads all others."""
+    started = time.time()
+    paths, chapters = [], []
+    for name in chapter_names():
+        paths.append(run_chapter(name, profile=profile, force=force or name in SUMMARY_CHAPTERS))
+        chapters.append({"chapter": name, **_chapter_time(paths[-1], started)})
+        record = {"profile": profile, "chapters": chapters}
+        buildrecord.write("chapters", record, EXECUTED_DIR / buildrecord.RECORDS)
+    return paths
+
+
+def _chapter_time(executed: Path, started: float) -> dict[str, Any]:
+    """How long the run that produced ``executed`` took, when it finished, and whether it is
+    this ``run all``'s (one that began at ``started``) or an earlier one's."""
+    meta = json.loads(executed.read_text()).get("metadata", {}).get("ropebook", {})
+    finished = meta.get("finished")
+    return {
+        "seconds": meta.get("seconds"),
+        "ran": finished is not None and finished >= started,
+        "finished": finished and time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(finished)),
+    }

@@ -1,0 +1,206 @@
+"""The book's build page (``chapters/build.py``): the records ``make book``'s stages wrote
+(:mod:`ropebook.buildrecord`) as tables, each row saying whether this build ran the stage or
+found it up to date (then the time of the run that made what it used, labelled so). Nothing
+here measures: every value comes from a record, and a record that is missing is named."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ropebook import buildrecord
+from ropebook.buildrecord import duration
+
+DETAILED = ("machine", "zoo", "chapters")  # the records commands write besides their stage's
+
+
+@dataclass(frozen=True)
+class Records:
+    """Every record of one records folder (``None``: never written) and the build reading them."""
+
+    folder: Path
+    build: str | None  # ROPEBOOK_BUILD of the build showing them (None: run outside make)
+    found: Mapping[str, dict[str, Any] | None]
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self.found.get(name)
+
+    def this_build(self, record: Mapping[str, Any]) -> bool:
+        return self.build is not None and record.get("build") == self.build
+
+    def missing(self, name: str, what: str) -> str:
+        return f"No record of {what}: `{self.folder / (name + '.json')}` does not exist."
+
+
+def load(folder: Path | None = None, build: str | None = None) -> Records:
+    """Read every stage's record from ``folder`` (default :func:`buildrecord.default_folder`);
+    a damaged one raises :class:`buildrecord.RecordError` naming its file."""
+    folder = folder or buildrecord.default_folder()
+    names = [f"stage-{s}" for s in buildrecord.STAGES] + list(DETAILED)
+    return Records(folder, build, {name: buildrecord.read(name, folder) for name in names})
+
+
+THIS_BUILD = "this build"
+
+
+def _when(records: Records, record: Mapping[str, Any]) -> str:
+    """:data:`THIS_BUILD`, or when the record was made, labelled as an earlier build's."""
+    finished = record.get("finished", "at a time not recorded")
+    if records.build is None:  # run outside make: no build to compare with
+        return f"recorded {finished}"
+    return THIS_BUILD if records.this_build(record) else f"an earlier build ({finished})"
+
+
+def stage_rows(records: Records) -> list[dict[str, str]]:
+    """One row per stage of ``make book`` before the chapters that has a record (when it ran,
+    how long it took, what it did), then the chapters stage, of which this page is the last
+    step (its chapters so far, from the runner's record)."""
+    rows = []
+    for stage in buildrecord.STAGES[: buildrecord.STAGES.index("chapters")]:
+        record = records.get(f"stage-{stage}")
+        if record is not None:
+            rows.append(
+                {
+                    "stage": stage,
+                    "ran in": _when(records, record),
+                    "time": duration(record["seconds"]),
+                    "what it did": _stage_detail(records, stage, record),
+                }
+            )
+    if chapters := records.get("chapters"):
+        entries = chapters["chapters"]
+        ran = [e for e in entries if e["ran"]]
+        rows.append(
+            {
+                "stage": "chapters",
+                "ran in": _when(records, chapters),
+                "time": duration(sum(e["seconds"] or 0 for e in ran)) + " so far",
+                "what it did": f"{len(ran)} run, {len(entries) - len(ran)} up to date; "
+                "this page runs last",
+            }
+        )
+    return rows
+
+
+def _stage_detail(records: Records, stage: str, record: Mapping[str, Any]) -> str:
+    if stage == "zoo" and (zoo := records.get("zoo")):
+        regimes = zoo["regimes"]
+        trained = sum(r["trained"] for r in regimes)
+        cached = sum(r["cached"] for r in regimes)
+        return f"{zoo['profile']} profile: {trained} trained, {cached} cached"
+    return "`" + " ".join(record["command"]) + "`"
+
+
+def stages_text(records: Records) -> str:
+    """A sentence on the stages: which build this is, and which stages it did not run."""
+    if not any(records.get(f"stage-{stage}") for stage in buildrecord.STAGES):
+        return (
+            f"No stage of `make book` has a record in `{records.folder}`: this book was built "
+            "without the Makefile (for instance `python -m ropebook run all`), so only the "
+            "chapters' own times were measured."
+        )
+    if records.build is None:
+        return (
+            "These records were not made by one `make` run (no `ROPEBOOK_BUILD`), so each row "
+            "says when it was recorded."
+        )
+    skipped = [r["stage"] for r in stage_rows(records) if r["ran in"] != THIS_BUILD]
+    build = f"This build ({records.build})"
+    if not skipped:
+        return f"{build} ran every stage recorded below."
+    return (
+        f"{build} did not run {', '.join(skipped)}: make found their results up to date, so "
+        "their rows show the earlier run that produced what this build used."
+    )
+
+
+def machine_rows(records: Records) -> list[dict[str, str]]:
+    """This machine and the lesson model's training speed measured during the build."""
+    machine = records.get("machine")
+    if machine is None:
+        return []
+    bench = machine["benchmark"]
+    attention = machine["attention"]
+    timings = attention.get("seconds")
+    timed = (
+        " (forward+backward: "
+        + ", ".join(f"{p} {1e3 * s:.2f} ms" for p, s in timings.items())
+        + ")"
+        if timings
+        else ""
+    )
+    batch = "×".join(str(n) for n in bench["batch"])
+    return [
+        {"": "CPU", "value": machine["cpu"]},
+        {"": "cores", "value": f"{machine['cores']} ({machine['cores_usable']} usable here)"},
+        {"": "vector instruction set", "value": machine["instruction_set"]},
+        {
+            "": "JAX devices",
+            "value": f"{machine['device_count']} × {', '.join(machine['devices'])}",
+        },
+        {"": "operating system", "value": machine["os"]},
+        {
+            "": "lesson benchmark",
+            "value": f"{bench['tokens_per_second']:,.0f} tokens/s training the {bench['model']} "
+            f"model (batch {batch}, median of {bench['steps']} steps; load average "
+            f"{machine['load_average']:.1f} on {machine['cores_usable']} cores when measured)",
+        },
+        {"": "attention path", "value": f"{attention['path']}: {attention['reason']}{timed}"},
+        {"": "measured", "value": _when(records, machine)},
+    ]
+
+
+def zoo_rows(records: Records) -> list[dict[str, Any]]:
+    """Per regime: models trained and cached, training time measured and estimated before."""
+    zoo = records.get("zoo")
+    if zoo is None:
+        return []
+    return [
+        {
+            "regime": r["regime"],
+            "trained": r["trained"],
+            "cached": r["cached"],
+            "training time": duration(r["seconds"]) if r["trained"] else "—",
+            "estimated before": duration(r["estimated"]) if r["trained"] else "—",
+        }
+        for r in zoo["regimes"]
+    ]
+
+
+def chapter_rows(records: Records) -> list[dict[str, str]]:
+    """Per chapter: run now (its time) or up to date (the time of the run that produced it)."""
+    chapters = records.get("chapters")
+    if chapters is None:
+        return []
+    rows = []
+    for entry in chapters["chapters"]:
+        took = duration(entry["seconds"]) if entry["seconds"] is not None else "not recorded"
+        rows.append(
+            {
+                "chapter": entry["chapter"],
+                "run": "now" if entry["ran"] else "up to date: not run",
+                "time": took if entry["ran"] else f"{took} (the run of {entry['finished']})",
+            }
+        )
+    return rows
+
+
+def site_text(records: Records) -> str:
+    """The site stage comes after this page runs: the previous one's record, labelled so."""
+    site = records.get("stage-html")
+    after = "The site (Jupyter Book, then `ropebook check-site`) is built after this page runs"
+    if site is None:
+        return f"{after}, so its time is not on it. {records.missing('stage-html', 'a site build')}"
+    return (
+        f"{after}, so its time is not on it: the last site build before this page took "
+        f"{duration(site['seconds'])} (finished {site.get('finished', 'at a time not recorded')})."
+    )
+
+
+def version_rows(records: Records) -> list[dict[str, str]]:
+    machine = records.get("machine")
+    if machine is None:
+        return []
+    return [{"package": k, "version": v} for k, v in machine["versions"].items()]

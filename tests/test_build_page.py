@@ -1,0 +1,143 @@
+"""The build page is filled from the build's records, and says which stages this build skipped."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ropebook import REPO_ROOT, buildrecord, pipeline
+from ropebook.present import build as show
+
+BUILD = "2026-01-02 03:04:05 UTC"
+EARLIER = "2025-12-31 23:00:00 UTC"
+
+
+def write(folder, name, build, **data):
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {**data, "format": buildrecord.FORMAT, "build": build, "finished": build}
+    (folder / f"{name}.json").write_text(json.dumps(record))
+
+
+@pytest.fixture
+def records(tmp_path):
+    """A cached rebuild's records: setup from an earlier build, the rest from this one."""
+    folder = tmp_path / "records"
+    write(folder, "stage-setup", EARLIER, stage="setup", seconds=301.0, command=["make", "install"])
+    write(folder, "stage-data", BUILD, stage="data", seconds=12.5, command=["python", "data"])
+    write(folder, "stage-zoo", BUILD, stage="zoo", seconds=47.0, command=["python", "zoo"])
+    write(folder, "stage-html", EARLIER, stage="html", seconds=6120.0, command=["jupyter-book"])
+    write(folder, "zoo", BUILD, profile="cpu", regimes=[
+        {"regime": "lesson", "trained": 0, "cached": 97, "seconds": 0.0, "estimated": 0.0},
+        {"regime": "matched", "trained": 2, "cached": 34, "seconds": 754.0, "estimated": 700.0},
+    ])  # fmt: skip
+    write(folder, "chapters", BUILD, profile="cpu", chapters=[
+        {"chapter": "rope_basics", "seconds": 17.0, "ran": False, "finished": "2025-12-30 10:00 UTC"},
+        {"chapter": "decay", "seconds": 1234.0, "ran": True, "finished": BUILD},
+    ])  # fmt: skip
+    write(folder, "machine", BUILD, cpu="Test CPU 9000", cores=8, cores_usable=6, load_average=0.5,
+          instruction_set="AVX-512", os="Linux-test", python="3.11.7",
+          devices=["cpu:cpu"], device_count=6, versions={"jax": "9.9.9", "python": "3.11.7"},
+          benchmark={"model": "rope, cpu profile, lesson regime", "batch": [32, 128], "steps": 10,
+                     "step_seconds": 0.25, "tokens_per_second": 16384.0},
+          attention={"path": "fused", "reason": "auto: measured", "seconds": {"fused": 0.002,
+                                                                            "xla": 0.003}})  # fmt: skip
+    return folder
+
+
+def test_tables_show_the_records_values(records):
+    found = show.load(records, BUILD)
+    machine = {row[""]: row["value"] for row in show.machine_rows(found)}
+    assert machine["CPU"] == "Test CPU 9000" and machine["vector instruction set"] == "AVX-512"
+    assert machine["cores"] == "8 (6 usable here)"
+    bench = machine["lesson benchmark"]
+    assert bench.startswith("16,384 tokens/s") and "32×128" in bench
+    assert "load average 0.5 on 6 cores" in bench
+    assert machine["attention path"].startswith("fused: auto: measured")
+    assert "fused 2.00 ms, xla 3.00 ms" in machine["attention path"]
+    assert {"package": "jax", "version": "9.9.9"} in show.version_rows(found)
+
+    stages = {row["stage"]: row for row in show.stage_rows(found)}
+    assert list(stages) == ["setup", "data", "zoo", "chapters"]  # in make book's order
+    assert stages["setup"]["ran in"] == f"an earlier build ({EARLIER})"  # make skipped it
+    assert stages["setup"]["time"] == "5 min"
+    assert stages["data"]["ran in"] == "this build" and stages["data"]["time"] == "12 s"
+    assert stages["zoo"]["what it did"] == "cpu profile: 2 trained, 131 cached"
+    assert stages["chapters"]["what it did"].startswith("1 run, 1 up to date")
+    assert stages["chapters"]["time"] == "21 min so far"  # only the chapter run now counts
+    assert "did not run setup" in show.stages_text(found)
+
+    zoo = show.zoo_rows(found)
+    assert [r["regime"] for r in zoo] == ["lesson", "matched"]
+    assert zoo[0]["training time"] == "—" and zoo[1]["training time"] == "13 min"
+    assert zoo[1]["estimated before"] == "12 min" and zoo[1]["cached"] == 34
+
+    chapters = {row["chapter"]: row for row in show.chapter_rows(found)}
+    assert chapters["decay"] == {"chapter": "decay", "run": "now", "time": "21 min"}
+    assert chapters["rope_basics"]["run"] == "up to date: not run"
+    assert chapters["rope_basics"]["time"] == "17 s (the run of 2025-12-30 10:00 UTC)"
+
+    site = show.site_text(found)
+    assert "built after this page" in site and "1.7 h" in site and EARLIER in site
+
+
+def test_outside_make_no_row_claims_this_build(records):
+    found = show.load(records, None)
+    assert all(row["ran in"].startswith("recorded ") for row in show.stage_rows(found))
+    assert "no `ROPEBOOK_BUILD`" in show.stages_text(found)
+
+
+def test_missing_records_are_named(tmp_path):
+    found = show.load(tmp_path / "none", BUILD)
+    assert show.machine_rows(found) == show.stage_rows(found) == show.zoo_rows(found) == []
+    assert "built without the Makefile" in show.stages_text(found)
+    assert str(tmp_path / "none" / "stage-html.json") in show.site_text(found)
+    assert str(tmp_path / "none" / "zoo.json") in found.missing("zoo", "the zoo")
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"format": 0, "regimes": []}'])
+def test_a_damaged_record_is_an_error_naming_its_file(records, text):
+    (records / "zoo.json").write_text(text)
+    with pytest.raises(buildrecord.RecordError, match=str(records / "zoo.json")):
+        show.load(records, BUILD)
+
+
+def test_stage_records_time_and_build_and_nothing_on_failure(tmp_path, monkeypatch):
+    monkeypatch.setenv(buildrecord.BUILD_ENV, BUILD)
+    command = [sys.executable, "-c", "import time; time.sleep(0.3)"]
+    assert buildrecord.run_stage("data", command, tmp_path) == 0
+    record = buildrecord.read("stage-data", tmp_path)
+    assert record["build"] == BUILD and record["command"] == command
+    assert 0.3 <= record["seconds"] < 30
+    assert (
+        buildrecord.run_stage("proofs", [sys.executable, "-c", "raise SystemExit(3)"], tmp_path)
+        == 3
+    )
+    assert buildrecord.read("stage-proofs", tmp_path) is None
+    assert not list(tmp_path.glob(".*"))  # written atomically: no temp file left
+
+
+def test_stage_command_rejects_unknown_stage():
+    result = subprocess.run(
+        [sys.executable, "-m", "ropebook", "stage", "nonsense", "--", "true"],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2 and "stage {setup,assets" in result.stderr
+
+
+def test_build_page_runs_last():
+    assert pipeline.chapter_names()[-1] == "build"
+
+
+@pytest.mark.slow
+def test_page_shows_the_records(records, tmp_path, monkeypatch):
+    """Run through the runner, the page shows the synthetic records' values, none typed in."""
+    monkeypatch.setattr(pipeline, "EXECUTED_DIR", tmp_path / "executed")
+    monkeypatch.setenv(buildrecord.BUILD_ENV, BUILD)
+    page = pipeline.run_chapter(
+        "build", {"records_dir": str(records)}, profile="smoke", progress=False
+    )
+    outputs = json.dumps(json.loads(page.read_text())["cells"])
+    for value in ("Test CPU 9000", "16,384 tokens/s", "2 trained, 131 cached", "did not run setup",
+                  "17 s (the run of 2025-12-30 10:00 UTC)", "9.9.9", "1.7 h"):  # fmt: skip
+        assert value in outputs, value
