@@ -1,95 +1,82 @@
-"""Zoo throughput: several seeds of one spec trained by one ``jax.vmap``-ed program, against the
-same models trained one after another.
+"""Zoo throughput: the seeds of one spec trained in one program (:func:`ropebook.train.train_seeds`)
+against the same models trained one after another (:func:`ropebook.train.train`).
 
-Seeds of a spec differ only in their initial weights and batches, so one compiled step can train
-them all on stacked parameters, handing the CPU batched matrix products instead of one model's.
-The run checks that the vmapped models end with exactly the weights of the sequential ones, then
-prints tokens/s summed over models for both and the ratio (> 1: vmapping wins). ``make zoo``
-trains sequentially unless this ratio says otherwise on the profile's model. Both place batches
-as :func:`ropebook.train.train` does: split over the CPU devices ``ropebook.runtime`` makes (one
-per core), parameters replicated.
+Seeds of a spec differ only in their initial weights and batches, so one ``jax.vmap``-ed step can
+train them all on stacked parameters, handing the device batched matrix products instead of one
+model's. Both ways are timed as the zoo calls them (batches sampled on the host, batches split
+over the devices ``ropebook.runtime`` makes, no evaluation or checkpoints), each after an untimed
+call that compiles its step, alternating for ``--rounds`` rounds (best round kept). Prints
+tokens/s summed over the models for both, their ratio (> 1: batching wins) and the largest weight
+difference between the two ways (float32 rounding). ``ROPEBOOK_SEED_BATCH=auto``
+(:func:`ropebook.train.seed_batching`) follows this ratio: batched where it was measured faster.
 
-    .venv/bin/python benchmarks/zoo_throughput.py [--profile cpu] [--models 3] [--steps 5]
+    .venv/bin/python benchmarks/zoo_throughput.py [--profile cpu] [--regime lesson] [--models 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
-from jax.sharding import NamedSharding, PartitionSpec
 
-from ropebook import model, train, zoo
+from ropebook import train, zoo
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--regime", default="lesson", choices=("lesson", "matched"))
     parser.add_argument("--name", default="rope", choices=tuple(zoo.SPECS))
-    parser.add_argument("--models", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--models", type=int, default=3, help="seeds trained together")
+    parser.add_argument("--steps", type=int, default=20, help="training steps of each model")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    cfg, tc = zoo.configs(args.name, profile=args.profile)
-    optimizer = train.make_optimizer(tc)
+    config, tc = zoo.configs(
+        args.name, profile=args.profile, regime=args.regime, steps=args.steps,
+        warmup=args.steps // 4,  # the schedule's shape does not change the work of a step
+    )  # fmt: skip
+    configs = [dataclasses.replace(tc, seed=seed) for seed in range(args.models)]
+    tokens = np.random.default_rng(0).integers(0, config.vocab_size, 200_000).astype(np.uint16)
 
-    def step(params, state, batch):
-        loss, grads = jax.value_and_grad(model.loss_fn)(params, batch, cfg)
-        updates, state = optimizer.update(grads, state, params)
-        return optax.apply_updates(params, updates), state, loss
+    def sequential(**kwargs) -> list[train.TrainResult]:
+        return [train.train(config, c, tokens, progress=False, **kwargs) for c in configs]
 
-    single, stacked = jax.jit(step), jax.jit(jax.vmap(step))
-    seeds = range(args.models)
-    params = [model.init_params(jax.random.key(s), cfg) for s in seeds]
-    states = [optimizer.init(p) for p in params]
-    rng = np.random.default_rng(0)
-    batches = rng.integers(0, cfg.vocab_size, (args.models, tc.batch_size, cfg.context + 1))
-    split, replicated = train._shardings(tc.batch_size)
-    params, states = jax.device_put((params, states), replicated)
-    one_each = [jax.device_put(b.astype(np.int32), split) for b in batches]
-    batches = jax.device_put(
-        batches.astype(np.int32), NamedSharding(split.mesh, PartitionSpec(None, "data"))
-    )
+    def batched(**kwargs) -> list[train.TrainResult]:
+        return train.train_seeds(config, configs, tokens, progress=False, **kwargs)
 
-    def stack(trees):
-        return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
-
-    def run_sequential(n):
-        out = [(p, s) for p, s in zip(params, states, strict=True)]
-        for _ in range(n):
-            out = [single(p, s, one_each[i])[:2] for i, (p, s) in enumerate(out)]
-        return jax.block_until_ready(out)
-
-    def run_stacked(n):
-        p, s = stack(params), stack(states)
-        for _ in range(n):
-            p, s, _ = stacked(p, s, batches)
-        return jax.block_until_ready((p, s))
-
-    sequential, vmapped = run_sequential(2), run_stacked(2)  # also compiles both
-    diff = max(
-        float(jnp.abs(a - b[i]).max())
-        for i, (p, _) in enumerate(sequential)
-        for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(vmapped[0]), strict=True)
-    )
-    seconds = {"sequential": [], "vmapped": []}
+    ways = {"sequential": sequential, "batched": batched}
+    for way in ways.values():
+        way(stop_after=1)  # compiles the step
+    seconds: dict[str, list[float]] = {label: [] for label in ways}
+    last: dict[str, list[train.TrainResult]] = {}  # each way's models, to compare their weights
     for _ in range(args.rounds):
-        for label, run in (("sequential", run_sequential), ("vmapped", run_stacked)):
+        for label, way in ways.items():
             start = time.perf_counter()
-            run(args.steps)
+            last[label] = way()
+            jax.block_until_ready([run.params for run in last[label]])
             seconds[label].append(time.perf_counter() - start)
-    tokens = args.models * args.steps * tc.batch_size * cfg.context
-    print(f"{args.models} x {args.name}, {args.profile} profile, {args.steps} steps each, "
-          f"{len(split.mesh.devices.flat)} CPU device(s), "
-          f"largest weight difference vmapped vs sequential after 2 steps: {diff:.1e}")  # fmt: skip
-    rates = {k: tokens / min(v) for k, v in seconds.items()}
+    diff = max(
+        float(np.max(np.abs(np.asarray(a) - np.asarray(b))) / np.max(np.abs(np.asarray(b))))
+        for alone, together in zip(last["sequential"], last["batched"], strict=True)
+        for a, b in zip(
+            jax.tree.leaves(together.params), jax.tree.leaves(alone.params), strict=True
+        )
+    )
+    tokens_trained = args.models * args.steps * tc.batch_size * tc.seq_len
+    devices = train._shardings(tc.batch_size)[0].mesh.size
+    print(
+        f"{args.models} x {args.name}, {args.profile} profile, {args.regime} regime, "
+        f"{args.steps} steps each, {devices} {jax.default_backend()} device(s) "
+        f"({jax.devices()[0].device_kind}); largest weight difference batched vs sequential, "
+        f"relative to its tensor's largest: {diff:.1e}"
+    )
+    rates = {label: tokens_trained / min(times) for label, times in seconds.items()}
     for label, rate in rates.items():
         print(f"{label:10s} {rate:9,.0f} tokens/s summed over models")
-    print(f"ratio vmapped / sequential: {rates['vmapped'] / rates['sequential']:.2f}")
+    print(f"ratio batched / sequential: {rates['batched'] / rates['sequential']:.2f}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ropebook import io, seedplan, tasks, train, zoo
+from ropebook import buildplan, io, seedplan, tasks, train, zoo
 
 
 def forbid_training(monkeypatch) -> None:
@@ -77,7 +77,9 @@ def test_main_trains_the_requested_models_and_prints_a_table(tiny_zoo, capsys):
     assert zoo.main(["--profile", "smoke", "--names", "alibi", "fire", "--seeds", "0"]) == 0
     out = capsys.readouterr().out
     assert "val ppl" in out and "2 models" in out
-    assert {line.split()[0] for line in out.splitlines()[-3:-1]} == {"alibi", "fire"}
+    lines = out.splitlines()
+    table = next(i for i, line in enumerate(lines) if line.split()[:2] == ["name", "seed"])
+    assert {line.split()[0] for line in lines[table + 1 : table + 3]} == {"alibi", "fire"}
 
 
 def test_default_jobs_cover_specs_and_table2_per_seed():
@@ -206,3 +208,23 @@ def test_status_says_done_running_interrupted_missing_and_damaged(tiny_zoo, monk
     assert not (tiny_zoo / "zoo" / zoo.spec_hash("nope", profile="smoke")).exists()
     (folder / train.CHECKPOINT_JSON).write_text("{")
     assert zoo.cache_state(folder) == ("damaged", 0)
+
+
+def test_the_zoo_bar_shows_one_remaining_time_the_plans():
+    """While the zoo trains, its overall bar shows the plan's time left, scaled by the measured
+    over the estimated time of the models trained so far, and not tqdm's own beside it."""
+    items = [
+        buildplan.Item("lesson", False, *zoo.configs(name, profile="cpu"))
+        for name in ("rope", "nope", "alibi")
+    ]
+    rates = {items[0].shape: buildplan.Rate(0.5, 10.0)}
+    planned = [buildplan.estimate(item, rates) for item in items]
+    progress = buildplan.Progress(items, rates)
+    assert str(progress.bar).endswith(f"~{buildplan.duration(sum(planned))} left (estimate)]")
+    steps = items[0].train_config.steps
+    progress.done(items[0], 2 * planned[0], trained=True, steps=steps)  # twice its estimate
+    shown = str(progress.bar)
+    progress.close()
+    assert f"| {steps}/{3 * steps} [" in shown
+    assert shown.endswith(f"~{buildplan.duration(2 * sum(planned[1:]))} left (estimate)]")
+    assert "<" not in shown and shown.count("left") == 1  # tqdm's "elapsed<remaining" is gone

@@ -26,6 +26,7 @@ import math
 import os
 import socket
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from safetensors.numpy import load_file, save_file
 from tqdm.auto import tqdm
 
-from ropebook import fused_attention, io, model
+from ropebook import attention, io, model
 from ropebook.model import ModelConfig, Params
 
 CHECKPOINT_JSON = "checkpoint.json"
@@ -172,7 +173,7 @@ def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
     ``devices`` (the data-parallel mesh: gradients are summed over the batch in another order on
     another count), ``platform``, ``attention`` (``"fused"`` or ``"xla"``: the path
     :func:`ropebook.model.forward` takes on a training batch, decided by
-    :func:`ropebook.fused_attention.applies` for that shape, as in the step), ``jax`` and
+    :func:`ropebook.attention.applies` for that shape, as in the step), ``jax`` and
     ``jaxlib`` versions, ``host`` and, in a Slurm job, ``slurm_job`` (``JOB_TASK`` in an array).
     """
     batch_sharding, _ = _shardings(tc.batch_size)
@@ -182,7 +183,7 @@ def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
     bias = q if config.encoding_config.has_bias else None  # any score bias keeps XLA's path
     record = {
         "devices": batch_sharding.mesh.size, "platform": jax.default_backend(),
-        "attention": "fused" if fused_attention.applies(q, bias) else "xla",
+        "attention": "fused" if attention.applies(q, bias) else "xla",
         "jax": jax.__version__, "jaxlib": jaxlib.__version__, "host": socket.gethostname(),
     }  # fmt: skip
     if job := os.environ.get("SLURM_JOB_ID"):
@@ -194,9 +195,9 @@ def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------- steps and evaluation
 
 
-@functools.lru_cache(maxsize=16)
-def _train_step(config: ModelConfig, tc: TrainConfig):
-    """The jitted step, cached per run so that resuming in the same process does not recompile."""
+def _step_function(config: ModelConfig, tc: TrainConfig):
+    """One optimiser step ``(params, opt_state, batch, intervention) -> (params, opt_state, loss,
+    grad norm)``, not yet jitted: :func:`_train_step` jits it, :func:`_seed_batched_step` vmaps it."""
     optimizer = make_optimizer(tc)
 
     def loss_fn(params: Params, batch, intervention) -> jnp.ndarray:
@@ -213,6 +214,20 @@ def _train_step(config: ModelConfig, tc: TrainConfig):
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss, optax.global_norm(grads)
 
+    return step
+
+
+@functools.lru_cache(maxsize=16)
+def _train_step(config: ModelConfig, tc: TrainConfig):
+    """The jitted step, cached per run so that resuming in the same process does not recompile."""
+    return jax.jit(_step_function(config, tc), donate_argnums=(0, 1))
+
+
+@functools.lru_cache(maxsize=16)
+def _seed_batched_step(config: ModelConfig, tc: TrainConfig):
+    """:func:`_train_step` over a leading seed axis of params, optimiser state and batch. The
+    optimiser does not depend on the seed, so ``tc`` is any one seed's config."""
+    step = jax.vmap(_step_function(config, tc), in_axes=(0, 0, 0, None))
     return jax.jit(step, donate_argnums=(0, 1))
 
 
@@ -335,7 +350,7 @@ def window_losses(
 ) -> np.ndarray:
     """Each window's mean next-token loss ``[n_batches * batch_size]`` (nats), on the windows
     :func:`evaluate` scores for the same arguments (their mean is its loss): the unit over which
-    evaluation noise is measured (``ropebook.analysis.noise``)."""
+    evaluation noise is measured (``ropebook.stats.noise``)."""
     rng = np.random.default_rng([seed, 2**31])
     return np.concatenate([
         _window_losses(params, config, sample_windows(tokens, seq_len + 1, batch_size, rng))
@@ -579,70 +594,253 @@ def train(
     batch_sharding, replicated = _shardings(tc.batch_size)
     run = _start(model_config, tc, directory, initial_params)
     run.params, run.opt_state = jax.device_put((run.params, run.opt_state), replicated)
-    step_fn, schedule = _train_step(model_config, tc), make_schedule(tc)
-    start, end = run.step, tc.steps if stop_after is None else min(tc.steps, stop_after)
-    seconds_before, clock = run.seconds, time.perf_counter()
+    step_fn = _train_step(model_config, tc)
 
-    recorded = list(run.provenance)
+    def advance() -> tuple[jax.Array, jax.Array]:
+        if task is None:
+            batch = jax.device_put(batch_at(train_tokens, tc, run.step), batch_sharding)
+        else:
+            batch = jax.device_put(task_batch_at(task, tc, run.step).arrays(), batch_sharding)
+        run.params, run.opt_state, loss, grad_norm = step_fn(
+            run.params, run.opt_state, batch, intervention
+        )
+        return loss, grad_norm
+
+    _loop(
+        model_config, [_Member(run, tc, directory, extra)], advance, lambda: None,
+        val_tokens=val_tokens, task=task, intervention=intervention, stop_after=stop_after,
+        desc=desc, progress=progress,
+    )  # fmt: skip
+    return run
+
+
+@dataclass
+class _Member:
+    """One run of a training loop, with what it is saved by."""
+
+    run: TrainResult
+    tc: TrainConfig
+    directory: Path | None
+    extra: dict[str, Any] | None
+
+
+def _loop(
+    model_config: ModelConfig,
+    members: list[_Member],
+    advance: Callable[[], tuple[jax.Array, jax.Array]],
+    sync: Callable[[], None],
+    *,
+    val_tokens: np.ndarray | None,
+    task,
+    intervention: model.Intervention | None,
+    stop_after: int | None,
+    desc: str,
+    progress: bool,
+    record: dict[str, Any] | None = None,
+) -> None:
+    """The loop of :func:`train` (one member) and :func:`train_seeds` (S seeds at one step).
+    ``advance`` steps every member, returning loss and gradient norm (``[S]`` for S members);
+    ``sync`` puts the current params and optimiser states into the runs before they are evaluated
+    or saved; ``record`` is added to this call's provenance entry."""
+    runs = [m.run for m in members]
+    tc, lead = members[0].tc, members[0].run  # every member shares all but the seed
+    schedule, tokens_per_step = make_schedule(tc), tc.batch_size * tc.seq_len
+    start, end = lead.step, tc.steps if stop_after is None else min(tc.steps, stop_after)
+    seconds_before, clock = [r.seconds for r in runs], time.perf_counter()
+    recorded = [list(r.provenance) for r in runs]
 
     def checkpoint() -> None:
-        run.seconds = seconds_before + time.perf_counter() - clock
-        this_call = {"steps": [start, run.step], **provenance(model_config, tc)}
-        run.provenance = [*recorded, this_call]
-        if directory is not None:
-            save_checkpoint(directory, run, model_config, tc, extra)
+        sync()
+        share = (time.perf_counter() - clock) / len(runs)  # each model's share of the machine
+        for m, before, earlier in zip(members, seconds_before, recorded, strict=True):
+            m.run.seconds = before + share
+            this_call = {"steps": [start, m.run.step], **provenance(model_config, m.tc)}
+            m.run.provenance = [*earlier, this_call | (record or {})]
+            if m.directory is not None:
+                save_checkpoint(m.directory, m.run, model_config, m.tc, m.extra)
 
-    if directory is not None and run.step == 0 and 0 in tc.snapshots:
-        _save_snapshot(directory, run)
+    def save_snapshots() -> None:
+        sync()
+        for m in members:
+            if m.directory is not None:
+                _save_snapshot(m.directory, m.run)
+
+    if lead.step == 0 and 0 in tc.snapshots:
+        save_snapshots()
     pending: list[tuple[jax.Array, jax.Array]] = []  # (loss, grad norm) not yet fetched
     last_log = clock
     bar = tqdm(total=tc.steps, initial=start, desc=desc, disable=not progress, leave=False)
     try:
-        while run.step < end and not run.stopped:
-            if task is None:
-                batch = jax.device_put(batch_at(train_tokens, tc, run.step), batch_sharding)
-            else:
-                batch = jax.device_put(task_batch_at(task, tc, run.step).arrays(), batch_sharding)
-            run.params, run.opt_state, loss, grad_norm = step_fn(
-                run.params, run.opt_state, batch, intervention
-            )
-            run.step += 1
-            run.tokens_seen += tc.batch_size * tc.seq_len
-            pending.append((loss, grad_norm))
-            if run.step % tc.log_every == 0 or run.step == end:
-                losses, norms = np.asarray(jax.device_get(pending)).T
+        while lead.step < end and not any(r.stopped for r in runs):
+            pending.append(advance())
+            for r in runs:
+                r.step += 1
+                r.tokens_seen += tokens_per_step
+            if lead.step % tc.log_every == 0 or lead.step == end:
+                fetched = np.asarray(jax.device_get(pending)).reshape(len(pending), 2, len(runs))
                 now = time.perf_counter()
-                row = {
-                    "step": run.step, "loss": float(losses.mean()), "grad_norm": float(norms.mean()),
-                    "lr": float(schedule(run.step - 1)),
-                    "tokens_per_s": len(pending) * tc.batch_size * tc.seq_len / (now - last_log),
-                }  # fmt: skip
-                run.history["train"].append(row)
+                rate = len(pending) * len(runs) * tokens_per_step / (now - last_log)
+                for r, (losses, norms) in zip(runs, fetched.transpose(2, 1, 0), strict=True):
+                    r.history["train"].append({
+                        "step": r.step, "loss": float(losses.mean()),
+                        "grad_norm": float(norms.mean()), "lr": float(schedule(r.step - 1)),
+                        "tokens_per_s": rate,
+                    })  # fmt: skip
                 bar.update(len(pending))
-                bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{row['tokens_per_s']:,.0f}")
+                bar.set_postfix(loss=f"{fetched[:, 0].mean():.3f}", tok_s=f"{rate:,.0f}")
                 pending, last_log = [], now
-            snapshot = run.step in tc.snapshots
-            if (val_tokens is not None or task is not None) and (
-                tc.eval_every and run.step % tc.eval_every == 0 or run.step == tc.steps or snapshot
-            ):
+            snapshot = lead.step in tc.snapshots
+            due = tc.eval_every and lead.step % tc.eval_every == 0 or lead.step == tc.steps
+            if (val_tokens is not None or task is not None) and (due or snapshot):
+                sync()
                 scored = dict(
                     seq_len=tc.seq_len, batch_size=tc.batch_size, n_batches=tc.eval_batches,
                     seed=0, intervention=intervention,
                 )  # fmt: skip
-                if task is None:
-                    metrics = evaluate(run.params, model_config, val_tokens, **scored)
-                    bar.set_postfix(val_ppl=f"{metrics['ppl']:.1f}")
-                else:
-                    metrics = evaluate_task(run.params, model_config, task, **scored)
-                    bar.set_postfix(accuracy=f"{metrics['accuracy']:.3f}")
-                    run.stopped = bool(tc.stop_accuracy and metrics["accuracy"] >= tc.stop_accuracy)
-                run.history["val"].append({"step": run.step, **metrics})
-            if snapshot and directory is not None:
-                _save_snapshot(directory, run)
-            if tc.checkpoint_every and run.step % tc.checkpoint_every == 0 and run.step < end:
+                for r in runs:
+                    if task is None:
+                        metrics = evaluate(r.params, model_config, val_tokens, **scored)
+                        bar.set_postfix(val_ppl=f"{metrics['ppl']:.1f}")
+                    else:
+                        metrics = evaluate_task(r.params, model_config, task, **scored)
+                        bar.set_postfix(accuracy=f"{metrics['accuracy']:.3f}")
+                        goal = tc.stop_accuracy
+                        r.stopped = bool(goal and metrics["accuracy"] >= goal)
+                    r.history["val"].append({"step": r.step, **metrics})
+            if snapshot:
+                save_snapshots()
+            if tc.checkpoint_every and lead.step % tc.checkpoint_every == 0 and lead.step < end:
                 checkpoint()
     finally:
         bar.close()
-    if run.step > start:
+    if lead.step > start:
         checkpoint()
-    return run
+
+
+# ---------------------------------------------------------------- seeds batched in one program
+
+SEED_BATCH_MODES: tuple[str, ...] = ("auto", "on", "off")
+
+
+def seed_batching() -> bool:
+    """Whether the zoo trains the seeds of one spec together (:func:`train_seeds`), from
+    ``ROPEBOOK_SEED_BATCH``: ``on``, ``off`` or ``auto`` (the default: on where JAX's default
+    backend is a GPU, off elsewhere).
+
+    **Measured** with ``benchmarks/zoo_throughput.py`` (3 seeds of the cpu profile's RoPE
+    model, 20 steps, batched tokens/s over sequential) on this project's 2-core CPU, shared
+    with other jobs: 0.80 and 0.87 in the lesson regime, 1.09 in the matched one (2026-11-27;
+    the vmapped step alone: 0.87, 2026-11-24). Two busy cores gain little from bigger products,
+    so CPU builds stay sequential. On a GPU one such model leaves the device mostly idle, which is
+    what batching fills; no GPU has measured it here yet (the benchmark prints the ratio wherever
+    it runs), so ``auto`` turns it on there on that reasoning.
+    """
+    mode = os.environ.get("ROPEBOOK_SEED_BATCH", "auto").strip().lower() or "auto"
+    if mode not in SEED_BATCH_MODES:
+        raise ValueError(
+            f"ROPEBOOK_SEED_BATCH must be one of {', '.join(SEED_BATCH_MODES)}, got {mode!r}"
+        )
+    return mode == "on" or mode == "auto" and jax.default_backend() == "gpu"
+
+
+def _check_seed_batch(train_configs: list[TrainConfig]) -> None:
+    """Configs that :func:`train_seeds` can train together, else a ValueError naming the problem."""
+    if not train_configs:
+        raise ValueError("train_seeds needs at least one TrainConfig (S = 0 seeds given)")
+    seeds = [tc.seed for tc in train_configs]
+    if duplicated := sorted({s for s in seeds if seeds.count(s) > 1}):
+        raise ValueError(f"train_seeds got seed(s) {duplicated} more than once: {seeds}")
+    first = train_configs[0].to_dict() | {"seed": None}
+    for tc in train_configs[1:]:
+        other = tc.to_dict() | {"seed": None}
+        if differ := sorted(k for k in first | other if first.get(k) != other.get(k)):
+            raise ValueError(
+                f"train_seeds trains seeds of one run: configs of seeds {seeds[0]} and {tc.seed} "
+                f"also differ in {differ}"
+            )
+    if train_configs[0].stop_accuracy is not None:
+        raise ValueError("train_seeds cannot batch runs with stop_accuracy: each seed stops alone")
+
+
+def train_seeds(
+    model_config: ModelConfig,
+    train_configs: Sequence[TrainConfig],
+    train_tokens: np.ndarray,
+    val_tokens: np.ndarray | None = None,
+    *,
+    checkpoint_dirs: Sequence[Path | str | None] | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    extras: Sequence[dict[str, Any] | None] | None = None,
+    desc: str = "train",
+) -> list[TrainResult]:
+    """Train S seeds of one run in one program: ``train_configs`` differ only in ``seed``, and
+    one ``jax.vmap``-ed step trains their stacked params, optimiser states and batches. Each
+    seed keeps its own initialisation (``key(seed)``) and batches (``(seed, step)``), so seed
+    ``i`` ends as ``train(model_config, train_configs[i], train_tokens, val_tokens,
+    checkpoint_dir=checkpoint_dirs[i], extra=extras[i])`` would, within float32 rounding
+    (``tests/test_train_seeds.py``), with the same files in its checkpoint folder; its
+    provenance entry for this call adds ``seed_batch: S``. Checkpoints,
+    ``stop_after`` and resume work as in :func:`train`: a seed whose checkpoint is complete is
+    only loaded, and seeds interrupted at different steps (say one trained alone) are first
+    brought level one at a time. A model's ``seconds`` is its share (1/S) of the wall time, and the
+    ``tokens_per_s`` of its log rows the program's, over all seeds. Language pre-training only:
+    no task, initial params or intervention.
+    """
+    tcs = list(train_configs)
+    _check_seed_batch(tcs)
+    directories = [None] * len(tcs) if checkpoint_dirs is None else list(checkpoint_dirs)
+    extras = [None] * len(tcs) if extras is None else list(extras)
+    if not len(directories) == len(extras) == len(tcs):
+        raise ValueError(
+            f"train_seeds got {len(tcs)} configs, {len(directories)} checkpoint_dirs and "
+            f"{len(extras)} extras: one each per seed"
+        )
+    directories = [None if d is None else Path(d) for d in directories]
+    if len(set(named := [d.resolve() for d in directories if d is not None])) < len(named):
+        raise ValueError(f"train_seeds got one checkpoint folder for several seeds: {named}")
+    members = [
+        _Member(_start(model_config, tc, d, None), tc, d, e)
+        for tc, d, e in zip(tcs, directories, extras, strict=True)
+    ]
+    tc = tcs[0]
+    end = tc.steps if stop_after is None else min(tc.steps, stop_after)
+    active = [m for m in members if m.run.step < end and not m.run.stopped]
+    if not active:
+        return [m.run for m in members]
+    level = max(m.run.step for m in active)
+    for m in active:
+        if m.run.step < level:  # behind the others (only a checkpoint can be): catch up alone
+            m.run = train(
+                model_config, m.tc, train_tokens, val_tokens, checkpoint_dir=m.directory,
+                progress=progress, stop_after=level, extra=m.extra, desc=desc,
+            )  # fmt: skip
+    batch_sharding, replicated = _shardings(tc.batch_size)
+    seed_batches = NamedSharding(batch_sharding.mesh, PartitionSpec(None, "data"))
+    states = [(m.run.params, m.run.opt_state) for m in active]
+    state = jax.device_put(jax.tree.map(lambda *seeds: jnp.stack(seeds), *states), replicated)
+    step_fn = _seed_batched_step(model_config, dataclasses.replace(tc, seed=0))
+    synced = level
+
+    def advance() -> tuple[jax.Array, jax.Array]:
+        nonlocal state
+        step = active[0].run.step
+        batches = np.stack([batch_at(train_tokens, m.tc, step) for m in active])
+        params, opt_state, loss, grad_norm = step_fn(
+            *state, jax.device_put(batches, seed_batches), None
+        )
+        state = params, opt_state
+        return loss, grad_norm
+
+    def sync() -> None:
+        nonlocal synced
+        if synced != active[0].run.step:
+            for i, m in enumerate(active):
+                m.run.params, m.run.opt_state = jax.tree.map(lambda x, i=i: x[i], state)
+            synced = active[0].run.step
+
+    _loop(
+        model_config, active, advance, sync, val_tokens=val_tokens, task=None, intervention=None,
+        stop_after=stop_after, desc=desc, progress=progress, record={"seed_batch": len(active)},
+    )  # fmt: skip
+    return [m.run for m in members]

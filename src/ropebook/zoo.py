@@ -33,6 +33,7 @@ params at 8 log-spaced steps and step 0 for training dynamics). In ``cpu`` the m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import fcntl
 import functools
@@ -45,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ropebook import CACHE_DIR, buildplan, seedplan, tasks, train
+from ropebook import CACHE_DIR, buildplan, buildrecord, layouts, seedplan, tasks, train
 from ropebook.model import ModelConfig, Params
 
 ZOO_FORMAT = 1  # part of every spec hash: bump it when model or training maths change
@@ -114,9 +115,28 @@ TASK_SPECS: dict[str, dict[str, Any]] = {
 TASK_MODELS: tuple[str, ...] = (
     "nope", "rope", "p-rope-0.75", "p-rope-0.25", "alibi", "rope-10k", "p-rope-0.75-10k",
 )  # fmt: skip
+# The layouts chapter's models, in the task regime: each hybrid production layout at the
+# regime's shape by ropebook.layouts' rules (all-RoPE and 0.75-RoPE are TASK_MODELS' "rope" and
+# "p-rope-0.75"), on both tasks; and Gemma 4's layout with p swept on its global layers
+# (LAYOUT_SWEEP_P; 0.25 is Gemma 4's own) on recall only, the task its global layer serves.
+LAYOUT_MODELS: tuple[str, ...] = tuple(f"layout-{name}" for name in layouts.PRODUCTION)
+LAYOUT_SWEEP_P: tuple[float, ...] = (0.0, 0.5, 0.75, 1.0)
+LAYOUT_SWEEP_TASK = "recall"
+LAYOUT_SPECS: dict[str, dict[str, Any]] = {
+    **{f"layout-{name}": {"layout": name} for name in layouts.PRODUCTION},
+    **{f"layout-gemma4-p{p:g}": {"layout": "gemma4", "global_proportion": p}
+       for p in LAYOUT_SWEEP_P},
+}  # fmt: skip
+ALL_SPECS: dict[str, dict[str, Any]] = SPECS | TASK_SPECS | LAYOUT_SPECS
+
+
+def _task_groups() -> list[tuple[str, str]]:
+    """(name, task) of every task-regime model the book trains."""
+    groups = [(n, t) for t in tasks.TASKS for n in (*TASK_MODELS, *LAYOUT_MODELS)]
+    return groups + [(n, LAYOUT_SWEEP_TASK) for n in LAYOUT_SPECS if n not in LAYOUT_MODELS]
 
 _PROFILE_FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "seeds")
-_ENCODING_FIELDS = ("encoding", "rope_base", "pairing", "proportion", "dtype")
+_ENCODING_FIELDS = ("encoding", "rope_base", "pairing", "proportion", "dtype", "layers")
 OVERRIDES: tuple[str, ...] = (*_PROFILE_FIELDS, *_ENCODING_FIELDS, "snapshots")
 
 # ---------------------------------------------------------------- regimes
@@ -142,7 +162,7 @@ _REGIME_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
     ("gpu", "matched"): {"n_heads": 12, "head_dim": 64},
     ("gpu", "flagship"): {"n_heads": 12, "head_dim": 64, "steps": 4000, "warmup": 200},
     # task: the matched spectrum on 2 layers, batch 32, evaluated every eval_every steps and
-    # stopped at stop_accuracy on the task at 1x, else at the step cap (notes/recall-pilot.md).
+    # stopped at stop_accuracy on the task at 1x, else at the step cap (pilot: ropebook.tasks).
     # smoke's criterion is a token one, so that its few steps still "learn" and every cell runs.
     **{
         (profile, "task"): {
@@ -234,17 +254,26 @@ def configs(
     """The model and training configs of a zoo model (validates every argument).
 
     ``regime`` (see :data:`REGIMES`) replaces some profile fields; ``overrides`` replace any field
-    last. A spec's ``base_factor`` multiplies the regime's base (RoPE θ = 500k is 50× 10^4).
+    last. A spec's ``base_factor`` multiplies the regime's base (RoPE θ = 500k is 50× 10^4); a
+    spec's ``layout`` (:data:`LAYOUT_SPECS`) sets the encoding fields by :func:`ropebook.layouts.layout`
+    for the final shape, with the regime's base as its uniform θ.
     """
-    _choose("model name", name, SPECS | TASK_SPECS)
+    _choose("model name", name, ALL_SPECS)
     _choose("profile", profile, PROFILES)
     for key in overrides:
         _choose("override", key, OVERRIDES)
-    spec = dict((SPECS | TASK_SPECS)[name])
+    spec = dict(ALL_SPECS[name])
     factor = spec.pop("base_factor", 1.0)
+    pattern, global_p = spec.pop("layout", None), spec.pop("global_proportion", None)
     settings = dataclasses.asdict(PROFILES[profile]) | regime_settings(profile, regime) | spec
     settings["rope_base"] = settings.get("rope_base", 10_000.0) * factor
     settings |= overrides
+    if pattern is not None:
+        shape = {k: settings[k] for k in ("n_layers", "head_dim", "context")}
+        chosen = layouts.layout(pattern, **shape, base=settings["rope_base"])
+        if global_p is not None:
+            chosen = layouts.with_global_proportion(chosen, global_p)
+        settings |= chosen.fields
     model_config = ModelConfig(
         **{k: settings[k] for k in _ENCODING_FIELDS if k in settings},
         **{k: settings[k] for k in ("vocab_size", "n_layers", "n_heads", "d_model", "d_ff")},
@@ -367,6 +396,62 @@ def load(
     )  # fmt: skip
 
 
+def load_seeds(
+    name: str,
+    seeds: tuple[int, ...],
+    *,
+    profile: str = "cpu",
+    domain: str = "shakespeare",
+    regime: str = "lesson",
+    progress: bool = True,
+    **overrides: Any,
+) -> list[TrainedModel]:
+    """:func:`load` for several seeds of one spec, training those the cache lacks together in one
+    program (:func:`ropebook.train.train_seeds`); each is cached exactly as :func:`load` caches
+    it (same spec hash, same files). Task runs stop per seed, so they train one at a time."""
+    jobs = [_job(name, seed, profile, domain, regime, overrides) for seed in seeds]
+    trained: set[int] = set()
+    if regime != "task" and len(jobs) > 1:
+        folders = {job.seed: Path(CACHE_DIR) / "zoo" / job.spec_hash for job in jobs}
+        with contextlib.ExitStack() as stack:
+            for folder in sorted(folders.values()):  # one lock order for every process
+                folder.mkdir(parents=True, exist_ok=True)
+                fcntl.flock(stack.enter_context(open(folder / ".lock", "w")), fcntl.LOCK_EX)
+            todo = [
+                job for job in jobs
+                if not ((folders[job.seed] / train.CHECKPOINT_JSON).exists()
+                        and train.read_metadata(folders[job.seed]).get("complete"))
+            ]  # fmt: skip
+            if len(todo) > 1:
+                train.train_seeds(
+                    todo[0].model_config, [job.train_config for job in todo], *todo[0].splits,
+                    checkpoint_dirs=[folders[job.seed] for job in todo], progress=progress,
+                    extras=[{"spec": job.spec} for job in todo],
+                    desc=f"{name} s{','.join(str(job.seed) for job in todo)} {domain}",
+                )  # fmt: skip
+                trained = {job.seed for job in todo}
+    models = [
+        load(name, seed=seed, profile=profile, domain=domain, regime=regime, progress=progress,
+             **overrides)
+        for seed in seeds
+    ]  # fmt: skip
+    return [dataclasses.replace(m, trained_now=m.trained_now or m.seed in trained) for m in models]
+
+
+def train_seed_groups(jobs: list[Job], profile: str, overrides: dict[str, Any]) -> None:
+    """Train the seeds of each spec in ``jobs`` together (:func:`load_seeds`), so that the jobs
+    then load from the cache; what ``ROPEBOOK_SEED_BATCH`` (:func:`ropebook.train.seed_batching`)
+    turns on in ``python -m ropebook zoo``."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for name, seed, domain, regime in jobs:
+        groups.setdefault((name, domain, regime), []).append(seed)
+    for (name, domain, regime), seeds in groups.items():
+        if len(seeds) > 1:
+            load_seeds(
+                name, tuple(seeds), profile=profile, domain=domain, regime=regime, **overrides
+            )
+
+
 # Where the cpu budget cannot afford every seed, these (profile, domain) pairs train only the
 # names listed with all seeds and the rest with the first seed: the p-RoPE ablation gets its seed
 # intervals on both domains (Table 2) and on Shakespeare for the p sweep; the bias zoo gets one.
@@ -393,12 +478,12 @@ def seeds_for(
     name: str, *, profile: str, domain: str = "shakespeare", regime: str = "lesson"
 ) -> tuple[int, ...]:
     """The seeds the zoo trains by default for ``name`` on ``domain``: what chapters average over."""
-    _choose("model name", name, SPECS | TASK_SPECS)
+    _choose("model name", name, ALL_SPECS)
     _choose("profile", profile, PROFILES)
     _choose("regime", regime, REGIMES)
     seeds = PROFILES[profile].seeds
     if regime == "task":
-        return seeds if name in TASK_MODELS else ()
+        return seeds if any(n == name for n, _ in _task_groups()) else ()
     # The p-RoPE comparisons that carry the paper's claim get the seeds their measured noise
     # needs (ropebook.seedplan, data/seed_plan.json), added after the profile's own.
     planned = seedplan.planned_counts(profile).get((regime, name))
@@ -423,7 +508,7 @@ def default_jobs(profile: str, seeds: tuple[int, ...] | None = None) -> list[Job
     groups += [(n, "python", "lesson") for n in TABLE2]
     groups += [(n, "shakespeare", "matched") for n in MATCHED]
     groups += [(n, "shakespeare", "flagship") for n in FLAGSHIP]
-    groups += [(n, t, "task") for t in tasks.TASKS for n in TASK_MODELS]
+    groups += [(n, t, "task") for n, t in _task_groups()]
     chosen = {
         g: seeds or seeds_for(g[0], profile=profile, domain=g[1], regime=g[2]) for g in groups
     }
@@ -512,6 +597,10 @@ def main(argv: list[str] | None = None) -> int:
         help="train nothing: say which models are done, running (lock held), interrupted or "
         "missing in the cache; exit status 0 only if all are done",
     )  # fmt: skip
+    parser.add_argument(
+        "--key", action="store_true",
+        help="train nothing: print one hash of these models' spec hashes (a CI cache key)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     overrides = {} if args.steps is None else {"steps": args.steps}
     try:
@@ -521,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = tuple(args.seeds) if args.seeds else None
     if args.names:
         seeds = seeds or PROFILES[args.profile].seeds
-        unknown = [name for name in args.names if name not in SPECS | TASK_SPECS]
+        unknown = [name for name in args.names if name not in ALL_SPECS]
         if unknown:
             parser.error(f"unknown model names {unknown}; valid: {', '.join(SPECS)}")
         domains, regimes = args.domains or ["shakespeare"], args.regimes or ["lesson"]
@@ -536,14 +625,25 @@ def main(argv: list[str] | None = None) -> int:
     jobs = shard_jobs(jobs, *shard)
     if args.status:
         return print_status(jobs, args.profile, overrides)
+    if args.key:
+        hashes = sorted(
+            spec_hash(n, seed=s, profile=args.profile, domain=d, regime=r, **overrides)
+            for n, s, d, r in jobs
+        )
+        print(hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:16])
+        return 0
     start = time.perf_counter()
     items = [_plan_item(*job, args.profile, overrides) for job in jobs]
     chosen = buildplan.probes(items)
     rates = buildplan.measure_rates(chosen)
     how = f"from {buildplan.PROBE_STEPS} training steps of one model per shape, timed now"
     print("\n".join(buildplan.describe(buildplan.plan(items, rates), how=how, shard=args.shard)))
+    if train.seed_batching():  # each spec's seeds in one program first (ROPEBOOK_SEED_BATCH)
+        train_seed_groups(jobs, args.profile, overrides)
     progress = buildplan.Progress(items, rates)
     rows = []
+    regimes = {p.regime: {"trained": 0, "cached": 0, "seconds": 0.0, "estimated": p.seconds}
+               for p in buildplan.plan(items, rates)}  # fmt: skip
     for i, ((name, seed, domain, regime), item) in enumerate(zip(jobs, items, strict=True), 1):
         print(f"[{i}/{len(jobs)}] {name} seed={seed} domain={domain} regime={regime}", flush=True)
         began = time.perf_counter()
@@ -551,6 +651,9 @@ def main(argv: list[str] | None = None) -> int:
         steps = m.tokens_seen // (item.train_config.batch_size * item.train_config.seq_len)
         progress.done(item, time.perf_counter() - began, trained=m.trained_now, steps=steps)
         status = "trained" if m.trained_now else "cached"
+        new = not item.cached  # trained by this build (here, by a seed group or another shard)
+        regimes[regime]["trained" if new else "cached"] += 1
+        regimes[regime]["seconds"] += (time.perf_counter() - began) * m.trained_now
         rows.append(
             (
                 name,
@@ -571,6 +674,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(rows)} models (shard {args.shard}), {time.perf_counter() - start:.0f} s wall in this call"
     )
+    if not (args.names or args.domains or args.regimes or overrides) and shard == (0, 1):
+        counts = [{"regime": regime, **n} for regime, n in regimes.items()]
+        record = {"profile": args.profile, "regimes": counts}  # the book's zoo, for its build page
+        print(f"recorded: {buildrecord.write('zoo', record)}")
     return 0
 
 
