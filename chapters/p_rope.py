@@ -28,16 +28,17 @@
 #
 # 1. backs each cell of the paper's Table 1 with a check (here or in another chapter);
 # 2. reproduces Table 2 with small models trained identically over several seeds, and asks which
-#    of the paper's orderings survive seed noise;
-# 3. goes beyond the paper: how each encoding behaves at 2×, 4× and 8× its training context, and
-#    how perplexity changes with $p$.
+#    of the paper's orderings survive seed noise.
+#
+# How the same models behave beyond the paper — at 2×, 4× and 8× their training context, and at
+# every $p$ from NoPE to RoPE — is the next chapter's subject ({ref}`p-sweep-extrapolation`,
+# {ref}`p-sweep-p`); how seeds, noise and intervals decide each verdict is set out in the methods
+# chapter ({ref}`methods-deciding`).
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
 confidence = 0.95  # in (0, 1): level of every interval over seeds
-max_factor = 8  # in [1, inf): longest evaluation window, in multiples of the training context
-n_windows_long = 8  # in [1, inf): windows of max_factor × context tokens per model (extrapolation)
-sweep_factor = 4  # in [1, inf): the p sweep is shown at the training length and at this multiple
+max_factor = 8  # in [1, inf): longest sequence Table 1 is checked on, in training contexts
 epsilon = 0.01  # in (0, 1): Table 1 constructions must reach attention > 1 - epsilon
 
 # %% tags=["hide-input"]
@@ -52,11 +53,6 @@ from ropebook.present import decide
 
 plots.setup()
 seeds = zoo.seeds_for("rope", profile=profile)  # the same for every Table 2 model on both domains
-if profile == "smoke":
-    n_windows_long = min(n_windows_long, 2)
-sweep_factor = min(sweep_factor, max_factor)
-factors = ablation.length_factors(max_factor, sweep_factor)  # context multiples we report
-long_factor = factors[-1]
 model_config, train_config = zoo.configs("p-rope-0.75", profile=profile)
 head_dim, context, base = model_config.head_dim, model_config.context, model_config.rope_base
 for name, value in {
@@ -151,17 +147,6 @@ CLAIMS = claims.ClaimSet(
         "p_rope.seed_noise", f"{TABLE2} (resolution of our runs)",
         "Seed noise is smaller than the differences between encodings (median paired gap "
         "exceeds the median s.d. of paired differences)",
-        claims.given,
-    ),
-    claims.ClaimSpec(
-        "p_rope.extrapolation", f"{PAPER}, Sec. 6.1 and B.5 (conjecture, untested there)",
-        f"0.75-RoPE extrapolates better than RoPE (perplexity at {long_factor}× the training "
-        "context)",
-        claims.given,
-    ),
-    claims.ClaimSpec(
-        "p_rope.p_sweep", f"{PAPER}, Sec. 6.1",
-        "On the way from NoPE (p=0) to 0.75-RoPE, each step up in p lowers perplexity",
         claims.given,
     ),
 )  # fmt: skip
@@ -340,7 +325,8 @@ for name, value in {
 # points backwards — Thm 6.1 in one plane. Note how far that is: at
 # {glue:text}`p_rope.max_factor`× our training context ({glue:text}`p_rope.long_context` tokens)
 # the slowest plane has turned only {glue:text}`p_rope.long_turn:.2f` rad, so the *failure* of
-# RoPE's semantic channels lies beyond the lengths our small models are tested at.
+# RoPE's semantic channels lies beyond the lengths our small models are tested at
+# ({ref}`p-sweep-extrapolation`).
 
 # %% [markdown]
 # ### Table 1 with its evidence
@@ -382,6 +368,7 @@ glue(
 # Cells where a measured mark differs from the paper's: {glue:text}`p_rope.table1_differences`.
 
 # %% [markdown]
+# (p-rope-table2)=
 # ## Table 2 reproduced: seven encodings, trained identically
 #
 # Every model below comes from the book's zoo: same architecture, same data order, same number
@@ -390,12 +377,10 @@ glue(
 # evaluated on its validation split, and separately on the Python corpus and its validation
 # split. The paper trained Gemma 2B on Wikipedia and FlanV2; we set our prose corpus next to its
 # Wiki column and our code corpus next to FlanV2, and compare *orderings*, not values. The
-# paper's numbers, quoted, and our labels:
+# paper's numbers, quoted:
 
 # %% tags=["hide-input"]
-LABELS = {"nope": "NoPE", "rope": "RoPE θ=10k", "rope-500k": "RoPE θ=500k",
-          "rope-reversed-0.75": "0.75-RoPE reversed", "rope-partial-0.75": "0.75-RoPE partial",
-          "p-rope-0.25": "0.25-RoPE", "p-rope-0.5": "0.5-RoPE", "p-rope-0.75": "0.75-RoPE"}  # fmt: skip
+LABELS, DOMAINS = show.LABELS, ablation.DOMAINS  # our corpus -> the paper's column
 # Barbero et al. 2025, Table 2 (Gemma 2B, validation perplexity), quoted in zoo.TABLE2's order:
 # NoPE, RoPE, RoPE θ=500k, 0.75-RoPE reversed, 0.75-RoPE partial, 0.25-RoPE, 0.75-RoPE.
 PAPER_TABLE2 = {
@@ -405,17 +390,14 @@ PAPER_TABLE2 = {
         "FlanV2": (6.6429, 6.4429, 6.4593, 6.4683, 6.4562, 6.5111, 6.4422),
     }.items()
 }
-DOMAINS = {"shakespeare": "Wiki", "python": "FlanV2"}  # our corpus -> the paper's column
-SWEEP = {0.0: "nope", 0.25: "p-rope-0.25", 0.5: "p-rope-0.5", 0.75: "p-rope-0.75", 1.0: "rope"}
 
 # %% [markdown]
-# We load (or train) the seven Table 2 encodings on both corpora, plus the extra p-RoPE models
-# of the $p$ sweep on Shakespeare, for every seed of the profile, and keep each model's final
-# validation perplexity:
+# We load (or train) the seven Table 2 encodings on both corpora, plus the extra p-RoPE model
+# of the {ref}`p sweep <p-sweep-p>` on Shakespeare, for every seed of the profile, and keep each
+# model's final validation perplexity:
 
 # %%
-sweep_only = [(name, "shakespeare") for name in SWEEP.values()]
-models = ablation.load_runs(zoo.TABLE2, DOMAINS, profile=profile, extra=sweep_only)
+models = ablation.table2_runs(profile)
 val_ppl = {key: [m.val_ppl for m in runs] for key, runs in models.items()}
 table2 = {  # intervals formed on the loss (log perplexity), then exponentiated
     d: ablation.seed_table({n: val_ppl[n, d] for n in zoo.TABLE2}, confidence, log=True)
@@ -809,161 +791,6 @@ glue("p_rope.flagship.verdict", last.verdict(last.a), display=False)
 # After {glue:text}`p_rope.flagship.tokens:,d` tokens ({glue:text}`p_rope.flagship.times:.1f`×
 # the matched runs), the verdict on 0.75-RoPE against RoPE is
 # **{glue:text}`p_rope.flagship.verdict`**.
-
-# %% [markdown]
-# ## Beyond the paper: length extrapolation
-#
-# The paper expects p-RoPE to help most at long context, since its free planes cannot be turned
-# against a semantic match however long the sequence (Sec. 6.1; it could not test this). We
-# evaluate every model on windows of 8× its training context and record the loss at each
-# position. Because the models are causal, the first $L$ positions of a long window are exactly
-# a window of length $L$, so one pass gives the perplexity at 1×, 2×, 4× and 8×.
-
-# %%
-val_tokens = {d: data.load_tokens(d, "val") for d in DOMAINS}
-curves = {
-    (name, domain): [
-        ablation.extrapolation_curve(
-            m.params, m.config, val_tokens[domain], max_factor=max_factor,
-            n_windows=n_windows_long, seed=m.seed,
-        )
-        for m in runs
-    ]
-    for (name, domain), runs in models.items()
-}  # fmt: skip
-extrapolation = ablation.extrapolation_table(curves, factors, confidence)
-
-# %% tags=["remove-input"]
-glue("p_rope.n_windows_long", n_windows_long, display=False)
-glue("p_rope.confidence", confidence, display=False)
-
-# %% [markdown]
-# Perplexity of windows of $L$ tokens ({glue:text}`p_rope.n_windows_long` windows per model, mean ±
-# {glue:text}`p_rope.confidence:.0%` interval over {glue:text}`p_rope.n_seeds` seed(s)); column
-# headers give $L$ as a multiple of the training context and in tokens. Shakespeare, then Python:
-
-# %% tags=["remove-input"]
-for domain in DOMAINS:
-    display(
-        plots.table(show.extrapolation_rows(extrapolation, zoo.TABLE2, domain, LABELS, context))
-    )
-
-# %% [markdown]
-# The figure shows the perplexity at each position (bins of half the training context),
-# mean and interval over seeds; the dashed line marks the end of the training context. Positions
-# left of it are what the models were trained on; to the right, each encoding meets relative
-# distances (RoPE, p-RoPE) or sequence lengths (NoPE) it has never seen.
-
-# %%
-table2_curves = {key: cs for key, cs in curves.items() if key[0] in zoo.TABLE2}
-show.extrapolation_chart(table2_curves, LABELS, max_factor=max_factor, confidence=confidence)
-
-# %% [markdown]
-# Does 0.75-RoPE extrapolate better than RoPE? We compare the two, seed by seed, at the longest
-# length:
-
-# %%
-extrapolation_cmp = {
-    d: ablation.compare_curves(
-        LABELS["p-rope-0.75"], curves["p-rope-0.75", d], LABELS["rope"], curves["rope", d],
-        long_factor, confidence,
-    )
-    for d in DOMAINS
-}  # fmt: skip
-
-# %% tags=["remove-input"]
-summary = {
-    d: ablation.extrapolation_summary(extrapolation, zoo.TABLE2, d, long_factor) for d in DOMAINS
-}
-CLAIMS.record(
-    "p_rope.extrapolation",
-    ablation.combine_verdicts([c.verdict(c.a) for c in extrapolation_cmp.values()]),
-    show.pair_text(extrapolation_cmp, 2, names=False),
-    interval=show.difference_text(extrapolation_cmp, 2),
-    seeds=len(seeds),
-    to_decide=decide.domains_to_decide(extrapolation_cmp),
-)
-glue("p_rope.long_factor", long_factor, display=False)
-
-# %% [markdown]
-# Per corpus at {glue:text}`p_rope.long_factor`× context: both perplexities, what the paired test
-# and the unpaired intervals say about 0.75-RoPE against RoPE, the encoding with the lowest
-# perplexity at that length, and the range over encodings of the growth in perplexity from 1×:
-
-# %% tags=["remove-input"]
-plots.table(
-    [
-        {"corpus": d, "0.75-RoPE": c.a_est.format(2), "RoPE θ=10k": c.b_est.format(2),
-         "paired": c.paired_status, "intervals": c.status, "lowest": LABELS[summary[d]["best"]],
-         "growth from 1×": f"{summary[d]['growth_min']:.2f}× – {summary[d]['growth_max']:.2f}×"}
-        for d, c in extrapolation_cmp.items()
-    ]
-)  # fmt: skip
-
-# %% [markdown]
-# ## A p sweep: from NoPE to RoPE
-#
-# p-RoPE interpolates between NoPE ($p=0$) and RoPE ($p=1$). On Shakespeare we have models at
-# five values of $p$; the figure shows their perplexity at the training length (left) and at
-# `sweep_factor` times it (right; same windows as above, mean and interval over seeds; each panel
-# has its own perplexity axis). Read each panel for its shape: does perplexity fall all the way
-# to $p=1$, or bottom out before it, as the paper's 0.75-RoPE result suggests?
-
-# %%
-sweep_lengths = sorted({1, sweep_factor})
-sweep_rows = show.sweep_rows(extrapolation, SWEEP, sweep_lengths, LABELS, context)
-show.sweep_chart(
-    sweep_rows, title="Shakespeare: perplexity as a function of p (0 = NoPE, 1 = RoPE)"
-)
-
-# %% [markdown]
-# Each step up in $p$ against the step before it, seed by seed, at both lengths:
-
-# %%
-steps = list(zip(list(SWEEP.values())[1:], list(SWEEP.values())[:-1], strict=True))
-sweep_cmp = {
-    f: [
-        ablation.compare_curves(
-            LABELS[a], curves[a, "shakespeare"], LABELS[b], curves[b, "shakespeare"], f,
-            confidence,
-        )
-        for a, b in steps
-    ]
-    for f in sweep_lengths
-}  # fmt: skip
-plots.table(show.step_rows(sweep_cmp, context))
-
-# %% tags=["remove-input"]
-best_p = {
-    f: min(SWEEP, key=lambda p, f=f: extrapolation[SWEEP[p], "shakespeare"][f].mean)
-    for f in sweep_lengths
-}
-# The paper: dropping more of the slow frequencies than 1 - 0.75 harms; p = 0.75 is at least as
-# good as p = 1. Claimed: perplexity falls from p = 0 to p = 0.75 (each step lower).
-rising = sweep_cmp[1][:3]
-CLAIMS.record(
-    "p_rope.p_sweep",
-    ablation.combine_verdicts([c.verdict(c.a) for c in rising]),
-    "; ".join(f"{c.a} vs {c.b}: {c.paired_status}" for c in rising)
-    + f"; lowest at p = {best_p[1]} (1×), p = {best_p[sweep_lengths[-1]]} "
-    f"({sweep_lengths[-1]}×)",
-    seeds=len(seeds),
-    to_decide=decide.domains_to_decide({f"{c.a} vs {c.b}": c for c in rising}),
-)
-# At the training length and at the longest sweep length (the same if sweep_factor = 1):
-for tag, f in (("short", sweep_lengths[0]), ("long", sweep_lengths[-1])):
-    glue(f"p_rope.sweep.{tag}.factor", f, display=False)
-    glue(f"p_rope.sweep.{tag}.best_p", best_p[f], display=False)
-    separated = sum(c.paired_separated for c in sweep_cmp[f])
-    glue(f"p_rope.sweep.{tag}.separated", separated, display=False)
-glue("p_rope.sweep.n_steps", len(steps), display=False)
-
-# %% [markdown]
-# At {glue:text}`p_rope.sweep.short.factor`× context the lowest perplexity is at
-# p = {glue:text}`p_rope.sweep.short.best_p`, and {glue:text}`p_rope.sweep.short.separated` of the
-# {glue:text}`p_rope.sweep.n_steps` steps of p are separated from noise; at
-# {glue:text}`p_rope.sweep.long.factor`× the lowest is at p = {glue:text}`p_rope.sweep.long.best_p`,
-# with {glue:text}`p_rope.sweep.long.separated` steps separated (the table above gives each).
 
 # %% [markdown]
 # ## What we claim and what we measured

@@ -444,6 +444,27 @@ def test_length_factors():
     assert ablation.length_factors(16) == [1, 2, 4, 8, 16]
 
 
+def test_table2_runs_are_the_zoos_planned_lesson_models(monkeypatch):
+    """Both p-RoPE chapters read these runs: Table 2 on both corpora, the p sweep on Shakespeare,
+    every one a model the zoo plans to train (so the build has it before the chapters run)."""
+    from ropebook import zoo
+
+    def fake_load(name, *, seed, domain, regime, **_):
+        return (name, seed, domain, regime)
+
+    monkeypatch.setattr(zoo, "load", fake_load)
+    runs = ablation.table2_runs("cpu")
+    expected = {(n, d) for n in zoo.TABLE2 for d in ablation.DOMAINS}
+    expected |= {(n, "shakespeare") for n in ablation.SWEEP.values()}
+    assert set(runs) == expected and "p-rope-0.5" in ablation.SWEEP.values()
+    planned = set(zoo.default_jobs("cpu"))
+    loaded = [job for jobs in runs.values() for job in jobs]
+    assert loaded and not [job for job in loaded if job not in planned]
+    # every model of one (name, domain) has the seeds the Table 2 comparisons pair on
+    assert {len(jobs) for jobs in runs.values()} == {len(zoo.seeds_for("rope", profile="cpu"))}
+    assert set(show.LABELS) >= {name for name, _ in runs}
+
+
 def _curve(ppl_first: float, ppl_second: float) -> ablation.ExtrapolationCurve:
     """Context 2, 4 positions: perplexity ppl_first over the first 2, ppl_second over the rest."""
     losses = np.log([ppl_first, ppl_first, ppl_second, ppl_second])

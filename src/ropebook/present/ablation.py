@@ -1,5 +1,6 @@
-"""The p-RoPE chapter's tables, charts and sentences, from the numbers of
-:mod:`ropebook.analysis.ablation`: one function per table or figure of ``chapters/p_rope.py``.
+"""The p-RoPE chapters' tables, charts and sentences, from the numbers of
+:mod:`ropebook.analysis.ablation`: one function per table or figure of ``chapters/p_rope.py``
+and ``chapters/p_sweep.py`` (length extrapolation and the p sweep), and the models' names.
 
 Tables are lists of records for :func:`ropebook.plots.table`, charts are Altair; the values
 the chapter's Markdown cells glue (:func:`table1_differences`, :func:`ordering_counts`,
@@ -20,6 +21,13 @@ from ropebook import rope
 from ropebook.analysis import ablation
 from ropebook.analysis.ablation import Comparison, Estimate, ExtrapolationCurve, SeedNoise
 from ropebook.stats.power import sd_interval
+
+# What the p-RoPE chapters call the zoo's Table 2 and p-sweep models (lesson regime, θ = 10k).
+LABELS: dict[str, str] = {
+    "nope": "NoPE", "rope": "RoPE θ=10k", "rope-500k": "RoPE θ=500k",
+    "rope-reversed-0.75": "0.75-RoPE reversed", "rope-partial-0.75": "0.75-RoPE partial",
+    "p-rope-0.25": "0.25-RoPE", "p-rope-0.5": "0.5-RoPE", "p-rope-0.75": "0.75-RoPE",
+}  # fmt: skip
 
 # ---------------------------------------------------------------- Table 1 by construction
 

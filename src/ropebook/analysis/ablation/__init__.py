@@ -37,6 +37,8 @@ from ropebook.analysis.ablation.constructions import (
     table1_measured,
 )
 from ropebook.analysis.ablation.runs import (
+    DOMAINS,
+    SWEEP,
     ExtrapolationCurve,
     TrainingNoise,
     binned_ppl,
@@ -50,6 +52,7 @@ from ropebook.analysis.ablation.runs import (
     load_runs,
     n_parameters,
     shared_runs,
+    table2_runs,
     tokens_seen,
     training_noise,
     validation_curve,
@@ -85,8 +88,10 @@ from ropebook.analysis.ablation.seeds import (
 
 __all__ = [
     "ALL_PLANES",
+    "DOMAINS",
     "FAST_PLANES",
     "FREE_PLANES",
+    "SWEEP",
     "TABLE1_VARIANTS",
     "Comparison",
     "Construction",
@@ -141,6 +146,7 @@ __all__ = [
     "seed_noise",
     "seed_table",
     "table1_measured",
+    "table2_runs",
     "tokens_seen",
     "training_noise",
     "validation_curve",

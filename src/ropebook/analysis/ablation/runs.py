@@ -1,6 +1,7 @@
 """Trained runs over seeds: loading them, length extrapolation, and paired noise over training.
 
-- :func:`load_runs`: the zoo models of every variant, domain and seed;
+- :func:`load_runs`: the zoo models of every variant, domain and seed; :func:`table2_runs`, the
+  lesson-regime runs both p-RoPE chapters read (Table 2 on :data:`DOMAINS`, the :data:`SWEEP`);
 - :func:`held_out_losses`: each model's loss on the same held-out windows, for splitting a paired
   comparison's noise (:mod:`ropebook.stats.noise`);
 - :func:`extrapolation_curve`, :func:`binned_ppl`: loss by position at several times the
@@ -53,6 +54,23 @@ def load_runs(
         ]
         for name, domain in jobs
     }
+
+
+# Our corpus -> the column of the paper's Table 2 it stands beside (prose: Wiki, code: FlanV2).
+DOMAINS: dict[str, str] = {"shakespeare": "Wiki", "python": "FlanV2"}
+# The p sweep on Shakespeare, p -> zoo model: from NoPE (p = 0, nothing rotates) to RoPE (p = 1).
+SWEEP: dict[float, str] = {
+    0.0: "nope", 0.25: "p-rope-0.25", 0.5: "p-rope-0.5", 0.75: "p-rope-0.75", 1.0: "rope"
+}  # fmt: skip
+
+
+def table2_runs(profile: str) -> dict[tuple[str, str], list]:
+    """The lesson-regime runs of the p-RoPE chapters: the seven Table 2 encodings on both corpora
+    of :data:`DOMAINS`, then the :data:`SWEEP` models on Shakespeare (:func:`load_runs`)."""
+    from ropebook import zoo
+
+    sweep = [(name, "shakespeare") for name in SWEEP.values()]
+    return load_runs(zoo.TABLE2, list(DOMAINS), profile=profile, extra=sweep)
 
 
 def shared_runs(runs_a: Sequence, runs_b: Sequence) -> tuple[list, list]:
