@@ -40,7 +40,7 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import claims, data, plots, seedplan, zoo
+from ropebook import claims, data, plots, seedplan, train, zoo
 from ropebook.analysis import ablation
 from ropebook.present import ablation as show
 from ropebook.present import decide
@@ -53,9 +53,12 @@ if profile == "smoke":
     noise_windows = min(noise_windows, 16)
 NAMES = {"p-rope-0.75": "0.75-RoPE", "p-rope-0.25": "0.25-RoPE", "rope": "RoPE", "nope": "NoPE"}
 HEADLINE = ("p-rope-0.75", "rope")
+PAIRING_FACTOR = 2.0  # a pairing gain below it "buys little": fewer than half the seeds saved
 matched_config = zoo.configs("rope", profile=profile, regime="matched")[0]
 glue("methods.profile", profile, display=False)
 glue("methods.confidence", confidence, display=False)
+glue("methods.tail.evals", train.TAIL_EVALS, display=False)
+glue("methods.tail.share", train.TAIL_SHARE, display=False)
 
 # %% [markdown]
 # This run uses the *{glue:text}`methods.profile`* profile. The claims this chapter tests are
@@ -75,6 +78,13 @@ CLAIMS = claims.ClaimSet(
         "The headline comparison's noise is training noise: its evaluation variance is at most a "
         "tenth of its training variance, so more seeds, not more held-out tokens, tighten it",
         claims.given,  # NoiseSplit.negligible; one seed: not testable here
+    ),
+    claims.ClaimSpec(
+        "methods.pairing", "Summers & Dinneen 2021: matched runs",
+        f"Pairing two encodings on a seed buys little: it cuts the seeds a comparison needs by "
+        f"less than a factor {PAIRING_FACTOR:g} (pairing gain below {PAIRING_FACTOR:g}, i.e. the "
+        f"two arms correlate across seeds by less than about r = {1 - 1 / PAIRING_FACTOR:g})",
+        claims.given,  # the pairing gain's interval against PAIRING_FACTOR, below
     ),
 )  # fmt: skip
 
@@ -107,29 +117,71 @@ plots.table(
     digits=4,
 )
 
+# %% [markdown]
+# Where that noise lives decides which lever can shrink it, so the book takes it apart
+# (`ropebook.stats.anatomy`, in % of perplexity, each part with its
+# {glue:text}`methods.confidence:.0%` interval and the method that made it):
+#
+# - **within-run jitter**: how far one run's validation loss moves over its last evaluations
+#   (training records the loss at {glue:text}`methods.tail.evals` steps spread over the last
+#   {glue:text}`methods.tail.share:.0%` of its steps, always on the same held-out windows), once the schedule's common descent and each run's own level are
+#   taken out. Jitter is what averaging the last weights or a learning rate decayed to zero can
+#   remove;
+# - each arm's **between-seed s.d.** of its final loss;
+# - the **correlation** of the two arms across seeds and the **pairing gain**
+#   $(\sigma_a^2 + \sigma_b^2) / \operatorname{var}(a - b)$, the factor by which pairing cuts the
+#   seeds a comparison needs: the variance of a difference is
+#   $\sigma_a^2 + \sigma_b^2 - 2r\sigma_a\sigma_b$, so pairing pays only as far as the arms move
+#   together;
+# - the **paired s.d.** of the final difference, what the seed counts below are chosen from.
+
+# %%
+anatomy_result, anatomy_missing = show_noise.measure_anatomy(*arms, confidence)
+plots.table(
+    show_noise.anatomy_rows(
+        anatomy_result, anatomy_missing, (NAMES[HEADLINE[0]], NAMES[HEADLINE[1]]), confidence
+    )
+)
+
 # %% tags=["remove-input"]
-n_paired = losses.shape[1]
-arm_sd = 100 * losses.std(axis=1, ddof=1) if n_paired > 1 else np.full(2, np.nan)
-paired_sd = 100 * np.std(losses[0] - losses[1], ddof=1) if n_paired > 1 else np.nan
-correlation = np.corrcoef(losses)[0, 1] if n_paired > 2 else np.nan
+gain = None if anatomy_result is None else anatomy_result.pairing_gain
+measurable = gain is not None and np.isfinite([gain.low, gain.high]).all()
+CLAIMS.record(
+    "methods.pairing",
+    claims.verdict_from_interval(gain.low, gain.high, threshold=PAIRING_FACTOR, above=False)
+    if measurable
+    else "not testable here",
+    f"pairing gain {gain} (bootstrap over seeds), correlation {anatomy_result.correlation}"
+    if measurable
+    else f"not measured: {anatomy_missing}",
+    seeds=len(arms[0]),
+    basis=f"matched regime, {len(arms[0])} paired seeds of 0.75-RoPE and RoPE",
+    to_decide=f"more paired seeds of the matched pair ({len(arms[0])} here; at least "
+    f"{show_noise.MIN_SEEDS} for an interval): the bootstrap interval narrows as seeds are added",
+)
 for name, value in {
-    "seeds": n_paired,
+    "seeds": len(arms[0]),
     "seed_list": ", ".join(str(m.seed) for m in arms[0]),
-    "sd_a": show_noise.dash(arm_sd[0], 2),
-    "sd_b": show_noise.dash(arm_sd[1], 2),
-    "correlation": show_noise.dash(correlation, 2),
-    "paired_sd": show_noise.dash(paired_sd, 2),
+    "missing": anatomy_missing or "— (every part measured)",
+    "factor": f"{PAIRING_FACTOR:g}",
+    **show_noise.anatomy_values(anatomy_result),
 }.items():
     glue(f"methods.pairing.{name}", value, display=False)
 
 # %% [markdown]
 # Over the {glue:text}`methods.pairing.seeds` seeds both arms have
-# ({glue:text}`methods.pairing.seed_list`), 0.75-RoPE's loss has a seed-to-seed s.d. of
-# {glue:text}`methods.pairing.sd_a` % of perplexity and RoPE's {glue:text}`methods.pairing.sd_b` %;
-# the two arms correlate across seeds with r = {glue:text}`methods.pairing.correlation`, and their
-# paired difference has an s.d. of {glue:text}`methods.pairing.paired_sd` %. The variance of a
-# difference is $\sigma_a^2 + \sigma_b^2 - 2r\sigma_a\sigma_b$: pairing pays only as far as the
-# arms move together. (A dash needs more seeds: a correlation needs three.)
+# ({glue:text}`methods.pairing.seed_list`), a run's loss jitters by
+# {glue:text}`methods.pairing.jitter` over its last {glue:text}`methods.pairing.evals`
+# evaluations, while 0.75-RoPE's final loss varies from seed to seed by
+# {glue:text}`methods.pairing.seed_sd_a` and RoPE's by {glue:text}`methods.pairing.seed_sd_b`
+# (jitter variance over the mean between-seed variance: {glue:text}`methods.pairing.jitter_share`;
+# near 1 the seeds differ mostly by where the last iterate happens to be, near 0 the runs end
+# apart). The two arms correlate across seeds with r = {glue:text}`methods.pairing.correlation`,
+# a pairing gain of {glue:text}`methods.pairing.pairing_gain`, and their paired difference has an
+# s.d. of {glue:text}`methods.pairing.paired_sd`. {cite:t}`summers2021nondeterminism` found that
+# any one-bit change to a run brings nearly the full seed-to-seed variance, which would leave
+# pairing little to cancel: the claim table at the end records whether the gain stays below
+# {glue:text}`methods.pairing.factor`. Not measured here: {glue:text}`methods.pairing.missing`.
 
 # %% [markdown]
 # How many seeds a model gets depends on the profile a build runs, and the seed plan raises a

@@ -337,3 +337,49 @@ def test_failed_build_names_the_compiler_and_leaves_nothing(tmp_path, monkeypatc
     with pytest.raises(attention.KernelBuildError, match="failed"):
         attention.build()
     assert not any((tmp_path / "kernels").iterdir())
+
+
+def test_one_decision_names_the_path_and_why(tmp_path, monkeypatch, capsys):
+    """:func:`attention.decision` decides for :func:`attention.applies` (the model) and for the
+    build page's machine record (``python -m ropebook machine``); the first case that applies
+    gives the reason."""
+    from ropebook import __main__ as cli
+    from ropebook import train
+
+    fused, bias = (1, 8, 2, 16), jnp.zeros((2, 8, 8))
+    cases = [  # (ROPEBOOK_ATTENTION, shape, dtype, bias, path, reason)
+        ("xla", fused, jnp.float32, bias, "xla", "ROPEBOOK_ATTENTION=xla"),
+        ("fused", fused, jnp.float32, bias, "xla", "a score bias (ALiBi, Kerple, FIRE) keeps"),
+        ("fused", fused, jnp.bfloat16, None, "xla", "the fused kernel is float32, the inputs bf"),
+        ("fused", (1, 8, 2, 8), jnp.float32, None, "xla", "head dim not a multiple of 16"),
+        ("fused", fused, jnp.float32, None, "fused", "ROPEBOOK_ATTENTION=fused"),
+    ]
+    for setting, shape, dtype, score_bias, path, reason in cases:
+        monkeypatch.setenv("ROPEBOOK_ATTENTION", setting)
+        chosen = attention.decision(shape, dtype, bias=score_bias is not None)
+        assert (chosen.path, chosen.choice) == (path, None) and chosen.reason.startswith(reason)
+        assert attention.applies(jnp.zeros(shape, dtype), score_bias) == (path == "fused")
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert attention.decision(fused).reason == "the fused kernel is for XLA's CPU backend"
+    monkeypatch.undo()
+
+    monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(attention, "_choices", {})
+    timings = {"fused": 2.0, "xla": 1.0}
+    monkeypatch.setattr(attention, "time_attention", lambda path, shape: timings[path])
+    config = model.ModelConfig(vocab_size=64, n_layers=1, n_heads=2, d_model=32, d_ff=64,
+                               context=16)  # fmt: skip
+    tc = train.TrainConfig(steps=1, batch_size=2, seq_len=16, warmup=0)
+    chosen = attention.decision((2, 16, 2, 16))
+    assert chosen.path == "xla" and chosen.choice.seconds == timings
+    assert chosen.reason == "auto: the faster on [2, 16, 2, 16], measured now"
+    assert cli._attention_path(config, tc) == {
+        "path": "xla",
+        "reason": chosen.reason,
+        "seconds": timings,
+    }
+    assert train.provenance(config, tc)["attention"] == "xla"
+    alibi = model.ModelConfig(vocab_size=64, n_layers=1, n_heads=2, d_model=32, d_ff=64,
+                              context=16, encoding="alibi")  # fmt: skip
+    assert cli._attention_path(alibi, tc)["path"] == "xla"
+    assert "score bias" in cli._attention_path(alibi, tc)["reason"]

@@ -1,15 +1,17 @@
-"""Training against evaluation noise: the two-way split recovers known variance components."""
+"""Training against evaluation noise: the two-way split recovers known variance components; the
+anatomy's table reads zoo runs' tail evaluations and says what a profile cannot measure."""
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from ropebook import train
 from ropebook.present import noise as show_noise
-from ropebook.stats import noise
+from ropebook.stats import anatomy, noise
 
 
 def simulated(n_seeds, n_windows, seed_sd, window_sd, resid_sd, mean=0.5, seed=0):
@@ -76,3 +78,85 @@ def test_window_losses_average_to_evaluate():
     assert losses.mean() == pytest.approx(
         train.evaluate(result.params, config, VAL, **args)["loss"], rel=1e-5
     )
+
+
+# ---------------------------------------------------------------- the anatomy's table
+
+
+def runs_of(losses: np.ndarray, steps=(8, 9, 10)) -> list[SimpleNamespace]:
+    """Zoo-model stand-ins whose history holds ``losses[seed, evaluation]`` as tail evaluations,
+    the last also as the final validation loss."""
+    return [
+        SimpleNamespace(
+            history={
+                "val": [{"step": steps[-1], "loss": float(row[-1])}],
+                "tail": [{"step": s, "loss": float(x)} for s, x in zip(steps, row, strict=True)],
+            }
+        )  # fmt: skip
+        for row in losses
+    ]
+
+
+def test_anatomy_of_zoo_runs_reads_their_tail_evaluations():
+    rng = np.random.default_rng(0)
+    a, b = 1.5 + rng.normal(0, 0.01, (2, 6, 3))
+    result, missing = show_noise.measure_anatomy(runs_of(a), runs_of(b))
+    assert missing == "" and (result.n_seeds, result.n_evals) == (6, 3)
+    expected = anatomy.anatomy(a, b)
+    assert result.jitter == expected.jitter and result.paired_sd == expected.paired_sd
+    rows = show_noise.anatomy_rows(result, missing, ("A", "B"))
+    assert [r["value"] for r in rows] == [
+        f"{expected.jitter.value:.2f} %", f"{expected.seed_sd_a.value:.2f} %",
+        f"{expected.seed_sd_b.value:.2f} %", f"{expected.correlation.value:.2f}",
+        f"{expected.paired_sd.value:.2f} %", f"{expected.pairing_gain.value:.2f}×",
+    ]  # fmt: skip
+    assert rows[0]["rests on"] == f"6 seeds × 3 evaluations, {expected.jitter.df} d.f."
+    assert rows[3]["method"] == "Fisher z" and rows[5]["method"] == "bootstrap"
+    values = show_noise.anatomy_values(result)
+    assert values["paired_sd"] == (
+        f"{expected.paired_sd.value:.2f} % "
+        f"[{expected.paired_sd.low:.2f}, {expected.paired_sd.high:.2f}]"
+    )
+    assert values["evals"] == "3" and values["jitter_share"] == f"{expected.jitter_share:.2g}"
+
+
+def test_anatomy_without_tail_evaluations_measures_all_but_the_jitter():
+    rng = np.random.default_rng(1)
+    a, b = 1.5 + rng.normal(0, 0.01, (2, 5, 3))
+    old_a, old_b = runs_of(a), runs_of(b)
+    del old_a[2].history["tail"]  # one model trained before tail evaluations were recorded
+    result, missing = show_noise.measure_anatomy(old_a, old_b)
+    full = anatomy.anatomy(a, b)
+    assert "within-run jitter" in missing and math.isnan(result.jitter.value)
+    for part in ("seed_sd_a", "seed_sd_b", "correlation", "paired_sd", "pairing_gain"):
+        assert getattr(result, part).value == pytest.approx(getattr(full, part).value, rel=1e-12)
+        assert getattr(result, part).high == pytest.approx(getattr(full, part).high, rel=1e-12)
+    rows = show_noise.anatomy_rows(result, missing, ("A", "B"))
+    assert rows[0]["value"] == "—" and rows[0]["rests on"] == f"not measured: {missing}"
+    assert all(r["value"] != "—" for r in rows[1:])
+    assert show_noise.anatomy_values(result)["jitter"] == "—"
+
+
+def test_anatomy_with_too_few_seeds_says_what_is_missing():
+    one = runs_of(np.ones((1, 3)))
+    result, missing = show_noise.measure_anatomy(one, one)
+    assert result is None and missing == "1 paired seed: the anatomy needs at least 3"
+    rows = show_noise.anatomy_rows(result, missing, ("A", "B"))
+    assert len(rows) == 6 and {r["rests on"] for r in rows} == {f"not measured: {missing}"}
+    assert set(show_noise.anatomy_values(None).values()) == {"—"}
+    with pytest.raises(ValueError, match="same seeds on both arms"):
+        show_noise.measure_anatomy(one, runs_of(np.ones((2, 3))))
+    assert show_noise.tail_losses(runs_of(np.ones((2, 3)), steps=(4, 5, 6))).shape == (2, 3)
+    mixed = runs_of(np.ones((1, 3))) + runs_of(np.ones((1, 3)), steps=(4, 5, 6))
+    assert show_noise.tail_losses(mixed) is None  # tails at different steps do not line up
+
+
+def test_anatomy_numbers_drop_decimals_from_100_up():
+    wide = anatomy.Estimate(29.03, 2.98, 18890.7, "bootstrap")
+    result = SimpleNamespace(pairing_gain=wide, n_seeds=4, n_evals=5, jitter_share=0.0044)
+    for part in ("jitter", "seed_sd_a", "seed_sd_b", "correlation", "paired_sd"):
+        setattr(result, part, anatomy.Estimate(math.nan, math.nan, math.nan, "chi-square"))
+    rows = show_noise.anatomy_rows(result, "", ("A", "B"))
+    assert rows[5]["value"] == "29.03×" and rows[5]["95% interval"] == "2.98× – 18,891×"
+    values = show_noise.anatomy_values(result)
+    assert values["pairing_gain"] == "29.03× [2.98, 18,891]" and values["jitter_share"] == "0.0044"

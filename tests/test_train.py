@@ -1,4 +1,5 @@
-"""Training: learning happens, checkpoints round-trip, resume is exact, sharding is transparent."""
+"""Training: learning happens, checkpoints round-trip, resume is exact, sharding is transparent,
+the tail evaluations move nothing."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from ropebook import encodings, io, train
+from ropebook import checkpoints, encodings, io, train, zoo
 from ropebook.model import ModelConfig
 
 VOCAB = 64
@@ -97,7 +98,9 @@ def test_batches_are_a_function_of_seed_and_step():
 
 def test_checkpoint_round_trips_bit_exactly(tmp_path):
     result = train.train(tiny(), schedule(), TRAIN, checkpoint_dir=tmp_path, progress=False)
-    params, opt_state, meta = train.load_checkpoint(tmp_path)
+    params, opt_state, meta = checkpoints.load_checkpoint(
+        tmp_path, train.make_optimizer(schedule())
+    )
     assert_trees_equal(params, result.params)
     assert_trees_equal(opt_state, result.opt_state)
     assert (
@@ -113,7 +116,7 @@ def test_resume_equals_uninterrupted(tmp_path, encoding):
     first = train.train(
         tiny(encoding), tc, TRAIN, VAL, checkpoint_dir=tmp_path, stop_after=7, progress=False
     )
-    assert first.step == 7 and not train.read_metadata(tmp_path)["complete"]
+    assert first.step == 7 and not checkpoints.read_metadata(tmp_path)["complete"]
     resumed = train.train(tiny(encoding), tc, TRAIN, VAL, checkpoint_dir=tmp_path, progress=False)
     assert resumed.step == 12 and resumed.tokens_seen == whole.tokens_seen
     assert_trees_equal(resumed.params, whole.params)
@@ -128,7 +131,7 @@ def checkpoint(tmp_path) -> Path:
 
 
 def tensor_file(directory: Path) -> Path:
-    return directory / train.read_metadata(directory)["file"]
+    return directory / checkpoints.read_metadata(directory)["file"]
 
 
 def rewrite(directory: Path, change) -> None:
@@ -137,8 +140,10 @@ def rewrite(directory: Path, change) -> None:
     tensors = load_file(str(path))
     change(tensors)
     save_file(tensors, str(path))
-    meta = json.loads((directory / train.CHECKPOINT_JSON).read_text())
-    io.write_json_atomic(directory / train.CHECKPOINT_JSON, meta | {"sha256": io.sha256_file(path)})
+    meta = json.loads((directory / checkpoints.CHECKPOINT_JSON).read_text())
+    io.write_json_atomic(
+        directory / checkpoints.CHECKPOINT_JSON, meta | {"sha256": io.sha256_file(path)}
+    )
 
 
 def test_flipped_byte_fails_with_the_file_name(checkpoint):
@@ -147,31 +152,31 @@ def test_flipped_byte_fails_with_the_file_name(checkpoint):
     data[-3] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(io.IntegrityError, match=f"{path}.*sha256"):
-        train.load_checkpoint(checkpoint)
+        checkpoints.load_checkpoint(checkpoint)
 
 
 def test_missing_tensor_fails_with_its_name(checkpoint):
     rewrite(checkpoint, lambda t: t.pop("params.layers.1.qkv"))
     with pytest.raises(
-        train.CheckpointError, match=r"safetensors: tensor 'params.layers.1.qkv' is missing"
+        checkpoints.CheckpointError, match=r"safetensors: tensor 'params.layers.1.qkv' is missing"
     ):
-        train.load_checkpoint(checkpoint)
+        checkpoints.load_checkpoint(checkpoint)
 
 
 def test_wrong_shape_fails_with_both_shapes(checkpoint):
     rewrite(checkpoint, lambda t: t.update({"params.embed": np.zeros((3, 32), np.float32)}))
     with pytest.raises(
-        train.CheckpointError, match=r"params.embed.*\(3, 32\).*expected \(64, 32\)"
+        checkpoints.CheckpointError, match=r"params.embed.*\(3, 32\).*expected \(64, 32\)"
     ):
-        train.load_checkpoint(checkpoint)
+        checkpoints.load_checkpoint(checkpoint)
 
 
 def test_bad_json_and_other_run_fail_clearly(checkpoint):
-    with pytest.raises(train.CheckpointError, match="another run.*'lr'"):
+    with pytest.raises(checkpoints.CheckpointError, match="another run.*'lr'"):
         train.train(tiny(), schedule(4, lr=1e-4), TRAIN, checkpoint_dir=checkpoint, progress=False)
-    (checkpoint / train.CHECKPOINT_JSON).write_text("{not json")
-    with pytest.raises(train.CheckpointError, match=f"{checkpoint}.*not valid JSON"):
-        train.load_checkpoint(checkpoint)
+    (checkpoint / checkpoints.CHECKPOINT_JSON).write_text("{not json")
+    with pytest.raises(checkpoints.CheckpointError, match=f"{checkpoint}.*not valid JSON"):
+        checkpoints.load_checkpoint(checkpoint)
 
 
 def test_evaluate_and_loss_by_position_beyond_context():
@@ -222,19 +227,19 @@ def test_snapshots_keep_params_at_their_steps_and_survive_resume(tmp_path):
     assert train.TrainConfig(**json.loads(json.dumps(tc.to_dict()))) == tc
     assert "snapshots" not in schedule(12).to_dict()  # old spec hashes are unchanged
     train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path, stop_after=7, progress=False)
-    assert train.snapshot_steps(tmp_path) == [0, 3]
+    assert checkpoints.snapshot_steps(tmp_path) == [0, 3]
     whole = train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path, progress=False)
-    assert train.snapshot_steps(tmp_path) == [0, 3, 8, 12]
-    final, entry = train.load_snapshot(tmp_path, 12)
+    assert checkpoints.snapshot_steps(tmp_path) == [0, 3, 8, 12]
+    final, entry = checkpoints.load_snapshot(tmp_path, 12)
     assert_trees_equal(final, whole.params)
     assert entry["tokens_seen"] == 12 * 4 * 32
-    initial, _ = train.load_snapshot(tmp_path, 0)
+    initial, _ = checkpoints.load_snapshot(tmp_path, 0)
     assert_trees_equal(initial, train.model.init_params(jax.random.key(0), tiny()))
     assert {row["step"] for row in whole.history["val"]} >= {3, 8, 12}
     with pytest.raises(
-        train.CheckpointError, match=r"no snapshot at step 5; kept: \[0, 3, 8, 12\]"
+        checkpoints.CheckpointError, match=r"no snapshot at step 5; kept: \[0, 3, 8, 12\]"
     ):
-        train.load_snapshot(tmp_path, 5)
+        checkpoints.load_snapshot(tmp_path, 5)
     with pytest.raises(ValueError, match="snapshots must lie in"):
         schedule(12, snapshots=(13,))
 
@@ -268,5 +273,57 @@ def test_fine_tune_from_initial_params_with_an_intervention(tmp_path):
         tuned.params, tiny(), VAL, seq_len=64, batch_size=4, n_batches=2, intervention=slowed
     )["loss"]
     assert tuned.history["val"][-1]["loss"] == pytest.approx(loss, rel=1e-6)
-    params, _, meta = train.load_checkpoint(tmp_path)
+    params, _, meta = checkpoints.load_checkpoint(tmp_path)
     assert_trees_equal(params, tuned.params) and meta["complete"]
+
+
+def test_tail_eval_steps():
+    assert train.tail_eval_steps(schedule(1000)) == (900, 925, 950, 975, 1000)
+    assert train.tail_eval_steps(schedule(12)) == (8, 9, 10, 11, 12)  # at least a step apart
+    assert train.tail_eval_steps(schedule(60, tail_evals=3)) == (54, 57, 60)
+    assert train.tail_eval_steps(schedule(3)) == (1, 2, 3)
+    assert train.tail_eval_steps(schedule(12, tail_evals=1)) == (12,)
+    assert train.tail_eval_steps(schedule(12, tail_evals=0)) == ()
+    with pytest.raises(ValueError, match="tail_evals must be >= 0"):
+        schedule(12, tail_evals=-1)
+
+
+def test_tail_evaluations_leave_weights_and_spec_hashes_unchanged(text, tmp_path):
+    """A smoke model trained with the tail evaluations has bit-identical weights, optimiser state
+    and training losses to one trained without; each tail loss is the evaluation of the weights
+    at its step; a run resumed inside the tail records the same; and no zoo spec (the input of
+    its hash) depends on the setting."""
+    train_tokens, val_tokens, vocab = text
+    config, tc = zoo.configs("rope", profile="smoke")
+    config = dataclasses.replace(config, vocab_size=vocab)
+    plain = dataclasses.replace(tc, tail_evals=0)
+    assert tc.to_dict() == plain.to_dict() and "tail_evals" not in tc.to_dict()
+    without = train.train(config, plain, train_tokens, val_tokens, progress=False)
+    tailed = train.train(config, tc, train_tokens, val_tokens, progress=False)
+    assert_trees_equal(tailed.params, without.params)
+    assert_trees_equal(tailed.opt_state, without.opt_state)
+    assert tailed.history["train"] == [  # same losses; only the measured speed may differ
+        row | {"tokens_per_s": mine["tokens_per_s"]}
+        for row, mine in zip(without.history["train"], tailed.history["train"], strict=True)
+    ]
+    assert tailed.history["val"] == without.history["val"] and "tail" not in without.history
+    steps = [row["step"] for row in tailed.history["tail"]]
+    assert steps == list(train.tail_eval_steps(tc)) and len(steps) == train.TAIL_EVALS
+    final = train.evaluate(
+        tailed.params, config, val_tokens, seq_len=tc.seq_len, batch_size=tc.batch_size,
+        n_batches=tc.eval_batches,
+    )  # fmt: skip
+    assert tailed.history["tail"][-1]["loss"] == final["loss"] == tailed.history["val"][-1]["loss"]
+    losses = [row["loss"] for row in tailed.history["tail"]]
+    assert len(set(losses)) == len(losses)  # the weights moved between tail evaluations
+    middle = steps[2]
+    train.train(config, tc, train_tokens, val_tokens, checkpoint_dir=tmp_path,
+                stop_after=middle, progress=False)  # fmt: skip
+    resumed = train.train(config, tc, train_tokens, val_tokens, checkpoint_dir=tmp_path,
+                          progress=False)  # fmt: skip
+    assert resumed.history["tail"] == tailed.history["tail"]
+    assert checkpoints.read_metadata(tmp_path)["history"]["tail"] == tailed.history["tail"]
+    for profile in zoo.PROFILES:
+        for name, seed, _, regime in zoo.default_jobs(profile):
+            _, spec_tc = zoo.configs(name, seed=seed, profile=profile, regime=regime)
+            assert spec_tc.to_dict() == dataclasses.replace(spec_tc, tail_evals=0).to_dict()

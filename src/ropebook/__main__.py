@@ -54,29 +54,16 @@ def _machine(args: argparse.Namespace) -> int:
 
 
 def _attention_path(model_config, train_config) -> dict:
-    """The attention path the lesson model's training step takes here, and why (the cases of
-    :func:`ropebook.attention.applies`; ``auto``'s measured decision with its timings)."""
-    import jax
-
+    """The attention path the lesson model's training step takes here, and why
+    (:func:`ropebook.attention.decision`; ``auto``'s measured decision with its timings)."""
     from ropebook import attention
 
     shape = (train_config.batch_size, train_config.seq_len, model_config.n_heads,
              model_config.head_dim)  # fmt: skip
-    mode = attention.mode()
-    if mode == "xla":
-        return {"path": "xla", "reason": "ROPEBOOK_ATTENTION=xla"}
-    if model_config.head_dim % attention.LANES:
-        return {"path": "xla", "reason": f"head dim not a multiple of {attention.LANES}"}
-    if jax.default_backend() != "cpu":
-        return {"path": "xla", "reason": "the fused kernel is for XLA's CPU backend"}
-    if attention.lanes() is None:
-        return {"path": "xla", "reason": "the fused kernel did not build here"}
-    if mode == "fused":
-        return {"path": "fused", "reason": "ROPEBOOK_ATTENTION=fused"}
-    choice = attention.choose(shape)
-    when = "measured now" if choice.measured_now else "measured earlier on this machine"
-    return {"path": choice.path, "reason": f"auto: the faster on {list(shape)}, {when}",
-            "seconds": choice.seconds}  # fmt: skip
+    has_bias = model_config.encoding_config.has_bias
+    chosen = attention.decision(shape, model_config.dtype, bias=has_bias)
+    record = {"path": chosen.path, "reason": chosen.reason}
+    return record | ({"seconds": chosen.choice.seconds} if chosen.choice else {})
 
 
 def _stage(argv: list[str]) -> int:

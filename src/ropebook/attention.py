@@ -210,14 +210,45 @@ def _require() -> None:
         raise KernelBuildError("the fused attention kernel is unavailable (see the warning above)")
 
 
+@dataclass(frozen=True)
+class Decision:
+    """The attention path inputs take (``"fused"`` or ``"xla"``), why, and with ``auto`` the
+    measured :class:`Choice` behind it."""
+
+    path: str
+    reason: str
+    choice: Choice | None = None
+
+
+def decision(shape: tuple[int, ...], dtype=jnp.float32, *, bias: bool = False) -> Decision:
+    """Which path attention over queries ``[B, T, H, D]`` of ``dtype`` (with a score ``bias``
+    or not) takes on this machine, and why: the first case that applies of ``ROPEBOOK_ATTENTION``
+    forcing XLA, what the kernel cannot do (biases, dtypes other than float32, head dims not a
+    multiple of :data:`LANES`, backends other than the CPU, no kernel built), the setting forcing
+    the kernel, else ``auto``'s measured decision (:func:`choose`)."""
+    if mode() == "xla":
+        return Decision("xla", "ROPEBOOK_ATTENTION=xla")
+    if bias:
+        return Decision("xla", "a score bias (ALiBi, Kerple, FIRE) keeps XLA's attention")
+    if jnp.dtype(dtype) != jnp.float32:
+        return Decision("xla", f"the fused kernel is float32, the inputs {jnp.dtype(dtype)}")
+    if shape[-1] % LANES:
+        return Decision("xla", f"head dim not a multiple of {LANES}")
+    if jax.default_backend() != "cpu":
+        return Decision("xla", "the fused kernel is for XLA's CPU backend")
+    if not _registered():
+        return Decision("xla", "the fused kernel did not build here")
+    if mode() == "fused":
+        return Decision("fused", "ROPEBOOK_ATTENTION=fused")
+    choice = choose(tuple(shape))
+    when = "measured now" if choice.measured_now else "measured earlier on this machine"
+    return Decision(choice.path, f"auto: the faster on {list(choice.shape)}, {when}", choice)
+
+
 def applies(q: jnp.ndarray, bias: jnp.ndarray | None) -> bool:
     """Whether :func:`causal_attention` should replace XLA's attention for these inputs: with
-    ``auto``, where it can and :func:`choose` measured it faster on this shape."""
-    if mode() == "xla" or bias is not None or q.dtype != jnp.float32 or q.shape[-1] % LANES:
-        return False
-    if jax.default_backend() != "cpu" or not _registered():
-        return False
-    return mode() == "fused" or choose(tuple(q.shape)).path == "fused"
+    ``auto``, where it can and :func:`choose` measured it faster on this shape (:func:`decision`)."""
+    return decision(tuple(q.shape), q.dtype, bias=bias is not None).path == "fused"
 
 
 def check_local(window: int | None, chunk: int | None) -> None:

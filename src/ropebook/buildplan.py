@@ -24,6 +24,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ropebook import model, train
+from ropebook.buildrecord import duration
 
 LONG_SECONDS = 30 * 60  # beyond this, the plan says how to split the work
 PROBE_STEPS = 5
@@ -103,15 +104,6 @@ def probes(items: Iterable[Item]) -> dict[Hashable, Item]:
         if better and not item.cached:
             chosen[item.shape] = item
     return chosen
-
-
-def duration(seconds: float) -> str:
-    """``"42 s"``, ``"12 min"``, ``"5.5 h"``."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def describe(plans: list[RegimePlan], *, how: str, shard: str = "0/1") -> list[str]:

@@ -309,7 +309,7 @@ def _trained_with(segments: list[dict[str, Any]]) -> str:
 
 
 def models_table(loaded: dict[Path, dict[str, Any]]) -> str:
-    """A Markdown table of the trained models a chapter loaded (``train.LOADED``): each one's
+    """A Markdown table of the trained models a chapter loaded (``checkpoints.LOADED``): each one's
     spec hash (its cache folder) beside how it was trained (devices, attention path, JAX, host),
     what can move its numbers at float32 rounding without changing the hash."""
     rows = ["| model | spec hash | trained with |", "|---|---|---|"]
@@ -338,12 +338,12 @@ def show_provenance() -> None:
     import jax
     from IPython.display import Markdown, display
 
-    from ropebook import train
+    from ropebook import checkpoints
 
     devices = [f"{d.platform}:{d.device_kind}" for d in jax.devices()]
     models = [
         {"folder": str(folder), "provenance": meta.get("provenance", [])}
-        for folder, meta in train.LOADED.items()
+        for folder, meta in checkpoints.LOADED.items()
     ]
     record = {"jax_backend": jax.default_backend(), "jax_devices": devices, "models": models}
     if path := os.environ.get(PROVENANCE_ENV):
@@ -357,8 +357,8 @@ def show_provenance() -> None:
             f"{_took()}."
         )
     )
-    if train.LOADED:
-        display(Markdown(f"*Trained models used here:*\n\n{models_table(train.LOADED)}"))
+    if checkpoints.LOADED:
+        display(Markdown(f"*Trained models used here:*\n\n{models_table(checkpoints.LOADED)}"))
 
 
 # ------------------------------------------------------------------ the page's "Rerun" box

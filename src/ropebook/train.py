@@ -1,15 +1,11 @@
-"""Training loop, evaluation, checkpoints and resume.
+"""Training loop, evaluation and resume.
 
 Everything a run does is a function of ``(model config, train config, tokens)``: the initial
 params come from ``jax.random.key(seed)`` and the batch of step ``s`` from
 ``numpy.random.default_rng([seed, s])``, so an interrupted run resumed from its last checkpoint
-takes exactly the steps an uninterrupted run would (bit-exact on CPU) with no sampler state to save.
-
-A checkpoint is a directory holding ``step_XXXXXXX.safetensors`` (params and optimizer state,
-tensors named by their pytree path) and ``checkpoint.json`` (configs, step, history and the
-sha256 of the tensor file). Both are written atomically, the JSON last, so a crash leaves the
-previous checkpoint intact. With several JAX devices, batches are split data-parallel over a
-1-D mesh and params are replicated.
+(:mod:`ropebook.checkpoints`: configs, step, history, params and optimiser state) takes exactly
+the steps an uninterrupted run would (bit-exact on CPU) with no sampler state to save. With
+several JAX devices, batches are split data-parallel over a 1-D mesh and params are replicated.
 
 The JSON also records each call's *provenance* (:func:`provenance`): what can move the numbers at
 float32 rounding without being part of the run's configs (device count, attention path, JAX
@@ -21,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import os
 import socket
@@ -37,23 +32,30 @@ import jaxlib
 import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
-from safetensors.numpy import load_file, save_file
 from tqdm.auto import tqdm
 
-from ropebook import attention, io, model
+from ropebook import attention, checkpoints, model
+from ropebook.checkpoints import (
+    CHECKPOINT_JSON,
+    CheckpointError,
+    load_checkpoint,
+    load_snapshot,  # noqa: F401  (zoo.py still reads it here; its home is ropebook.checkpoints)
+    read_metadata,  # noqa: F401  (likewise)
+)
 from ropebook.model import ModelConfig, Params
 
-CHECKPOINT_JSON = "checkpoint.json"
-FORMAT = 1
-
-
-class CheckpointError(io.IntegrityError):
-    """A checkpoint is missing, corrupt or belongs to another run; the message names the file."""
+TAIL_EVALS = 5  # validation losses recorded at the end of a run (the within-run jitter) ...
+TAIL_SHARE = 0.1  # ... spread over this share of its steps
 
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
-    """Optimisation settings. ``eval_every``/``checkpoint_every`` of 0 mean "only at the end"."""
+    """Optimisation settings. ``eval_every``/``checkpoint_every`` of 0 mean "only at the end".
+
+    ``tail_evals`` validation losses are recorded at :func:`tail_eval_steps` (language runs) in
+    ``history["tail"]``, for ``ropebook.stats.anatomy``. Evaluation never touches the weights,
+    the batches or a random state of training (``tests/test_train.py``), so it is no part of a
+    run's identity: :meth:`to_dict` leaves it out, and no spec hash moves with it."""
 
     steps: int
     batch_size: int
@@ -72,6 +74,7 @@ class TrainConfig:
     log_every: int = 10
     snapshots: tuple[int, ...] = ()  # steps whose params are kept (training dynamics)
     stop_accuracy: float | None = None  # task runs: stop at the first evaluation reaching it
+    tail_evals: int = TAIL_EVALS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "snapshots", tuple(sorted({int(s) for s in self.snapshots})))
@@ -86,13 +89,27 @@ class TrainConfig:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if self.stop_accuracy is not None and not 0 < self.stop_accuracy <= 1:
             raise ValueError(f"stop_accuracy must lie in (0, 1], got {self.stop_accuracy}")
+        if self.tail_evals < 0:
+            raise ValueError(f"tail_evals must be >= 0, got {self.tail_evals}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; ``snapshots`` and ``stop_accuracy`` only when set, so runs without them
-        keep their spec hash."""
+        keep their spec hash, and never ``tail_evals`` (evaluation only)."""
         data = dataclasses.asdict(self) | {"snapshots": list(self.snapshots)}
         unset = {"snapshots": not self.snapshots, "stop_accuracy": self.stop_accuracy is None}
+        unset["tail_evals"] = True
         return {k: v for k, v in data.items() if not unset.get(k, False)}
+
+
+def tail_eval_steps(tc: TrainConfig) -> tuple[int, ...]:
+    """The steps of the tail evaluations: ``tc.tail_evals`` steps ending at the last, evenly
+    ``TAIL_SHARE · steps / (tail_evals − 1)`` apart (at least 1; none before step 1), so the
+    default 5 span the last 10 % of training (1000 steps: 900, 925, ..., 1000)."""
+    if tc.tail_evals == 0:
+        return ()
+    gap = max(1, round(TAIL_SHARE * tc.steps / max(tc.tail_evals - 1, 1)))
+    first = tc.steps - gap * (tc.tail_evals - 1)
+    return tuple(s for s in range(first, tc.steps + 1, gap) if s >= 1)
 
 
 def log_spaced_steps(steps: int, count: int, first: int = 1) -> tuple[int, ...]:
@@ -173,17 +190,14 @@ def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
     ``devices`` (the data-parallel mesh: gradients are summed over the batch in another order on
     another count), ``platform``, ``attention`` (``"fused"`` or ``"xla"``: the path
     :func:`ropebook.model.forward` takes on a training batch, decided by
-    :func:`ropebook.attention.applies` for that shape, as in the step), ``jax`` and
+    :func:`ropebook.attention.decision` for that shape, as in the step), ``jax`` and
     ``jaxlib`` versions, ``host`` and, in a Slurm job, ``slurm_job`` (``JOB_TASK`` in an array).
     """
     batch_sharding, _ = _shardings(tc.batch_size)
-    q = jax.ShapeDtypeStruct(
-        (tc.batch_size, tc.seq_len, config.n_heads, config.head_dim), jnp.dtype(config.dtype)
-    )
-    bias = q if config.encoding_config.has_bias else None  # any score bias keeps XLA's path
+    shape = (tc.batch_size, tc.seq_len, config.n_heads, config.head_dim)
+    path = attention.decision(shape, config.dtype, bias=config.encoding_config.has_bias).path
     record = {
-        "devices": batch_sharding.mesh.size, "platform": jax.default_backend(),
-        "attention": "fused" if attention.applies(q, bias) else "xla",
+        "devices": batch_sharding.mesh.size, "platform": jax.default_backend(), "attention": path,
         "jax": jax.__version__, "jaxlib": jaxlib.__version__, "host": socket.gethostname(),
     }  # fmt: skip
     if job := os.environ.get("SLURM_JOB_ID"):
@@ -382,151 +396,6 @@ def loss_by_position(
     return total / n_windows
 
 
-# ---------------------------------------------------------------- checkpoints
-
-
-def _named_leaves(tree: Any, prefix: str) -> list[tuple[str, Any]]:
-    """Leaves with names from their pytree path: ``params.layers.0.qkv``, ``opt_state.1.0.mu...``."""
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return [
-        (f"{prefix}.{jax.tree_util.keystr(path, simple=True, separator='.')}", leaf)
-        for path, leaf in leaves
-    ]
-
-
-def _unflatten(template: Any, prefix: str, tensors: dict[str, np.ndarray], path: Path) -> Any:
-    """Fill ``template`` (a tree of shape structs) from ``tensors``, checking names and shapes."""
-    leaves = []
-    for name, spec in _named_leaves(template, prefix):
-        if name not in tensors:
-            raise CheckpointError(f"{path}: tensor {name!r} is missing")
-        array = tensors[name]
-        if array.shape != spec.shape or array.dtype != spec.dtype:
-            raise CheckpointError(
-                f"{path}: tensor {name!r} has shape {array.shape} {array.dtype}, "
-                f"expected {spec.shape} {spec.dtype}"
-            )
-        leaves.append(jnp.asarray(array))
-    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
-
-
-def save_checkpoint(
-    directory: Path | str,
-    run: TrainResult,
-    model_config: ModelConfig,
-    train_config: TrainConfig,
-    extra: dict[str, Any] | None = None,
-) -> Path:
-    """Write the tensors, then the JSON that points at them, then drop older tensor files."""
-    directory = Path(directory)
-    name = f"step_{run.step:07d}.safetensors"
-    tensors = {
-        name: np.asarray(leaf)
-        for prefix, tree in (("params", run.params), ("opt_state", run.opt_state))
-        for name, leaf in _named_leaves(tree, prefix)
-    }
-    with io.atomic_path(directory / name) as tmp:
-        save_file(tensors, str(tmp))
-    meta = {
-        "format": FORMAT,
-        "file": name,
-        "sha256": io.sha256_file(directory / name),
-        "step": run.step,
-        "complete": run.step >= train_config.steps or run.stopped,
-        "stopped": run.stopped,
-        "model": model_config.to_dict(),
-        "train": train_config.to_dict(),
-        "history": run.history,
-        "tokens_seen": run.tokens_seen,
-        "seconds": run.seconds,
-        "extra": extra or {},
-        "provenance": run.provenance,
-    }
-    io.write_json_atomic(directory / CHECKPOINT_JSON, meta)
-    for old in directory.glob("step_*.safetensors"):
-        if old.name != name:
-            old.unlink()
-    return directory / CHECKPOINT_JSON
-
-
-def _save_snapshot(directory: Path, run: TrainResult) -> None:
-    """Keep this step's params (only) beside the checkpoint; the JSON lists it in the history."""
-    name = f"snapshot_{run.step:07d}.safetensors"
-    with io.atomic_path(directory / name) as tmp:
-        save_file({k: np.asarray(v) for k, v in _named_leaves(run.params, "params")}, str(tmp))
-    entry = {"step": run.step, "tokens_seen": run.tokens_seen, "file": name}
-    entry["sha256"] = io.sha256_file(directory / name)
-    snapshots = run.history.setdefault("snapshots", [])
-    snapshots[:] = [e for e in snapshots if e["step"] != run.step] + [entry]
-
-
-def snapshot_steps(directory: Path | str) -> list[int]:
-    """Steps of the snapshots a finished or interrupted run kept (see ``TrainConfig.snapshots``)."""
-    meta = read_metadata(directory)
-    return sorted(e["step"] for e in meta.get("history", {}).get("snapshots", []))
-
-
-def load_snapshot(directory: Path | str, step: int) -> tuple[Params, dict[str, Any]]:
-    """``(params, entry)`` of the snapshot at ``step``, after verifying its sha256 and shapes."""
-    meta = read_metadata(directory)
-    entries = {e["step"]: e for e in meta.get("history", {}).get("snapshots", [])}
-    if step not in entries:
-        raise CheckpointError(
-            f"{Path(directory) / CHECKPOINT_JSON}: no snapshot at step {step}; "
-            f"kept: {sorted(entries)}"
-        )
-    entry = entries[step]
-    path = Path(directory) / entry["file"]
-    if not path.exists():
-        raise CheckpointError(f"{path}: snapshot file named by {CHECKPOINT_JSON} is missing")
-    io.verify_sha256(path, entry["sha256"])
-    config = ModelConfig.from_dict(meta["model"])
-    params_shape = jax.eval_shape(lambda key: model.init_params(key, config), jax.random.key(0))
-    return _unflatten(params_shape, "params", load_file(str(path)), path), entry
-
-
-def read_metadata(directory: Path | str) -> dict[str, Any]:
-    """The checkpoint's JSON metadata, or a :class:`CheckpointError` naming the file."""
-    path = Path(directory) / CHECKPOINT_JSON
-    try:
-        meta = json.loads(path.read_text())
-    except FileNotFoundError as error:
-        raise CheckpointError(f"{path}: no checkpoint here") from error
-    except json.JSONDecodeError as error:
-        raise CheckpointError(f"{path}: not valid JSON ({error})") from error
-    missing = {"format", "file", "sha256", "step", "model", "train"} - set(meta)
-    if missing or meta["format"] != FORMAT:
-        raise CheckpointError(
-            f"{path}: not a format-{FORMAT} checkpoint (missing {sorted(missing)})"
-        )
-    return meta
-
-
-LOADED: dict[Path, dict[str, Any]] = {}  # metadata of every checkpoint this process loaded
-
-
-def load_checkpoint(directory: Path | str) -> tuple[Params, Any, dict[str, Any]]:
-    """``(params, opt_state, metadata)`` after verifying the sha256, names and shapes.
-
-    The metadata is also kept in :data:`LOADED` by folder, so that a chapter can show the
-    provenance of every model it used (:func:`ropebook.pipeline.show_provenance`).
-    """
-    meta = read_metadata(directory)
-    path = Path(directory) / meta["file"]
-    if not path.exists():
-        raise CheckpointError(f"{path}: tensor file named by {CHECKPOINT_JSON} is missing")
-    io.verify_sha256(path, meta["sha256"])
-    config = ModelConfig.from_dict(meta["model"])
-    optimizer = make_optimizer(TrainConfig(**meta["train"]))
-    params_shape = jax.eval_shape(lambda key: model.init_params(key, config), jax.random.key(0))
-    opt_shape = jax.eval_shape(optimizer.init, params_shape)
-    tensors = load_file(str(path))
-    params = _unflatten(params_shape, "params", tensors, path)
-    opt_state = _unflatten(opt_shape, "opt_state", tensors, path)
-    LOADED[Path(directory).resolve()] = meta
-    return params, opt_state, meta
-
-
 # ---------------------------------------------------------------- the loop
 
 
@@ -541,7 +410,7 @@ def _start(
         else:
             params = model.init_params(jax.random.key(tc.seed), config)
         return TrainResult(params, make_optimizer(tc).init(params))
-    params, opt_state, meta = load_checkpoint(directory)
+    params, opt_state, meta = load_checkpoint(directory, make_optimizer(tc))
     for key, ours in (("model", config.to_dict()), ("train", tc.to_dict())):
         if meta[key] != ours:
             diff = sorted(k for k in ours if meta[key].get(k) != ours[k])
@@ -624,6 +493,17 @@ class _Member:
     extra: dict[str, Any] | None
 
 
+def _save(member: _Member, model_config: ModelConfig) -> None:
+    """Checkpoint a member's run in its folder, with everything :func:`_start` resumes from."""
+    run, tc = member.run, member.tc
+    checkpoints.save_checkpoint(member.directory, run.step, run.params, run.opt_state, {
+        "complete": run.step >= tc.steps or run.stopped, "stopped": run.stopped,
+        "model": model_config.to_dict(), "train": tc.to_dict(), "history": run.history,
+        "tokens_seen": run.tokens_seen, "seconds": run.seconds, "extra": member.extra or {},
+        "provenance": run.provenance,
+    })  # fmt: skip
+
+
 def _loop(
     model_config: ModelConfig,
     members: list[_Member],
@@ -657,16 +537,20 @@ def _loop(
             this_call = {"steps": [start, m.run.step], **provenance(model_config, m.tc)}
             m.run.provenance = [*earlier, this_call | (record or {})]
             if m.directory is not None:
-                save_checkpoint(m.directory, m.run, model_config, m.tc, m.extra)
+                _save(m, model_config)
 
     def save_snapshots() -> None:
         sync()
         for m in members:
             if m.directory is not None:
-                _save_snapshot(m.directory, m.run)
+                entry = checkpoints.save_snapshot(m.directory, m.run.step, m.run.params)
+                entry = {"step": m.run.step, "tokens_seen": m.run.tokens_seen} | entry
+                kept = m.run.history.setdefault("snapshots", [])
+                kept[:] = [e for e in kept if e["step"] != m.run.step] + [entry]
 
     if lead.step == 0 and 0 in tc.snapshots:
         save_snapshots()
+    tail = set(tail_eval_steps(tc)) if task is None and val_tokens is not None else set()
     pending: list[tuple[jax.Array, jax.Array]] = []  # (loss, grad norm) not yet fetched
     last_log = clock
     bar = tqdm(total=tc.steps, initial=start, desc=desc, disable=not progress, leave=False)
@@ -689,9 +573,9 @@ def _loop(
                 bar.update(len(pending))
                 bar.set_postfix(loss=f"{fetched[:, 0].mean():.3f}", tok_s=f"{rate:,.0f}")
                 pending, last_log = [], now
-            snapshot = lead.step in tc.snapshots
+            snapshot, at_tail = lead.step in tc.snapshots, lead.step in tail
             due = tc.eval_every and lead.step % tc.eval_every == 0 or lead.step == tc.steps
-            if (val_tokens is not None or task is not None) and (due or snapshot):
+            if (val_tokens is not None or task is not None) and (due or snapshot or at_tail):
                 sync()
                 scored = dict(
                     seq_len=tc.seq_len, batch_size=tc.batch_size, n_batches=tc.eval_batches,
@@ -706,7 +590,11 @@ def _loop(
                         bar.set_postfix(accuracy=f"{metrics['accuracy']:.3f}")
                         goal = tc.stop_accuracy
                         r.stopped = bool(goal and metrics["accuracy"] >= goal)
-                    r.history["val"].append({"step": r.step, **metrics})
+                    if due or snapshot:
+                        r.history["val"].append({"step": r.step, **metrics})
+                    if at_tail:  # same windows as every evaluation (seed 0)
+                        tail_row = {"step": r.step, "loss": metrics["loss"]}
+                        r.history.setdefault("tail", []).append(tail_row)
             if snapshot:
                 save_snapshots()
             if tc.checkpoint_every and lead.step % tc.checkpoint_every == 0 and lead.step < end:
@@ -750,9 +638,9 @@ def _check_seed_batch(train_configs: list[TrainConfig]) -> None:
     seeds = [tc.seed for tc in train_configs]
     if duplicated := sorted({s for s in seeds if seeds.count(s) > 1}):
         raise ValueError(f"train_seeds got seed(s) {duplicated} more than once: {seeds}")
-    first = train_configs[0].to_dict() | {"seed": None}
+    first = dataclasses.asdict(train_configs[0]) | {"seed": None}  # tail_evals included
     for tc in train_configs[1:]:
-        other = tc.to_dict() | {"seed": None}
+        other = dataclasses.asdict(tc) | {"seed": None}
         if differ := sorted(k for k in first | other if first.get(k) != other.get(k)):
             raise ValueError(
                 f"train_seeds trains seeds of one run: configs of seeds {seeds[0]} and {tc.seed} "

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ropebook import model, tasks, train
+from ropebook import checkpoints, model, tasks, train
 from ropebook.analysis import Estimate, interval_text
 
 FACTORS: tuple[int, ...] = (1, 2, 4, 8)  # test lengths, in multiples of the training context
@@ -53,7 +53,7 @@ class Learning:
 
 def learning(m) -> Learning:
     """:class:`Learning` of a zoo task model (its ``history["val"]`` and training config)."""
-    meta = train.read_metadata(m.path)
+    meta = checkpoints.read_metadata(m.path)
     criterion = meta["train"].get("stop_accuracy") or 1.0
     val = m.history["val"]
     steps = np.array([r["step"] for r in val])

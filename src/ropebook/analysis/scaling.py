@@ -342,7 +342,7 @@ def finetune(
     the schedule) with the zoo's lock, atomic checkpoints and sha256 checks; an interrupted run
     resumes. Batches are drawn with the parent's seed.
     """
-    from ropebook import CACHE_DIR, data, train
+    from ropebook import CACHE_DIR, checkpoints, data, train
 
     iv = intervention(parent.config, method, scale)
     if iv is None:
@@ -361,7 +361,8 @@ def finetune(
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        done = (directory / train.CHECKPOINT_JSON).exists() and train.read_metadata(directory)
+        saved = (directory / checkpoints.CHECKPOINT_JSON).exists()
+        done = saved and checkpoints.read_metadata(directory)
         trained_now = not (done and done.get("complete"))
         if trained_now:
             vocab = parent.config.vocab_size
@@ -375,9 +376,9 @@ def finetune(
                 extra={"finetune": key}, desc=f"fine-tune {parent.name} s{parent.seed} {method}",
                 initial_params=parent.params, intervention=iv,
             )  # fmt: skip
-        params, _, meta = train.load_checkpoint(directory)
+        params, _, meta = checkpoints.load_checkpoint(directory)
     if meta.get("extra", {}).get("finetune") != key:
-        raise train.CheckpointError(f"{directory}: fine-tune checkpoint of another recipe")
+        raise checkpoints.CheckpointError(f"{directory}: fine-tune checkpoint of another recipe")
     return FineTuned(
         params, parent.config, method, scale, steps, meta["tokens_seen"], meta["seconds"],
         directory, parent.spec_hash, parent.seed, trained_now,
