@@ -80,7 +80,7 @@ CLAIMS = claims.ClaimSet(
         claims.given,  # NoiseSplit.negligible; one seed: not testable here
     ),
     claims.ClaimSpec(
-        "methods.pairing", "Summers & Dinneen 2021: matched runs",
+        "methods.pairing", "Summers and Dinneen 2021: matched runs",
         f"Pairing two encodings on a seed buys little: it cuts the seeds a comparison needs by "
         f"less than a factor {PAIRING_FACTOR:g} (pairing gain below {PAIRING_FACTOR:g}, i.e. the "
         f"two arms correlate across seeds by less than about r = {1 - 1 / PAIRING_FACTOR:g})",

@@ -41,9 +41,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ropebook.attention",),
     # the transformer
     ("ropebook.model",),
-    # corpora, synthetic tasks, production models' layouts of layers, training, Hugging Face
-    # checkpoints
-    ("ropebook.data", "ropebook.tasks", "ropebook.layouts", "ropebook.train", "ropebook.hf"),
+    # corpora, synthetic tasks, production models' layouts of layers, checkpoints on disk,
+    # training, Hugging Face checkpoints
+    ("ropebook.data", "ropebook.tasks", "ropebook.layouts", "ropebook.checkpoints",
+     "ropebook.train", "ropebook.hf"),
     # the zoo's build estimate, seeds chosen by power, capturing a checkpoint's queries and keys
     ("ropebook.buildplan", "ropebook.seedplan", "ropebook.capture"),
     # tiny random checkpoints of every family capture reads

@@ -86,6 +86,7 @@ def test_default_jobs_cover_specs_and_table2_per_seed():
     jobs = zoo.default_jobs("smoke", seeds=(0, 1))
     groups = len(zoo.SPECS) + len(zoo.TABLE2) + len(zoo.MATCHED) + len(zoo.FLAGSHIP)
     groups += len(zoo.TASK_MODELS) * len(tasks.TASKS)
+    groups += len(zoo.LAYOUT_MODELS) * len(tasks.TASKS) + len(zoo.LAYOUT_SWEEP_P)  # layouts
     assert len(jobs) == len(set(jobs)) == 2 * groups
     assert {j[2] for j in jobs} == {"shakespeare", "python", *tasks.TASKS}
     assert {j[3] for j in jobs} == set(zoo.REGIMES)

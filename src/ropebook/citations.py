@@ -35,6 +35,7 @@ KEYS = {
     "Chiang": "chiang2025dimension",
     "Oka": "oka2026bands",
     "Khan": "khan2026fractional",
+    "Summers": "summers2021nondeterminism",
 }
 CABLE_KEY = KEYS["Veisi"]
 

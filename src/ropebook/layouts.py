@@ -177,9 +177,15 @@ def _layer(
     return fields | {"rope_base": float(kind.theta)}, note
 
 
-def global_layers(n_layers: int, period: int) -> list[bool]:
-    """Rule 1: whether each layer is global."""
-    flags = [(i + 1) % period == 0 for i in range(n_layers)]
+POSITIONS: tuple[str, ...] = ("last", "first")
+
+
+def global_layers(n_layers: int, period: int, position: str = "last") -> list[bool]:
+    """Rule 1: whether each layer is global: the ``last`` layer of each period as in production
+    (the last layer where there are fewer layers than the period), or the ``first``."""
+    if position not in POSITIONS:
+        raise ValueError(f"unknown global position {position!r}; valid: {', '.join(POSITIONS)}")
+    flags = [(i + (position == "last")) % period == 0 for i in range(n_layers)]
     if not any(flags):
         flags[-1] = True
     return flags
@@ -193,9 +199,11 @@ def layout(
     context: int,
     base: float,
     min_span: int = MIN_SPAN,
+    position: str = "last",
 ) -> Layout:
     """Layout ``name`` (one of :data:`LAYOUTS`) for a model of this shape, by the module's rules;
-    ``base`` is the θ of the uniform layouts (all-RoPE, 0.75-RoPE)."""
+    ``base`` is the θ of the uniform layouts (all-RoPE, 0.75-RoPE); ``position`` places the
+    global layer last (production) or first in each period (rule 1)."""
     if name not in LAYOUTS:
         raise ValueError(f"unknown layout {name!r}; valid layouts: {', '.join(LAYOUTS)}")
     if name in UNIFORM:
@@ -205,12 +213,29 @@ def layout(
     top, top_note = _layer(production.global_layer, head_dim, context, production.context)
     local, local_note = _layer(production.local_layer, head_dim, span, production.span)
     local[production.local] = span  # "window" or "chunk"
-    flags = global_layers(n_layers, production.period)
+    flags = global_layers(n_layers, production.period, position)
     layers = tuple(LayerConfig() if is_global else LayerConfig(**local) for is_global in flags)
     fields = {"encoding": top["encoding"], "rope_base": top.get("rope_base", 10_000.0),
               "proportion": top.get("proportion", 1.0), "layers": layers}  # fmt: skip
     notes = _notes(production, flags, span, context, head_dim)
+    if position != "last":
+        notes = (*notes, f"the global layer {position} in each period where {production.model} "
+                 "has it last")  # fmt: skip
     return Layout(name, fields, tuple(n for n in (*notes, top_note, local_note) if n))
+
+
+def with_global_proportion(chosen: Layout, proportion: float) -> Layout:
+    """``chosen`` with p-RoPE at ``proportion`` on its global layers, at their θ, its local
+    layers unchanged: the p sweep (p = 0 rotates nothing there, p = 1 every plane)."""
+    if not 0.0 <= proportion <= 1.0:
+        raise ValueError(f"proportion p must lie in [0, 1], got {proportion}")
+    if "layers" not in chosen.fields:
+        raise ValueError(f"layout {chosen.name!r} has no local layers: sweep p with its encoding")
+    if chosen.fields["encoding"] == "nope":
+        raise ValueError(f"layout {chosen.name!r}'s global layers are NoPE: they have no θ to keep")
+    fields = chosen.fields | {"encoding": "p-rope", "proportion": float(proportion)}
+    note = f"p = {proportion:g} on the global layers at θ = {chosen.fields['rope_base']:.2g}"
+    return Layout(f"{chosen.name}-p{proportion:g}", fields, (*chosen.notes, note))
 
 
 def _notes(
@@ -241,14 +266,15 @@ def _notes(
 
 
 def table(
-    *, n_layers: int, head_dim: int, context: int, base: float, min_span: int = MIN_SPAN
+    *, n_layers: int, head_dim: int, context: int, base: float, min_span: int = MIN_SPAN,
+    position: str = "last",
 ) -> list[dict[str, Any]]:
     """One row per layout: its layers as ``L``/``G`` with encoding, θ, p and span, and notes."""
     rows = []
     for name in LAYOUTS:
         chosen = layout(
             name, n_layers=n_layers, head_dim=head_dim, context=context, base=base,
-            min_span=min_span,
+            min_span=min_span, position=position,
         )  # fmt: skip
         fields = chosen.fields
         pattern = fields.get("layers") or (LayerConfig(),) * n_layers

@@ -14,6 +14,7 @@ public names, so ``from ropebook.analysis import <idea>`` reaches all of them.
 - ``biases`` — additive-bias encodings (ALiBi, Kerple, FIRE) as matrices; length extrapolation;
 - ``scaling`` — context-extension methods applied to trained models: sweeps, fine-tunes, probes;
 - ``recall`` — recall at a distance on models trained for retrieval;
+- ``layouts`` — production layouts of local and global layers: a task score's trend over a sweep;
 - the shared method: ``dynamics`` (a statistic along training snapshots, with a trend verdict),
   ``probes`` (removing RoPE planes at inference), ``regime`` (the RoPE settings compared by turns
   per context). What a run can resolve (power) and how its noise splits are statistics one floor

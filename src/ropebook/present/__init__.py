@@ -34,6 +34,8 @@ One module per idea, each named after its measurement module:
   readings (``chapters/frequency_usage.py``);
 - :mod:`~ropebook.present.heads` — positional-head scans, scores and constructions
   (``chapters/positional_heads.py``);
+- :mod:`~ropebook.present.layouts` — the production layouts and the same layouts at our scale,
+  with the ratios they could not keep (``chapters/layouts.py``);
 - :mod:`~ropebook.present.probes` — the causal plane-removal probe's table, chart and claim text;
 - :mod:`~ropebook.present.recall` — recall-at-a-distance curves and tables (``chapters/recall.py``);
 - :mod:`~ropebook.present.regime` — turns per context of every plane, and the RoPE variants'
