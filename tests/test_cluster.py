@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from ropebook import CACHE_DIR, REPO_ROOT, data, train, zoo
+from ropebook import CACHE_DIR, REPO_ROOT, checkpoints, data, zoo
 
 pytestmark = pytest.mark.slow
 
@@ -150,7 +150,7 @@ def test_array_trains_every_smoke_model_exactly_once(smoke_array, slurm):
     trained = [key for log in logged.values() for key, how in table_rows(log) if how == "trained"]
     assert collections.Counter(trained) == collections.Counter(jobs)  # each once, none missed
     for i, key in enumerate(jobs):  # by the task whose shard holds it, from step 0 to its end
-        meta = train.read_metadata(zoo_folder(cache, key))
+        meta = checkpoints.read_metadata(zoo_folder(cache, key))
         (record,) = meta["provenance"]
         assert meta["complete"] and record["steps"] == [0, meta["step"]], key
         assert record["slurm_job"] == f"{job}_{i % tasks}" and record["devices"] == 1, key
@@ -192,12 +192,12 @@ def test_cancelled_task_resumes_from_its_checkpoint_bit_identically(slurm, tmp_p
     assert rc == 0, out
     folder = zoo_folder(cache, ("rope", 0, "shakespeare", "lesson"), steps=RESUME_STEPS)
     deadline = time.monotonic() + TIMEOUT
-    while not (folder / train.CHECKPOINT_JSON).exists() and time.monotonic() < deadline:
+    while not (folder / checkpoints.CHECKPOINT_JSON).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     subprocess.run(["scancel", cancelled], env=env, check=True)
     rc, report = wait(env, cancelled, tmp_path / "logs")
     assert rc == 1 and "task 0: CANCELLED" in report, report
-    meta = train.read_metadata(folder)
+    meta = checkpoints.read_metadata(folder)
     assert not meta["complete"], "the run ended before it was cancelled: raise RESUME_STEPS"
     interrupted_at = meta["step"]
     assert 0 < interrupted_at < RESUME_STEPS
@@ -210,13 +210,13 @@ def test_cancelled_task_resumes_from_its_checkpoint_bit_identically(slurm, tmp_p
     rc, report = wait(env, uninterrupted, tmp_path / "logs")
     assert rc == 0, report
 
-    meta = train.read_metadata(folder)
+    meta = checkpoints.read_metadata(folder)
     first, second = meta["provenance"]
     assert first["steps"] == [0, interrupted_at] and first["slurm_job"] == f"{cancelled}_0"
     assert second["steps"] == [interrupted_at, RESUME_STEPS]
     assert second["slurm_job"] == f"{resumed}_0"
     other_folder = reference / "zoo" / folder.name
-    other = train.read_metadata(other_folder)
+    other = checkpoints.read_metadata(other_folder)
     (whole,) = other["provenance"]
     assert whole["steps"] == [0, RESUME_STEPS]
     assert {(r["devices"], r["attention"]) for r in (first, second, whole)} == {(1, "fused")}
@@ -239,7 +239,7 @@ def test_corrupt_cached_file_fails_its_task_and_the_array(smoke_array, slurm, tm
         folder = zoo_folder(source, (name, 0, "shakespeare", "lesson"))
         shutil.copytree(folder, cache / "zoo" / folder.name, ignore=shutil.ignore_patterns(".lock"))
     broken = cache / "zoo" / zoo_folder(source, ("nope", 0, "shakespeare", "lesson")).name
-    tensors = broken / train.read_metadata(broken)["file"]
+    tensors = broken / checkpoints.read_metadata(broken)["file"]
     tensors.write_bytes(tensors.read_bytes()[:-8] + b"garbage!")
     rc, job, out = submit(slurm, cache, tmp_path / "logs", "--profile", "smoke", "--tasks", "2",
                           "--cpus", "1", "--", "--names", *names, "--seeds", "0")  # fmt: skip

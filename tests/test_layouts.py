@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ropebook import layouts, rope, train
+from ropebook import checkpoints, layouts, rope, train
 from ropebook.model import ModelConfig
 
 transformers = pytest.importorskip("transformers")
@@ -172,5 +172,5 @@ def test_a_gemma4_layout_trains_and_round_trips(tmp_path, monkeypatch):
                          progress=False)  # fmt: skip
     losses = [row["loss"] for row in result.history["train"]]
     assert losses[-1] < losses[0] - 1.0, losses
-    _, _, meta = train.load_checkpoint(tmp_path)
+    _, _, meta = checkpoints.load_checkpoint(tmp_path)
     assert ModelConfig.from_dict(meta["model"]) == config

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 import pytest
 
-from ropebook import CACHE_DIR, pipeline, train, zoo
+from ropebook import CACHE_DIR, checkpoints, pipeline, train, zoo
 
 # The four ways below end within these of each other after the smoke profile's 60 steps of
 # AdamW at lr 3e-3 (measured 2026-11-25, JAX 0.10.2: validation loss within 7.7e-8 relative,
@@ -64,7 +64,7 @@ def four_ways(tmp_path_factory):
         out, err = process.communicate(timeout=600)
         assert process.returncode == 0, err[-3000:]
         done = json.loads(out.strip().splitlines()[-1])
-        params, _, meta = train.load_checkpoint(done["path"])
+        params, _, meta = checkpoints.load_checkpoint(done["path"])
         results[way] = (done["spec_hash"], meta, params)
     return results
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ropebook
-from ropebook import model, scaling, train
+from ropebook import checkpoints, model, scaling, train
 from ropebook.analysis import scaling as stretch
 from ropebook.present import scaling as show
 
@@ -314,7 +314,7 @@ def test_task_finetune_shares_the_cached_recipe_and_keys_the_task(tmp_path, monk
     task = tasks.get("recall")
     first = recall.finetune(parent, task, "pi", 2, steps=3, batch_size=2, lr=1e-3, progress=False)
     assert first.trained_now and first.tokens_seen == 3 * 2 * 64
-    meta = train.read_metadata(first.path)
+    meta = checkpoints.read_metadata(first.path)
     assert meta["extra"]["finetune"]["task"] == task.to_dict()
     again = recall.finetune(parent, task, "pi", 2, steps=3, batch_size=2, lr=1e-3, progress=False)
     assert not again.trained_now and again.path == first.path

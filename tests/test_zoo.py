@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ropebook import buildplan, io, seedplan, tasks, train, zoo
+from ropebook import buildplan, checkpoints, io, seedplan, tasks, train, zoo
 
 
 def forbid_training(monkeypatch) -> None:
@@ -67,7 +67,7 @@ def test_spec_hash_covers_seed_domain_and_overrides(tiny_zoo):
 
 def test_corrupt_cache_entry_fails_naming_the_file(tiny_zoo):
     model = zoo.load("nope", profile="smoke", progress=False)
-    tensors = model.path / train.read_metadata(model.path)["file"]
+    tensors = model.path / checkpoints.read_metadata(model.path)["file"]
     tensors.write_bytes(tensors.read_bytes()[:-8] + b"garbage!")
     with pytest.raises(io.IntegrityError, match=str(tensors)):
         zoo.load("nope", profile="smoke", progress=False)
@@ -177,7 +177,7 @@ def test_stop_accuracy_stops_a_task_run_and_marks_it_complete(tmp_path):
     accuracy = [r["accuracy"] for r in run.history["val"]]
     assert run.stopped and run.step < tc.steps and run.step == 5 * len(accuracy)
     assert accuracy[-1] >= 1e-3 and all(a < 1e-3 for a in accuracy[:-1])
-    meta = train.read_metadata(tmp_path)
+    meta = checkpoints.read_metadata(tmp_path)
     assert meta["complete"] and meta["stopped"] and meta["step"] == run.step
     again = train.train(config, tc, None, task=tasks.get("recall"), checkpoint_dir=tmp_path,
                         progress=False)  # fmt: skip
@@ -207,7 +207,7 @@ def test_status_says_done_running_interrupted_missing_and_damaged(tiny_zoo, monk
     assert out[1].split()[4:6] == ["done", "6/6"] and out[2].split()[4:6] == ["missing", "0/6"]
     assert out[-1] == f"2 models in {tiny_zoo / 'zoo'}: 1 done, 1 missing"
     assert not (tiny_zoo / "zoo" / zoo.spec_hash("nope", profile="smoke")).exists()
-    (folder / train.CHECKPOINT_JSON).write_text("{")
+    (folder / checkpoints.CHECKPOINT_JSON).write_text("{")
     assert zoo.cache_state(folder) == ("damaged", 0)
 
 
@@ -229,3 +229,13 @@ def test_the_zoo_bar_shows_one_remaining_time_the_plans():
     assert f"| {steps}/{3 * steps} [" in shown
     assert shown.endswith(f"~{buildplan.duration(2 * sum(planned[1:]))} left (estimate)]")
     assert "<" not in shown and shown.count("left") == 1  # tqdm's "elapsed<remaining" is gone
+
+
+def test_only_the_dissected_regimes_record_tail_evaluations():
+    """The methods chapter reads the matched and flagship runs' tail evaluations; other regimes
+    skip them, and the choice moves no spec hash (evaluation only)."""
+    for regime in zoo.REGIMES:
+        _, tc = zoo.configs("rope", profile="cpu", regime=regime)
+        assert tc.tail_evals == (train.TAIL_EVALS if regime in zoo.TAIL_REGIMES else 0), regime
+        assert "tail_evals" not in tc.to_dict()
+    assert set(zoo.TAIL_REGIMES) == {"matched", "flagship"}

@@ -266,7 +266,12 @@ def _notes(
 
 
 def table(
-    *, n_layers: int, head_dim: int, context: int, base: float, min_span: int = MIN_SPAN,
+    *,
+    n_layers: int,
+    head_dim: int,
+    context: int,
+    base: float,
+    min_span: int = MIN_SPAN,
     position: str = "last",
 ) -> list[dict[str, Any]]:
     """One row per layout: its layers as ``L``/``G`` with encoding, θ, p and span, and notes."""

@@ -39,8 +39,6 @@ from ropebook.checkpoints import (
     CHECKPOINT_JSON,
     CheckpointError,
     load_checkpoint,
-    load_snapshot,  # noqa: F401  (zoo.py still reads it here; its home is ropebook.checkpoints)
-    read_metadata,  # noqa: F401  (likewise)
 )
 from ropebook.model import ModelConfig, Params
 

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ropebook import CACHE_DIR, buildplan, buildrecord, layouts, seedplan, tasks, train
+from ropebook import CACHE_DIR, buildplan, buildrecord, checkpoints, layouts, seedplan, tasks, train
 from ropebook.model import ModelConfig, Params
 
 ZOO_FORMAT = 1  # part of every spec hash: bump it when model or training maths change
@@ -139,6 +139,7 @@ def _task_groups() -> list[tuple[str, str]]:
     groups = [(n, t) for t in tasks.TASKS for n in (*TASK_MODELS, *LAYOUT_MODELS)]
     return groups + [(n, LAYOUT_SWEEP_TASK) for n in LAYOUT_SPECS if n not in LAYOUT_MODELS]
 
+
 _PROFILE_FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "seeds")
 _ENCODING_FIELDS = ("encoding", "rope_base", "pairing", "proportion", "dtype", "layers")
 OVERRIDES: tuple[str, ...] = (*_PROFILE_FIELDS, *_ENCODING_FIELDS, "snapshots")
@@ -154,6 +155,9 @@ OVERRIDES: tuple[str, ...] = (*_PROFILE_FIELDS, *_ENCODING_FIELDS, "snapshots")
 # trained ~10x longer with snapshots at log-spaced steps (training dynamics).
 REFERENCE_MODEL = {"name": "Gemma 7B", "head_dim": 256, "rope_base": 10_000.0, "context": 8192}
 REGIMES: tuple[str, ...] = ("lesson", "matched", "flagship", "task")
+# The regimes whose runs record tail evaluations (the within-run jitter the methods chapter
+# dissects); elsewhere the 4 extra evaluations (~9 % of a lesson model's time) would buy nothing.
+TAIL_REGIMES: tuple[str, ...] = ("matched", "flagship")
 FLAGSHIP: tuple[str, ...] = ("rope", "nope", "p-rope-0.75")
 SNAPSHOTS = 8  # log-spaced snapshot steps of a flagship run (plus step 0, the untrained model)
 
@@ -243,7 +247,7 @@ class TrainedModel:
 
     def snapshot(self, step: int) -> tuple[Params, int]:
         """``(params, tokens_seen)`` at a kept step (sha256-checked)."""
-        params, entry = train.load_snapshot(self.path, step)
+        params, entry = checkpoints.load_snapshot(self.path, step)
         return params, entry["tokens_seen"]
 
 
@@ -293,6 +297,7 @@ def configs(
         eval_every=settings.get("eval_every", max(steps // 2, 1)),
         checkpoint_every=max(steps // 4, 1), eval_batches=settings["eval_batches"],
         snapshots=settings.get("snapshots", ()), stop_accuracy=settings.get("stop_accuracy"),
+        tail_evals=train.TAIL_EVALS if regime in TAIL_REGIMES else 0,
     )  # fmt: skip
     return model_config, train_config
 
@@ -385,7 +390,9 @@ def load(
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:  # one trainer per model across processes
         fcntl.flock(lock, fcntl.LOCK_EX)
-        done = (directory / train.CHECKPOINT_JSON).exists() and train.read_metadata(directory)
+        done = (directory / checkpoints.CHECKPOINT_JSON).exists() and checkpoints.read_metadata(
+            directory
+        )
         trained_now = not (done and done.get("complete"))
         if trained_now:
             train.train(
@@ -393,7 +400,7 @@ def load(
                 checkpoint_dir=directory, progress=progress, extra={"spec": job.spec},
                 desc=f"{name} s{seed} {domain}", task=job.task,
             )  # fmt: skip
-        params, _, meta = train.load_checkpoint(directory)
+        params, _, meta = checkpoints.load_checkpoint(directory)
     return TrainedModel(
         name=name, params=params, config=job.model_config, history=meta["history"],
         tokens_seen=meta["tokens_seen"], seconds=meta["seconds"], path=directory,
@@ -425,8 +432,8 @@ def load_seeds(
                 fcntl.flock(stack.enter_context(open(folder / ".lock", "w")), fcntl.LOCK_EX)
             todo = [
                 job for job in jobs
-                if not ((folders[job.seed] / train.CHECKPOINT_JSON).exists()
-                        and train.read_metadata(folders[job.seed]).get("complete"))
+                if not ((folders[job.seed] / checkpoints.CHECKPOINT_JSON).exists()
+                        and checkpoints.read_metadata(folders[job.seed]).get("complete"))
             ]  # fmt: skip
             if len(todo) > 1:
                 train.train_seeds(
@@ -553,9 +560,9 @@ def cache_state(directory: Path) -> tuple[str, int]:
     (a process holds the model's lock, training or loading it), ``interrupted`` (a checkpoint short
     of the end that no process holds: the next :func:`load` resumes it), ``damaged`` (unreadable
     metadata) or ``missing``; ``step`` is the last checkpoint's (0 without one)."""
-    exists = (directory / train.CHECKPOINT_JSON).exists()
+    exists = (directory / checkpoints.CHECKPOINT_JSON).exists()
     try:
-        meta = train.read_metadata(directory) if exists else {}
+        meta = checkpoints.read_metadata(directory) if exists else {}
     except train.CheckpointError:
         return "damaged", 0
     if meta.get("complete"):
@@ -703,6 +710,8 @@ def _plan_item(
     """A job as the build plan sees it: its configs, and whether the cache has it complete."""
     job = _job(name, seed, profile, domain, regime, overrides)
     directory = Path(CACHE_DIR) / "zoo" / job.spec_hash
-    done = (directory / train.CHECKPOINT_JSON).exists() and train.read_metadata(directory)
+    done = (directory / checkpoints.CHECKPOINT_JSON).exists() and checkpoints.read_metadata(
+        directory
+    )
     cached = bool(done and done.get("complete"))
     return buildplan.Item(regime, cached, job.model_config, job.train_config)
