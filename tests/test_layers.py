@@ -324,3 +324,15 @@ def test_nothing_cites_a_file_outside_the_repository():
     assert not cited, "write down what the code follows in the repository instead:\n" + "\n".join(
         cited
     )
+
+
+MAX_CHAPTER_LINES = 820  # about 800: one page a reader finishes; split a longer one by question
+
+
+def test_no_chapter_is_longer_than_a_page():
+    chapters = sorted((REPO / "chapters").glob("*.py"))
+    assert len(chapters) > 10
+    long = {
+        p.name: n for p in chapters if (n := len(p.read_text().splitlines())) > MAX_CHAPTER_LINES
+    }
+    assert not long, f"chapters over {MAX_CHAPTER_LINES} lines (split them): {long}"
