@@ -141,3 +141,13 @@ def test_page_shows_the_records(records, tmp_path, monkeypatch):
     for value in ("Test CPU 9000", "16,384 tokens/s", "2 trained, 131 cached", "did not run setup",
                   "17 s (the run of 2025-12-30 10:00 UTC)", "9.9.9", "1.7 h"):  # fmt: skip
         assert value in outputs, value
+
+
+def test_a_records_folder_inside_the_clone_is_named_relative_to_it():
+    from ropebook import REPO_ROOT
+    from ropebook.present import build as page
+
+    records = page.load(REPO_ROOT / "executed" / "no-such-records")
+    assert records.missing("zoo", "the zoo") == (
+        "No record of the zoo: `executed/no-such-records/zoo.json` does not exist."
+    )

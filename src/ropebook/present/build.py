@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ropebook import buildrecord
+from ropebook import REPO_ROOT, buildrecord
 from ropebook.buildrecord import duration
 
 DETAILED = ("machine", "zoo", "chapters")  # the records commands write besides their stage's
@@ -30,8 +30,16 @@ class Records:
     def this_build(self, record: Mapping[str, Any]) -> bool:
         return self.build is not None and record.get("build") == self.build
 
+    @property
+    def shown(self) -> Path:
+        """The folder as a reader finds it: relative to the clone when inside it."""
+        try:
+            return self.folder.resolve().relative_to(REPO_ROOT)
+        except ValueError:
+            return self.folder
+
     def missing(self, name: str, what: str) -> str:
-        return f"No record of {what}: `{self.folder / (name + '.json')}` does not exist."
+        return f"No record of {what}: `{self.shown / (name + '.json')}` does not exist."
 
 
 def load(folder: Path | None = None, build: str | None = None) -> Records:
@@ -97,7 +105,7 @@ def stages_text(records: Records) -> str:
     """A sentence on the stages: which build this is, and which stages it did not run."""
     if not any(records.get(f"stage-{stage}") for stage in buildrecord.STAGES):
         return (
-            f"No stage of `make book` has a record in `{records.folder}`: this book was built "
+            f"No stage of `make book` has a record in `{records.shown}`: this book was built "
             "without the Makefile (for instance `python -m ropebook run all`), so only the "
             "chapters' own times were measured."
         )
