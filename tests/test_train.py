@@ -294,9 +294,9 @@ def test_tail_evaluations_leave_weights_and_spec_hashes_unchanged(text, tmp_path
     at its step; a run resumed inside the tail records the same; and no zoo spec (the input of
     its hash) depends on the setting."""
     train_tokens, val_tokens, vocab = text
-    config, tc = zoo.configs("rope", profile="smoke")
+    config, tc = zoo.configs("rope", profile="smoke")  # lesson regime: no tails by default
     config = dataclasses.replace(config, vocab_size=vocab)
-    plain = dataclasses.replace(tc, tail_evals=0)
+    tc, plain = (dataclasses.replace(tc, tail_evals=n) for n in (train.TAIL_EVALS, 0))
     assert tc.to_dict() == plain.to_dict() and "tail_evals" not in tc.to_dict()
     without = train.train(config, plain, train_tokens, val_tokens, progress=False)
     tailed = train.train(config, tc, train_tokens, val_tokens, progress=False)
