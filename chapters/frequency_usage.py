@@ -78,25 +78,19 @@ n_tokens = prompt_tokens or config.context
 n_chunks = config.head_dim // 2
 band_chunks = fq.band_size(n_chunks, band)
 uniform = band_chunks / n_chunks  # the share a band gets if norm does not depend on frequency
-print(
-    f"{model_name!r}: {config.n_layers} layers x {config.n_heads} heads, head_dim {config.head_dim} "
-    f"({n_chunks} chunks, theta = {config.rope_base:,.0f}), context {config.context}; "
-    f"seeds {list(seeds)}; a band = the {band_chunks} fastest or slowest chunks "
-    f"(uniform share {uniform:.0%})"
-)
+print(f"{model_name!r}: {config.n_layers} layers x {config.n_heads} heads, head_dim "
+      f"{config.head_dim} ({n_chunks} chunks, theta = {config.rope_base:,.0f}), context "
+      f"{config.context}; seeds {list(seeds)}; a band = the {band_chunks} fastest or slowest "
+      f"chunks (uniform share {uniform:.0%})")  # fmt: skip
 
 FIG3, FIG4 = "Barbero et al. 2025, Sec. 4, Fig. 3", "Barbero et al. 2025, Sec. 4, Fig. 4"
 CLAIMS = claims.ClaimSet(
-    claims.ClaimSpec(
+    claims.ClaimSpec(  # fq.low_band_reading: both intervals above uniform → held
         "frequency_usage.low_freq_qk", FIG3,
-        "Queries and keys put most of their norm on the lowest RoPE frequencies",
-        claims.given,  # fq.low_band_reading: both intervals above uniform → held
-    ),
-    claims.ClaimSpec(
+        "Queries and keys put most of their norm on the lowest RoPE frequencies", claims.given),
+    claims.ClaimSpec(  # fq.low_band_reading: every case → held, at least half → partly
         "frequency_usage.every_layer", FIG3,
-        "The low-frequency preference holds at every layer",
-        claims.given,  # fq.low_band_reading: every case → held, at least half → partly
-    ),
+        "The low-frequency preference holds at every layer", claims.given),
     claims.ClaimSpec(
         "frequency_usage.over_training",
         f"Barbero et al. 2025, Sec. 4; ours (training dynamics, {regime} regime)",
@@ -104,46 +98,36 @@ CLAIMS = claims.ClaimSet(
         "7B's profile",
         claims.given,  # dy.combined_verdict of the query and key trends (paired over seeds)
     ),
-    claims.ClaimSpec(
+    claims.ClaimSpec(  # fq.edge_layer_reading (not testable with fewer than 3 layers)
         "frequency_usage.edge_layers", FIG3,
-        "High-frequency use is strongest in the first and last layers",
-        claims.given,  # fq.edge_layer_reading (not testable with fewer than 3 layers)
-    ),
-    claims.ClaimSpec(
+        "High-frequency use is strongest in the first and last layers", claims.given),
+    claims.ClaimSpec(  # fq.flat_verdict: trend interval within ±flat bound
         "frequency_usage.values_flat", "Barbero et al. 2025, App. E.2, Fig. 13",
-        "Values show no frequency structure",
-        claims.given,  # fq.flat_verdict: trend interval within ±flat bound
-    ),
+        "Values show no frequency structure", claims.given),
     claims.ClaimSpec(
         "frequency_usage.nope_control",
         "Barbero et al. 2025, Sec. 4 (the pattern is a consequence of RoPE); our NoPE control",
         "Without RoPE, queries and keys lose the frequency structure",
         claims.given,  # fq.combine_verdicts of fq.flat_verdict for queries and keys
     ),
-    claims.ClaimSpec(
+    claims.ClaimSpec(  # fq.few_heads_verdict
         "frequency_usage.high_freq_heads", FIG4,
-        "A few heads use the highest frequencies strongly",
-        claims.given,  # fq.few_heads_verdict
-    ),
+        "A few heads use the highest frequencies strongly", claims.given),
     claims.ClaimSpec(
         "frequency_usage.high_freq_positional", "Barbero et al. 2025, Sec. 5, Figs 4, 14",
         "Heads that use the highest frequencies are positional (diagonal or previous-token)",
         claims.graded,  # per seed: top head positional; share and positional attention rise together
     ),
-    claims.ClaimSpec(
+    claims.ClaimSpec(  # fq.domain_reading
         "frequency_usage.domains", "Barbero et al. 2025, App. E.2, Fig. 19",
-        "Query frequency usage is very similar across input domains",
-        claims.given,  # fq.domain_reading
-    ),
-    claims.ClaimSpec(
+        "Query frequency usage is very similar across input domains", claims.given),
+    claims.ClaimSpec(  # largest difference below tolerance
         "frequency_usage.hf_loader", "ropebook.hf vs Hugging Face transformers (Llama, Gemma)",
-        "Our JAX reading of Llama/Gemma checkpoints matches transformers",
-        claims.holds,  # largest difference below tolerance
-    ),
+        "Our JAX reading of Llama/Gemma checkpoints matches transformers", claims.holds),
     claims.ClaimSpec(
         "frequency_usage.checkpoint_low_freq", "Barbero et al. 2025, App. C, Fig. 10",
         "A real checkpoint's queries and keys favour low frequencies; its values are flat",
-        claims.given,  # fq.checkpoint_low_reading, or not testable without a checkpoint
+        claims.given,  # the checkpoint's low_reading, or not testable without a checkpoint
     ),
     claims.ClaimSpec(
         "frequency_usage.checkpoint_diagonal_head", "Barbero et al. 2025, App. C, Fig. 11",
@@ -624,13 +608,12 @@ CLAIMS.record(
 #
 # Two readers load real checkpoints. `ropebook.hf` reads a local Hugging Face Llama- or
 # Gemma-style checkpoint (`config.json` + `*.safetensors`, sharded or not) into a small JAX
-# forward pass that returns the same per-layer
-# queries, keys and values as the book's models. It follows `head_dim` (Gemma 7B: 256, not
-# 3072/16), grouped-query attention, `rope_theta`, `linear` and Llama 3.1's `llama3` RoPE scaling
-# (others, e.g. `yarn`, are refused by name), Gemma's $(1+w)$ RMSNorm, $\sqrt{d}$ embedding scale
-# and tanh-GELU MLP, Llama's SiLU MLP, and the `rotate_half` pairing. Malformed folders, corrupt
-# weights and configs without RoPE, such as GPT-2's {cite:p}`radford2019gpt2`, are rejected
-# before any weight is read.
+# forward pass that returns the same per-layer queries, keys and values as the book's models. It
+# follows `head_dim` (Gemma 7B: 256, not 3072/16), grouped-query attention, `rope_theta`, `linear`
+# and Llama 3.1's `llama3` RoPE scaling (others, e.g. `yarn`, are refused by name), Gemma's
+# $(1+w)$ RMSNorm, $\sqrt{d}$ embedding scale and tanh-GELU MLP, Llama's SiLU MLP, and the
+# `rotate_half` pairing. Malformed folders, corrupt weights and configs without RoPE, such as
+# GPT-2's {cite:p}`radford2019gpt2`, are rejected before any weight is read.
 #
 # First, the loader itself: tiny random Llama and Gemma models built and saved by `transformers`
 # (hidden 64, 4 query heads sharing 2 KV heads; Gemma with head_dim 32 ≠ 64/4; every weight,
@@ -652,14 +635,16 @@ CLAIMS.record(
 
 # %% [markdown]
 # `ropebook.capture` reads *any* causal LM that transformers {cite:p}`transformers` runs with
-# rotary embeddings. It is tested on Llama {cite:p}`touvron2023llama2,llama2024herd`, Mistral
-# {cite:p}`jiang2023mistral`, Qwen 2 and 3 {cite:p}`yang2024qwen2,yang2025qwen3`, Gemma 1, 2 and 3
-# {cite:p}`gemma2024gemma,gemma2024gemma2,gemma2025gemma3`, Phi-3 {cite:p}`abdin2024phi3`,
-# OLMo 2 {cite:p}`olmo2024olmo2` and GPT-NeoX {cite:p}`black2022gptneox` / Pythia
-# {cite:p}`biderman2023pythia`. It lets transformers run the model and records every layer's queries, keys (before and after RoPE), values and
-# attention through transformers' attention-function registry, with each layer's real RoPE grid —
-# which dims rotate (Pythia: the first 25 %) and at which frequencies (Gemma 3: a 10k base in
-# local layers, 1M in global ones). Both readers agree on Llama and Gemma (`tests/test_capture.py`).
+# rotary embeddings: tested on Llama {cite:p}`touvron2023llama2,llama2024herd`, Mistral
+# {cite:p}`jiang2023mistral`, Qwen 2 and 3 {cite:p}`yang2024qwen2,yang2025qwen3`, Gemma 1–4
+# {cite:p}`gemma2024gemma,gemma2024gemma2,gemma2025gemma3,gemma2026gemma4`, Phi-3
+# {cite:p}`abdin2024phi3`, OLMo 2 {cite:p}`olmo2024olmo2`, GPT-NeoX {cite:p}`black2022gptneox` /
+# Pythia {cite:p}`biderman2023pythia`, Llama 4 {cite:p}`meta2025llama4` and Command R7B / A
+# {cite:p}`cohere2025commanda`. Transformers runs the model; capture records every layer's queries,
+# keys (before and after RoPE), values and attention through its attention-function registry, with
+# each layer's real RoPE grid — which planes rotate (Pythia: the first 25 %; Gemma 4's global
+# layers: the fastest quarter; none in a NoPE layer), at which frequencies (Gemma 3: 10k local,
+# 1M global) and with which pairing. Both readers agree on Llama and Gemma (`tests/test_capture.py`).
 #
 # Then, if the `checkpoint` parameter names a local folder, the chapter repeats Figs 3/10/13 and
 # Fig. 11 on it with the same code as `python -m ropebook analyse PATH`: the same Shakespeare
