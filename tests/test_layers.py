@@ -49,8 +49,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ropebook.buildplan", "ropebook.seedplan", "ropebook.capture"),
     # tiny random checkpoints of every family capture reads
     ("ropebook.tiny_models",),
-    # the trained models, cached; the chapter runner
-    ("ropebook.zoo", "ropebook.pipeline"),
+    # the trained models, cached; the chapter runner; training recipes compared on paired seeds
+    ("ropebook.zoo", "ropebook.pipeline", "ropebook.recipes"),
     # measurements (numbers only); analysing one's own checkpoint
     ("ropebook.analysis", "ropebook.analyse"),
     # shared figure helpers

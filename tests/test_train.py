@@ -327,3 +327,29 @@ def test_tail_evaluations_leave_weights_and_spec_hashes_unchanged(text, tmp_path
         for name, seed, _, regime in zoo.default_jobs(profile):
             _, spec_tc = zoo.configs(name, seed=seed, profile=profile, regime=regime)
             assert spec_tc.to_dict() == dataclasses.replace(spec_tc, tail_evals=0).to_dict()
+
+
+def test_tail_average_is_the_mean_of_the_last_steps_params_and_survives_resume(tmp_path):
+    """The kept average equals the mean of the snapshots after each averaged step; the weights
+    trained are those of the same run without averaging; resuming mid-tail gives the same mean;
+    the average is evaluated at the end, and a run that keeps none says so."""
+    tc = schedule(steps=8, average_share=0.375, snapshots=(6, 7, 8), eval_every=4)
+    assert train.average_steps(tc) == 3
+    run = train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path / "a", progress=False)
+    kept = [checkpoints.load_snapshot(tmp_path / "a", s)[0] for s in (6, 7, 8)]
+    mean = jax.tree.map(lambda *xs: np.mean(np.stack(xs), axis=0), *kept)
+    for x, y in zip(jax.tree.leaves(train.averaged_params(run.opt_state)), jax.tree.leaves(mean)):
+        np.testing.assert_allclose(np.asarray(x), y, rtol=1e-5, atol=1e-6)
+    plain = train.train(tiny(), dataclasses.replace(tc, average_share=0.0), TRAIN, progress=False)
+    assert_trees_equal(run.params, plain.params)
+    with pytest.raises(ValueError, match="keeps no tail average"):
+        train.averaged_params(plain.opt_state)
+    assert run.history["val_average"]["steps_averaged"] == 3
+    assert run.history["val_average"]["loss"] != run.history["val"][-1]["loss"]
+    train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path / "b", progress=False, stop_after=7)
+    resumed = train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path / "b", progress=False)
+    assert_trees_equal(train.averaged_params(resumed.opt_state), train.averaged_params(run.opt_state))
+    assert tc.to_dict()["average_share"] == 0.375
+    assert "average_share" not in dataclasses.replace(tc, average_share=0.0).to_dict()
+    with pytest.raises(ValueError, match="average_share"):
+        schedule(average_share=1.5)

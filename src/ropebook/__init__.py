@@ -20,8 +20,8 @@ functions included, and holds the floors below to it). Bottom to top:
 - ``buildplan``, ``seedplan``, ``capture`` — the zoo's time estimate; seeds chosen by power; the
   queries and keys of any transformers RoPE model.
 - ``tiny_models`` — tiny random checkpoints of every family ``capture`` reads (tests, tryouts).
-- ``zoo``, ``pipeline`` — trained models by spec, profile, regime and seed, cached; the chapter
-  runner.
+- ``zoo``, ``pipeline``, ``recipes`` — trained models by spec, profile, regime and seed, cached;
+  the chapter runner; training recipes compared on paired seeds, kept in a results file.
 - ``analysis``, ``analyse`` — measurements, numbers only, one submodule per idea; analysing one's
   own checkpoint.
 - ``plots`` — figure helpers shared by chapters (Altair, vendored for offline use).

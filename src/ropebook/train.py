@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -51,7 +51,11 @@ class TrainConfig:
     """Optimisation settings. ``eval_every``/``checkpoint_every`` of 0 mean "only at the end".
 
     ``tail_evals`` validation losses are recorded at :func:`tail_eval_steps` (language runs) in
-    ``history["tail"]``, for ``ropebook.stats.anatomy``. Evaluation never touches the weights,
+    ``history["tail"]``, for ``ropebook.stats.anatomy``. With ``average_share`` > 0 the optimiser
+    state also keeps the uniform mean of the params after each of the last
+    ``round(average_share · steps)`` steps (:func:`tail_average`; the weights trained are
+    unchanged), evaluated at the end as one more model in ``history["val_average"]``
+    (:func:`averaged_params` reads it). Evaluation never touches the weights,
     the batches or a random state of training (``tests/test_train.py``), so it is no part of a
     run's identity: :meth:`to_dict` leaves it out, and no spec hash moves with it."""
 
@@ -73,6 +77,7 @@ class TrainConfig:
     snapshots: tuple[int, ...] = ()  # steps whose params are kept (training dynamics)
     stop_accuracy: float | None = None  # task runs: stop at the first evaluation reaching it
     tail_evals: int = TAIL_EVALS
+    average_share: float = 0.0  # tail weight averaging over this share of the last steps
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "snapshots", tuple(sorted({int(s) for s in self.snapshots})))
@@ -89,12 +94,17 @@ class TrainConfig:
             raise ValueError(f"stop_accuracy must lie in (0, 1], got {self.stop_accuracy}")
         if self.tail_evals < 0:
             raise ValueError(f"tail_evals must be >= 0, got {self.tail_evals}")
+        if not 0 <= self.average_share <= 1:
+            raise ValueError(f"average_share must lie in [0, 1], got {self.average_share}")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready; ``snapshots`` and ``stop_accuracy`` only when set, so runs without them
-        keep their spec hash, and never ``tail_evals`` (evaluation only)."""
+        """JSON-ready; ``snapshots``, ``stop_accuracy`` and ``average_share`` only when set, so
+        runs without them keep their spec hash, and never ``tail_evals`` (evaluation only)."""
         data = dataclasses.asdict(self) | {"snapshots": list(self.snapshots)}
         unset = {"snapshots": not self.snapshots, "stop_accuracy": self.stop_accuracy is None}
+        unset["average_share"] = self.average_share == 0
         unset["tail_evals"] = True
         return {k: v for k, v in data.items() if not unset.get(k, False)}
 
@@ -142,15 +152,58 @@ def make_schedule(tc: TrainConfig) -> optax.Schedule:
     )
 
 
+def average_steps(tc: TrainConfig) -> int:
+    """How many of the last steps :func:`tail_average` averages (0: none)."""
+    return round(tc.average_share * tc.steps)
+
+
+class TailAverageState(NamedTuple):
+    count: jax.Array  # steps taken
+    average: Params  # the mean of the params after each averaged step so far
+
+
+def tail_average(steps: int, averaged: int) -> optax.GradientTransformation:
+    """Keep the uniform mean of the params after each of the last ``averaged`` of ``steps``
+    steps in the optimiser state, leaving the updates as they are (Kaddour 2022's tail
+    averaging; Sanyal et al. 2023 average checkpoints instead). Last in a chain, where ``updates``
+    are the ones applied, so ``params + updates`` are the params after the step."""
+    first = steps - averaged + 1  # the first step (1-based) whose params enter the mean
+
+    def init(params: Params) -> TailAverageState:
+        return TailAverageState(jnp.zeros([], jnp.int32), jax.tree.map(jnp.zeros_like, params))
+
+    def update(updates, state: TailAverageState, params: Params | None = None):
+        count = optax.safe_increment(state.count)
+        weight = jnp.where(count >= first, 1.0 / jnp.maximum(count - first + 1, 1), 0.0)
+        after = optax.apply_updates(params, updates)
+        return updates, TailAverageState(
+            count, optax.incremental_update(after, state.average, weight)
+        )
+
+    return optax.GradientTransformation(init, update)
+
+
 def make_optimizer(tc: TrainConfig) -> optax.GradientTransformation:
-    """AdamW (weight decay on matrices only) after global-norm gradient clipping."""
-    return optax.chain(
+    """AdamW (weight decay on matrices only) after global-norm gradient clipping, and
+    :func:`tail_average` when ``tc.average_share`` asks for it (otherwise the state is exactly
+    the one every earlier checkpoint holds)."""
+    parts = [
         optax.clip_by_global_norm(tc.clip),
         optax.adamw(
             make_schedule(tc), b1=tc.b1, b2=tc.b2, weight_decay=tc.weight_decay,
             mask=lambda params: jax.tree.map(lambda x: x.ndim >= 2, params),
         ),
-    )  # fmt: skip
+    ]  # fmt: skip
+    if averaged := average_steps(tc):
+        parts.append(tail_average(tc.steps, averaged))
+    return optax.chain(*parts)
+
+
+def averaged_params(opt_state: Any) -> Params:
+    """The tail average kept in an optimiser state of a run with ``average_share`` > 0."""
+    if not (isinstance(opt_state, tuple) and isinstance(opt_state[-1], TailAverageState)):
+        raise ValueError("this optimiser state keeps no tail average (average_share was 0)")
+    return opt_state[-1].average
 
 
 def sample_windows(
@@ -593,6 +646,12 @@ def _loop(
                     if at_tail:  # same windows as every evaluation (seed 0)
                         tail_row = {"step": r.step, "loss": metrics["loss"]}
                         r.history.setdefault("tail", []).append(tail_row)
+                    if task is None and average_steps(tc) and r.step == tc.steps:
+                        averaged = averaged_params(r.opt_state)
+                        r.history["val_average"] = {
+                            "step": r.step, "steps_averaged": average_steps(tc),
+                            **evaluate(averaged, model_config, val_tokens, **scored),
+                        }  # fmt: skip
             if snapshot:
                 save_snapshots()
             if tc.checkpoint_every and lead.step % tc.checkpoint_every == 0 and lead.step < end:

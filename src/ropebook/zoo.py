@@ -142,7 +142,9 @@ def _task_groups() -> list[tuple[str, str]]:
 
 _PROFILE_FIELDS = tuple(f.name for f in dataclasses.fields(Profile) if f.name != "seeds")
 _ENCODING_FIELDS = ("encoding", "rope_base", "pairing", "proportion", "dtype", "layers")
-OVERRIDES: tuple[str, ...] = (*_PROFILE_FIELDS, *_ENCODING_FIELDS, "snapshots")
+# the recipe's levers (train.TrainConfig), set only by overrides: the zoo trains today's recipe
+_RECIPE_FIELDS = ("min_lr_ratio", "average_share")
+OVERRIDES: tuple[str, ...] = (*_PROFILE_FIELDS, *_ENCODING_FIELDS, *_RECIPE_FIELDS, "snapshots")
 
 # ---------------------------------------------------------------- regimes
 # Where a model's spectrum sits matters more than its base: what a RoPE plane can do depends on
@@ -298,6 +300,7 @@ def configs(
         checkpoint_every=max(steps // 4, 1), eval_batches=settings["eval_batches"],
         snapshots=settings.get("snapshots", ()), stop_accuracy=settings.get("stop_accuracy"),
         tail_evals=train.TAIL_EVALS if regime in TAIL_REGIMES else 0,
+        **{k: overrides[k] for k in _RECIPE_FIELDS if k in overrides},
     )  # fmt: skip
     return model_config, train_config
 

@@ -1,0 +1,209 @@
+"""Training-recipe candidates for the language regimes, measured on paired seeds.
+
+The book's headline comparison (0.75-RoPE against RoPE in the matched regime) is limited by
+seed noise. Two levers aim at the last iterate's jitter, each measured elsewhere on larger
+models: **tail weight averaging** (the uniform mean of the params after each of the last
+:data:`AVERAGE_SHARE` of steps, evaluated as one model; Kaddour 2022, Sanyal et al. 2023) and
+**the learning rate decayed to zero** instead of to 10 % of its peak (Bergsma et al. 2025); and
+both (Ajroldi, Orvieto & Geiping 2025). Every run keeps the average in its optimiser state
+(:func:`ropebook.train.tail_average`; the weights trained are unchanged), so one run per
+schedule gives two recipes, and four recipes need two runs per arm and seed:
+
+======================  ====================  =================
+recipe                  schedule              model evaluated
+======================  ====================  =================
+today                   cosine to 10 %        last iterate
+tail average            cosine to 10 %        tail average
+LR to zero              cosine to 0           last iterate
+both                    cosine to 0           tail average
+======================  ====================  =================
+
+:func:`measure` trains them (from the zoo's cache where present) and records, per run, the spec
+hash, the final and tail validation losses of the last iterate, the average's loss and where it
+ran; :func:`write` keeps that in a results file with the command that reproduces it
+(``python -m ropebook recipes``), so a chapter shows a comparison too costly for every build with
+its provenance, and :func:`stale` names the runs whose specs no longer match the code.
+:func:`compare` turns it into each recipe's paired s.d. and mean loss, with intervals, and the
+ratio of each paired s.d. to today's (:mod:`ropebook.stats.anatomy`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ropebook import io, paths, train, zoo
+from ropebook.stats import anatomy
+from ropebook.stats.power import percent_of_perplexity
+
+AVERAGE_SHARE = 0.2  # the tail averaged: the last 20 % of steps (Sanyal et al. find 10-25 % best)
+SCHEDULES: dict[str, dict[str, float]] = {
+    "cosine to 10 %": {},  # today's: the zoo's TrainConfig default min_lr_ratio = 0.1
+    "cosine to 0": {"min_lr_ratio": 0.0},
+}
+RECIPES: dict[str, tuple[str, str]] = {  # recipe -> (schedule, model evaluated)
+    "today": ("cosine to 10 %", "last"),
+    "tail average": ("cosine to 10 %", "average"),
+    "LR to zero": ("cosine to 0", "last"),
+    "both": ("cosine to 0", "average"),
+}
+ARMS: tuple[str, str] = ("p-rope-0.75", "rope")  # the headline pair, a − b
+RESULTS = paths.REPO_ROOT / "data" / "results" / "recipes.json"
+FORMAT = 1
+
+
+def overrides(schedule: str) -> dict[str, float]:
+    """The zoo overrides of one schedule's runs (every run keeps its tail average)."""
+    return {"average_share": AVERAGE_SHARE, **SCHEDULES[schedule]}
+
+
+def measure(
+    seeds: tuple[int, ...], *, profile: str = "cpu", regime: str = "matched", progress: bool = True
+) -> list[dict[str, Any]]:
+    """Train (or load) both arms under both schedules on ``seeds``; one record per run."""
+    records = []
+    for schedule in SCHEDULES:
+        for name in ARMS:
+            settings = dict(profile=profile, regime=regime, progress=progress)
+            if train.seed_batching():  # as the zoo trains seeds: together where measured faster
+                runs = zoo.load_seeds(name, seeds, **settings, **overrides(schedule))
+            else:
+                runs = [zoo.load(name, seed=s, **settings, **overrides(schedule)) for s in seeds]
+            for run in runs:
+                meta = json.loads((run.path / "checkpoint.json").read_text())
+                records.append({
+                    "schedule": schedule, "model": name, "seed": run.seed,
+                    "spec_hash": run.spec_hash, "seconds": run.seconds,
+                    "last_loss": run.history["val"][-1]["loss"],
+                    "average_loss": run.history["val_average"]["loss"],
+                    "tail_losses": [row["loss"] for row in run.history.get("tail", [])],
+                    "provenance": meta.get("provenance", []),
+                })  # fmt: skip
+    return records
+
+
+def write(
+    records: list[dict[str, Any]], *, profile: str, regime: str, path: Path = RESULTS
+) -> Path:
+    """Keep ``records`` with what reproduces them and where they ran (atomically)."""
+    from ropebook import pipeline  # the runner's versions and commit, at write time only
+
+    seeds = sorted({r["seed"] for r in records})
+    io.write_json_atomic(path, {
+        "format": FORMAT, "profile": profile, "regime": regime, "seeds": seeds,
+        "average_share": AVERAGE_SHARE, "arms": list(ARMS),
+        "command": f"python -m ropebook recipes --profile {profile} --regime {regime} "
+                   f"--seeds {len(seeds)}",
+        "measured": datetime.date.today().isoformat(), "commit": pipeline._git_commit(),
+        "machine": {"cpu": platform.processor() or platform.machine(),
+                    "versions": pipeline.package_versions()},
+        "runs": records,
+    })  # fmt: skip
+    return path
+
+
+def load(path: Path = RESULTS) -> dict[str, Any]:
+    """The results file, or a ValueError naming what is wrong with it."""
+    try:
+        results = json.loads(Path(path).read_text())
+    except FileNotFoundError as error:
+        raise ValueError(f"{path}: no recipe results; run python -m ropebook recipes") from error
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from error
+    if results.get("format") != FORMAT or not results.get("runs"):
+        raise ValueError(f"{path}: not a format-{FORMAT} recipe results file with runs")
+    return results
+
+
+def stale(results: dict[str, Any]) -> list[str]:
+    """The runs whose spec hash differs from what the current code would train (none: current)."""
+    return [
+        f"{r['model']} seed {r['seed']} ({r['schedule']})"
+        for r in results["runs"]
+        if r["spec_hash"] != zoo.spec_hash(
+            r["model"], seed=r["seed"], profile=results["profile"], regime=results["regime"],
+            **overrides(r["schedule"]),
+        )  # fmt: skip
+    ]
+
+
+@dataclass(frozen=True)
+class RecipeResult:
+    """One recipe over the paired seeds, in percent (100 × nats ≈ % of perplexity)."""
+
+    recipe: str
+    n_seeds: int
+    mean_loss: dict[str, float]  # per arm, nats
+    difference: anatomy.Estimate  # mean a − b, % of perplexity, t interval
+    paired_sd: anatomy.Estimate  # s.d. of a − b over seeds, chi-square interval
+    sd_ratio: anatomy.Estimate  # paired s.d. over today's, F interval
+    jitter: anatomy.Estimate | None  # within-run s.d. of the last iterate (None: an average)
+
+
+def _losses(results: dict[str, Any], recipe: str) -> tuple[np.ndarray, np.ndarray]:
+    """``[seeds]`` losses of arms a and b under ``recipe``, seeds in the same order."""
+    schedule, evaluated = RECIPES[recipe]
+    key = "last_loss" if evaluated == "last" else "average_loss"
+    by = {(r["model"], r["seed"]): r[key] for r in results["runs"] if r["schedule"] == schedule}
+    seeds = sorted({seed for _, seed in by})
+    return tuple(np.array([by[(arm, s)] for s in seeds]) for arm in results["arms"])
+
+
+def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeResult]:
+    """Every recipe's paired noise and mean loss, and its paired s.d. over today's."""
+    from scipy import stats
+
+    out, today = [], None
+    for recipe, (schedule, evaluated) in RECIPES.items():
+        a, b = _losses(results, recipe)
+        n = len(a)
+        differences = 100 * (a - b)
+        paired = anatomy.sd_estimate(float(np.std(differences, ddof=1)), n - 1, confidence)
+        half = stats.t.ppf((1 + confidence) / 2, n - 1) * paired.value / np.sqrt(n)
+        mean = float(np.mean(differences))
+        difference = anatomy.Estimate(
+            *(percent_of_perplexity(x / 100) for x in (mean, mean - half, mean + half)), "t"
+        )
+        today = today or paired
+        jitter = None
+        if evaluated == "last":
+            tails = [
+                np.array([r["tail_losses"] for r in results["runs"]
+                          if r["schedule"] == schedule and r["model"] == arm])
+                for arm in results["arms"]
+            ]  # fmt: skip
+            if all(t.ndim == 2 and t.shape[1] >= 2 for t in tails):
+                jitter = anatomy.anatomy(*tails, confidence=confidence).jitter
+        out.append(RecipeResult(
+            recipe, n, {arm: float(np.mean(x)) for arm, x in zip(results["arms"], (a, b))},
+            difference, paired, anatomy.sd_ratio(paired, today, confidence), jitter,
+        ))  # fmt: skip
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m ropebook recipes",
+        description="Train the recipe candidates on paired seeds and write their results file.",
+    )
+    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--regime", default="matched", choices=zoo.TAIL_REGIMES)
+    parser.add_argument("--seeds", type=int, default=8, help="paired seeds 0..N-1 (default 8)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    if args.seeds < 3:
+        parser.error(f"--seeds must be at least 3 (an s.d. needs them), got {args.seeds}")
+    records = measure(tuple(range(args.seeds)), profile=args.profile, regime=args.regime)
+    path = write(records, profile=args.profile, regime=args.regime, path=args.out)
+    for result in compare(load(path)):
+        print(f"{result.recipe:>13}: paired s.d. {result.paired_sd} %, "
+              f"ratio to today {result.sd_ratio}, a − b {result.difference} %")  # fmt: skip
+    print(f"written: {path}")
+    return 0

@@ -1,0 +1,76 @@
+"""The recipe comparison: paired s.d.s and their ratios against closed forms, stale specs named,
+a broken results file refused."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ropebook import recipes, zoo
+
+
+def synthetic(rng: np.random.Generator, n: int = 8, evals: int = 5) -> dict:
+    """A results file whose recipes differ only in how much the arms' losses move per seed."""
+    runs = []
+    for schedule, noise in (("cosine to 10 %", 0.02), ("cosine to 0", 0.01)):
+        for model, offset in zip(recipes.ARMS, (0.0, 0.01), strict=True):
+            for seed in range(n):
+                last = 3.0 + offset + noise * rng.standard_normal()
+                runs.append({
+                    "schedule": schedule, "model": model, "seed": seed, "spec_hash": "x",
+                    "last_loss": last, "average_loss": last - 0.01 + 0.002 * rng.standard_normal(),
+                    "tail_losses": list(last + 0.003 * rng.standard_normal(evals)),
+                })  # fmt: skip
+    return {"format": recipes.FORMAT, "profile": "smoke", "regime": "matched",
+            "arms": list(recipes.ARMS), "runs": runs}  # fmt: skip
+
+
+def test_compare_matches_closed_forms():
+    results = synthetic(np.random.default_rng(0))
+    compared = {r.recipe: r for r in recipes.compare(results)}
+    assert list(compared) == list(recipes.RECIPES)
+    for recipe, result in compared.items():
+        a, b = recipes._losses(results, recipe)
+        differences = 100 * (a - b)
+        sd = np.std(differences, ddof=1)
+        assert result.paired_sd.value == pytest.approx(sd)
+        low = sd * np.sqrt(7 / stats.chi2.ppf(0.975, 7))
+        assert result.paired_sd.low == pytest.approx(low)
+        half = stats.t.ppf(0.975, 7) * sd / np.sqrt(8)
+        mean = np.mean(differences)
+        assert result.difference.high == pytest.approx(100 * np.expm1((mean + half) / 100))
+        assert result.sd_ratio.value == pytest.approx(sd / compared["today"].paired_sd.value)
+        assert (result.jitter is None) == (recipes.RECIPES[recipe][1] == "average")
+        assert result.mean_loss[recipes.ARMS[0]] == pytest.approx(np.mean(a))
+    assert compared["today"].sd_ratio.value == 1
+    assert compared["today"].sd_ratio.low < 1 < compared["today"].sd_ratio.high
+    # the synthetic tails jitter by 0.3 % around each run's last loss
+    assert 0.15 < compared["today"].jitter.value < 0.5
+
+
+def test_stale_names_runs_whose_spec_moved():
+    results = synthetic(np.random.default_rng(1), n=3)
+    for run in results["runs"]:
+        run["spec_hash"] = zoo.spec_hash(
+            run["model"], seed=run["seed"], profile="smoke", regime="matched",
+            **recipes.overrides(run["schedule"]),
+        )  # fmt: skip
+    assert recipes.stale(results) == []
+    results["runs"][0]["spec_hash"] = "0" * 16
+    assert recipes.stale(results) == [f"{recipes.ARMS[0]} seed 0 (cosine to 10 %)"]
+    today = zoo.spec_hash("rope", profile="smoke", regime="matched")
+    assert today not in {r["spec_hash"] for r in results["runs"]}  # averaging is in the spec
+
+
+def test_bad_results_file_fails_clearly(tmp_path):
+    with pytest.raises(ValueError, match="no recipe results"):
+        recipes.load(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        recipes.load(tmp_path / "bad.json")
+    (tmp_path / "empty.json").write_text(json.dumps({"format": recipes.FORMAT, "runs": []}))
+    with pytest.raises(ValueError, match="with runs"):
+        recipes.load(tmp_path / "empty.json")
