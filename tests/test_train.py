@@ -338,7 +338,8 @@ def test_tail_average_is_the_mean_of_the_last_steps_params_and_survives_resume(t
     run = train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path / "a", progress=False)
     kept = [checkpoints.load_snapshot(tmp_path / "a", s)[0] for s in (6, 7, 8)]
     mean = jax.tree.map(lambda *xs: np.mean(np.stack(xs), axis=0), *kept)
-    for x, y in zip(jax.tree.leaves(train.averaged_params(run.opt_state)), jax.tree.leaves(mean)):
+    averaged = jax.tree.leaves(train.averaged_params(run.opt_state))
+    for x, y in zip(averaged, jax.tree.leaves(mean), strict=True):
         np.testing.assert_allclose(np.asarray(x), y, rtol=1e-5, atol=1e-6)
     plain = train.train(tiny(), dataclasses.replace(tc, average_share=0.0), TRAIN, progress=False)
     assert_trees_equal(run.params, plain.params)
@@ -348,7 +349,9 @@ def test_tail_average_is_the_mean_of_the_last_steps_params_and_survives_resume(t
     assert run.history["val_average"]["loss"] != run.history["val"][-1]["loss"]
     train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path / "b", progress=False, stop_after=7)
     resumed = train.train(tiny(), tc, TRAIN, VAL, checkpoint_dir=tmp_path / "b", progress=False)
-    assert_trees_equal(train.averaged_params(resumed.opt_state), train.averaged_params(run.opt_state))
+    assert_trees_equal(
+        train.averaged_params(resumed.opt_state), train.averaged_params(run.opt_state)
+    )
     assert tc.to_dict()["average_share"] == 0.375
     assert "average_share" not in dataclasses.replace(tc, average_share=0.0).to_dict()
     with pytest.raises(ValueError, match="average_share"):

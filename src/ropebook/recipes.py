@@ -127,8 +127,12 @@ def stale(results: dict[str, Any]) -> list[str]:
     return [
         f"{r['model']} seed {r['seed']} ({r['schedule']})"
         for r in results["runs"]
-        if r["spec_hash"] != zoo.spec_hash(
-            r["model"], seed=r["seed"], profile=results["profile"], regime=results["regime"],
+        if r["spec_hash"]
+        != zoo.spec_hash(
+            r["model"],
+            seed=r["seed"],
+            profile=results["profile"],
+            regime=results["regime"],
             **overrides(r["schedule"]),
         )  # fmt: skip
     ]
@@ -181,8 +185,9 @@ def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeRes
             ]  # fmt: skip
             if all(t.ndim == 2 and t.shape[1] >= 2 for t in tails):
                 jitter = anatomy.anatomy(*tails, confidence=confidence).jitter
+        means = {arm: float(np.mean(x)) for arm, x in zip(results["arms"], (a, b), strict=True)}
         out.append(RecipeResult(
-            recipe, n, {arm: float(np.mean(x)) for arm, x in zip(results["arms"], (a, b))},
+            recipe, n, means,
             difference, paired, anatomy.sd_ratio(paired, today, confidence), jitter,
         ))  # fmt: skip
     return out
