@@ -33,10 +33,11 @@
 #    (diagonal or previous-token attention, Sec. 5, Fig. 14);
 # 4. the picture barely changes with the **input domain** (Italian, Chinese, code, arithmetic).
 #
-# Llama 3.1 8B {cite:p}`llama2024herd` shows the same (App. C, Figs 10–11). We measure all four on the book's RoPE model,
-# add a control the paper could not run (the same architecture trained *without* RoPE), and end
-# with a loader that reads real Llama/Gemma checkpoints into the same analysis. The analysis
-# lives in `ropebook.analysis.frequencies` (imported as `fq`), its figures and tables in
+# Llama 3.1 8B {cite:p}`llama2024herd` shows the same (App. C, Figs 10–11). We measure all four
+# on the book's RoPE model and add a control the paper could not run (the same architecture
+# trained *without* RoPE); the [next page](real_checkpoints.ipynb) reads real checkpoints — Llama,
+# Gemma and the other RoPE models transformers runs — with the same analysis. The analysis lives
+# in `ropebook.analysis.frequencies` (imported as `fq`), its figures and tables in
 # `ropebook.present.frequencies` (`show`); the cells below call them.
 
 # %% tags=["parameters"]
@@ -51,18 +52,13 @@ positional_mass = 0.5  # in [0, 1]: attention on one offset from which a head is
 domain_similarity = 0.9  # in [-1, 1]: profile correlation from which domains are "very similar"
 regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
 prompt_seed = 0  # in [0, inf): numpy Generator seed of the arithmetic prompts
-checkpoint = ""  # local Hugging Face RoPE checkpoint folder; "" skips the real-checkpoint analysis
-checkpoint_dtype = "float32"  # float32 | bfloat16 (weights; norms and softmax stay float32)
-checkpoint_tokens = 64  # in [1, inf): tokens per prompt for the checkpoint
 
 # %% tags=["hide-input"]
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import claims, data, plots, zoo
+from ropebook import claims, plots, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies as fq
 from ropebook.present import decide
@@ -121,20 +117,6 @@ CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(  # fq.domain_reading
         "frequency_usage.domains", "Barbero et al. 2025, App. E.2, Fig. 19",
         "Query frequency usage is very similar across input domains", claims.given),
-    claims.ClaimSpec(  # largest difference below tolerance
-        "frequency_usage.hf_loader", "ropebook.hf vs Hugging Face transformers (Llama, Gemma)",
-        "Our JAX reading of Llama/Gemma checkpoints matches transformers", claims.holds),
-    claims.ClaimSpec(
-        "frequency_usage.checkpoint_low_freq", "Barbero et al. 2025, App. C, Fig. 10",
-        "A real checkpoint's queries and keys favour low frequencies; its values are flat",
-        claims.given,  # the checkpoint's low_reading, or not testable without a checkpoint
-    ),
-    claims.ClaimSpec(
-        "frequency_usage.checkpoint_diagonal_head", "Barbero et al. 2025, App. C, Fig. 11",
-        "In the last layer, the head of a KV group that uses high frequencies most is its "
-        "diagonal head",
-        claims.given,  # fq.diagonal_head_reading, or not testable without a checkpoint
-    ),
 )  # fmt: skip
 
 # %% [markdown]
@@ -602,141 +584,6 @@ CLAIMS.record(
         domain.least, domain_similarity, what=f"the distance from {domain_similarity}"
     ),
 )
-
-# %% [markdown]
-# ## Real checkpoints (Figs 10 and 11)
-#
-# Two readers load real checkpoints. `ropebook.hf` reads a local Hugging Face Llama- or
-# Gemma-style checkpoint (`config.json` + `*.safetensors`, sharded or not) into a small JAX
-# forward pass that returns the same per-layer queries, keys and values as the book's models. It
-# follows `head_dim` (Gemma 7B: 256, not 3072/16), grouped-query attention, `rope_theta`, `linear`
-# and Llama 3.1's `llama3` RoPE scaling (others, e.g. `yarn`, are refused by name), Gemma's
-# $(1+w)$ RMSNorm, $\sqrt{d}$ embedding scale and tanh-GELU MLP, Llama's SiLU MLP, and the
-# `rotate_half` pairing. Malformed folders, corrupt weights and configs without RoPE, such as
-# GPT-2's {cite:p}`radford2019gpt2`, are rejected before any weight is read.
-#
-# First, the loader itself: tiny random Llama and Gemma models built and saved by `transformers`
-# (hidden 64, 4 query heads sharing 2 KV heads; Gemma with head_dim 32 ≠ 64/4; every weight,
-# norms included, random) are run by both, in float32 with eager attention. The table gives the
-# largest absolute difference of the logits and of every layer's queries and keys before (`q`,
-# `k`) and after (`q_rot`, `k_rot`) RoPE.
-
-# %%
-loader = fq.hf_loader_check(seed=0)
-loader_gap, loader_tolerance = fq.loader_gap(loader), 1e-5
-plots.table(show.loader_table(loader), digits=2)
-
-# %% tags=["remove-input"]
-CLAIMS.record(
-    "frequency_usage.hf_loader",
-    loader_gap < loader_tolerance,
-    f"largest absolute difference in logits, queries, keys (pre/post RoPE): {loader_gap:.1e}",
-)
-
-# %% [markdown]
-# `ropebook.capture` reads *any* causal LM that transformers {cite:p}`transformers` runs with
-# rotary embeddings: tested on Llama {cite:p}`touvron2023llama2,llama2024herd`, Mistral
-# {cite:p}`jiang2023mistral`, Qwen 2 and 3 {cite:p}`yang2024qwen2,yang2025qwen3`, Gemma 1–4
-# {cite:p}`gemma2024gemma,gemma2024gemma2,gemma2025gemma3,gemma2026gemma4`, Phi-3
-# {cite:p}`abdin2024phi3`, OLMo 2 {cite:p}`olmo2024olmo2`, GPT-NeoX {cite:p}`black2022gptneox` /
-# Pythia {cite:p}`biderman2023pythia`, Llama 4 {cite:p}`meta2025llama4` and Command R7B / A
-# {cite:p}`cohere2025commanda`. Transformers runs the model; capture records every layer's queries,
-# keys (before and after RoPE), values and attention through its attention-function registry, with
-# each layer's real RoPE grid — which planes rotate (Pythia: the first 25 %; Gemma 4's global
-# layers: the fastest quarter; none in a NoPE layer), at which frequencies (Gemma 3: 10k local,
-# 1M global) and with which pairing. Both readers agree on Llama and Gemma (`tests/test_capture.py`).
-#
-# Then, if the `checkpoint` parameter names a local folder, the chapter repeats Figs 3/10/13 and
-# Fig. 11 on it with the same code as `python -m ropebook analyse PATH`: the same Shakespeare
-# prompts (as text, tokenized by the checkpoint's own tokenizer), each pair's mean norm per layer
-# against the isotropic baseline (the norm the pair would get if the same vectors pointed in
-# random directions: red above it, blue below), and the last layer's query heads of one KV group —
-# the group holding the head with the largest fastest-band share — with each head's attention on
-# itself.
-
-# %%
-from ropebook import analyse, capture
-
-real = capture.load(checkpoint, dtype=checkpoint_dtype) if checkpoint else None
-if real is not None:
-    texts = [data.decode(ids[1:]) for ids in quote_ids]
-    vocab = real.config.get_text_config().vocab_size
-    how, real_ids = analyse.tokenize(checkpoint, texts, checkpoint_tokens, vocab)
-    real_result = analyse.analyse_checkpoint(real, real_ids, name=Path(checkpoint).name)
-    real_usage = real_result.usage
-
-# %% tags=["hide-input"]
-if real is None:
-    print(
-        "No checkpoint given, so this section is skipped. To run it on e.g. Llama 3.1 8B:\n"
-        "  python -m ropebook run frequency_usage -p checkpoint /path/to/Llama-3.1-8B "
-        "-p checkpoint_dtype bfloat16\n"
-        "or, for the figures and a summary alone, python -m ropebook analyse PATH\n"
-        "(a folder with config.json, tokenizer files and *.safetensors; nothing is downloaded)."
-    )
-else:
-    print(f"{checkpoint}: {capture.describe(real)}; tokenized with {how}")
-    for grid_text, grid_layers in analyse.grid_groups(real_result.grids):
-        print(f"  {analyse.layers_text(grid_layers)}: {grid_text}")
-    analyse.plot_layers(real_result)
-    plt.show()
-
-# %%
-if real is not None:
-    # Only rotated planes count: a p-RoPE, partial-rotary or NoPE layer's unrotated planes
-    # are not its slowest band (the summary reports them apart).
-    real_low = real_result.low_reading(band)
-    last = real_result.rope_layers[-1]
-    real_head = fq.diagonal_head_reading(
-        real_result.layer_usage(last), real_result.diagonal[last], band, positional_mass
-    )
-
-# %% tags=["hide-input"]
-if real is not None:
-    members, top = real_head.members, real_head.top
-    display(
-        show.usage_heatmaps(
-            real_usage, ("q",), f"Layer {last} (the last that rotates), query heads "
-            f"{members[0]}–{members[-1]} (KV group {top // len(members)}): mean chunk norm",
-            per_head=True, layers=[last],
-            heads=members, row_height=18,
-        ),
-        plots.table(
-            [
-                {"head": h, "fast share (queries)": float(real_head.q_high[h]),
-                 "on itself": float(real_head.diagonal[h])}
-                for h in members
-            ]
-        ),
-    )  # fmt: skip
-
-# %% tags=["remove-input"]
-if real is not None:
-    low_measured = (
-        f"{Path(checkpoint).name}: slowest-band share q {real_low.low['q']:.3f}, k "
-        f"{real_low.low['k']:.3f}, v {real_low.low['v']:.3f} (uniform {real_low.uniform:.3f}); "
-        f"trend q {real_low.trend['q']:+.2f}, k {real_low.trend['k']:+.2f}, v "
-        f"{real_low.trend['v']:+.2f} (flat bound ±{real_low.bound:.2f})"
-    )
-    head_measured = (
-        f"last layer: head {top} has the largest query fastest-band share "
-        f"({real_head.q_high[top]:.2f}) and {real_head.diagonal[top]:.2f} of its attention on "
-        f"itself; most diagonal head of its group: {real_head.most_diagonal}"
-    )
-    CLAIMS.record("frequency_usage.checkpoint_low_freq", real_low.verdict, low_measured)
-    CLAIMS.record("frequency_usage.checkpoint_diagonal_head", real_head.verdict, head_measured)
-else:
-    why = "no checkpoint given (pass -p checkpoint PATH)"
-    # what decides both: the same readings on a real checkpoint, with this run's prompts
-    run_one = (
-        f"the same readings on a real RoPE checkpoint (e.g. Llama 3.1 8B or Gemma 7B, a local "
-        f"Hugging Face folder): python -m ropebook run frequency_usage -p checkpoint PATH, on "
-        f"the same {len(quote_ids)} Shakespeare prompts of {checkpoint_tokens} tokens"
-    )
-    CLAIMS.record("frequency_usage.checkpoint_low_freq", "not testable here", why,
-                  to_decide=run_one)  # fmt: skip
-    CLAIMS.record("frequency_usage.checkpoint_diagonal_head", "not testable here", why,
-                  to_decide=run_one)  # fmt: skip
 
 # %% [markdown]
 # ## What we found

@@ -562,7 +562,7 @@ def test_noise_over_training_pairs_seeds_at_every_recorded_step():
     assert last["s.d. of Δ (%)"] == pytest.approx(1.5275, abs=1e-3)  # sd of (-2, 0, 1) %
     assert last["s.d. low"] < last["s.d. of Δ (%)"] < last["s.d. high"]
     assert rows[0]["s.d. of Δ (%)"] == 0 and rows[0]["verdict"] == "cannot decide"
-    noise = ablation.training_noise(series, series[2000], paper_gap_percent=0.5)
+    noise = ablation.training_noise(series, series[2000], effect_percent=0.5)
     assert noise.tokens == 4000 and noise.sd == pytest.approx(1.5275, abs=1e-4)
     assert noise.sd_low < noise.sd < noise.sd_high and noise.late_from == 2000  # √(1000 · 4000)
     assert noise.late_min == pytest.approx(min(noise.sd, noise.earlier_sd))

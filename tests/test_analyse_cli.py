@@ -12,7 +12,6 @@ import pytest
 from ropebook import analyse, capture, tiny_models
 from ropebook.__main__ import main as ropebook_main
 from ropebook.analysis import frequencies as fq
-from ropebook.present import frequencies as show
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -131,11 +130,10 @@ def test_isotropic_baseline_is_what_random_directions_give():
 
 @pytest.mark.parametrize("family", ["gemma3_text", "cohere2"])
 def test_chapter_section_runs_the_same_code(family, tmp_path, monkeypatch):
-    """The frequency-usage chapter's real-checkpoint section, run on a tiny checkpoint: it goes
-    through analyse_checkpoint (the CLI's code) and records both checkpoint claims; on Cohere2,
-    whose last layer is NoPE, Fig. 11's reading is taken on the last layer that rotates."""
-    import types
-
+    """The real-checkpoints chapter, every code cell run in order as papermill runs it (the
+    parameters cell, then the values given) on a tiny checkpoint: it goes through
+    analyse_checkpoint (the CLI's code, on the CLI's prompts) and records its three claims; on
+    Cohere2, whose last layer is NoPE, Fig. 11's reading is taken on the last layer that rotates."""
     import jupytext
     import matplotlib
 
@@ -144,27 +142,16 @@ def test_chapter_section_runs_the_same_code(family, tmp_path, monkeypatch):
 
     folder = tmp_path / family
     build(family, seed=7).save_pretrained(folder, safe_serialization=True)
-    chapter = jupytext.read(pathlib.Path(__file__).parents[1] / "chapters" / "frequency_usage.py")
-    cells, inside = [], False
-    for cell in chapter.cells:
-        if cell.cell_type == "markdown" and cell.source.startswith("## "):
-            inside = cell.source.startswith("## Real checkpoints")
-        elif inside and cell.cell_type == "code":
-            cells.append(cell.source)
-    assert any("analyse.analyse_checkpoint" in c for c in cells)
-    recorded = {}
-    texts = analyse.prompt_texts(2, 16)[1]
-    namespace = {
-        "checkpoint": str(folder), "checkpoint_dtype": "float32", "checkpoint_tokens": 16,
-        "band": 0.25, "positional_mass": 0.5, "quote_ids": [[0, i] for i in range(2)],
-        "data": types.SimpleNamespace(decode=lambda ids: texts[ids[0]]),
-        "fq": fq, "show": show, "plots": __import__("ropebook.plots").plots, "plt": plt,
-        "Path": pathlib.Path, "display": lambda *a, **k: None,
-        "CLAIMS": types.SimpleNamespace(record=lambda i, v, m, **k: recorded.__setitem__(i, v)),
-    }  # fmt: skip
+    chapter = jupytext.read(pathlib.Path(__file__).parents[1] / "chapters" / "real_checkpoints.py")
+    cells = [c for c in chapter.cells if c.cell_type == "code"]
+    assert any("analyse.analyse_checkpoint" in c.source for c in cells)
+    given = {"checkpoint": str(folder), "checkpoint_tokens": 16, "n_prompts": 2}
+    namespace = {}
     monkeypatch.setattr(plt, "show", lambda: plt.close("all"))
-    for source in cells:
-        exec(compile(source, "frequency_usage.py", "exec"), namespace)  # noqa: S102
+    for cell in cells:
+        exec(compile(cell.source, "real_checkpoints.py", "exec"), namespace)  # noqa: S102
+        if "parameters" in cell.metadata.get("tags", []):
+            namespace.update(given)
     result = namespace["real_result"]
     if family == "gemma3_text":
         assert result.usage.q.shape == (2, 4, 8) and result.grids[1].rope_theta == 1_000_000.0
@@ -172,9 +159,13 @@ def test_chapter_section_runs_the_same_code(family, tmp_path, monkeypatch):
     else:
         assert result.rope_layers == [0] and namespace["last"] == 0
         assert namespace["real_low"] == result.low_reading(0.25)
-    assert recorded["frequency_usage.hf_loader"] is True
-    assert recorded["frequency_usage.checkpoint_low_freq"] in ("held", "partly", "not held")
-    assert recorded["frequency_usage.checkpoint_diagonal_head"] in ("held", "partly", "not held")
+    _, texts = analyse.prompt_texts(2, 16)  # the CLI's prompts for --prompts 2 --tokens 16
+    _, ids = analyse.tokenize(folder, texts, 16, namespace["vocab"])
+    assert [i.tolist() for i in namespace["real_ids"]] == [i.tolist() for i in ids]
+    recorded = {c.id: c.verdict for c in namespace["CLAIMS"].claims()}
+    assert recorded["real_checkpoints.hf_loader"] == "held"
+    assert recorded["real_checkpoints.low_freq"] in ("held", "partly", "not held")
+    assert recorded["real_checkpoints.diagonal_head"] in ("held", "partly", "not held")
 
 
 def test_cli_uses_the_checkpoints_own_tokenizer(gemma3, tmp_path):

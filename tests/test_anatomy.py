@@ -170,3 +170,27 @@ def test_bad_input_names_the_problem(shape_a, shape_b, message):
         anatomy.anatomy(np.ones(shape_a), np.ones(shape_b))
     with pytest.raises(ValueError, match="finite"):
         anatomy.anatomy(np.full((4, 3), np.nan), np.ones((4, 3)))
+
+
+def test_paired_sd_ratio_bounds_are_where_pitman_morgan_just_rejects():
+    """At each bound the Pitman-Morgan statistic of x against y rescaled to that ratio equals
+    the t quantile; strongly correlated samples give a narrower interval than the F one."""
+    from scipy import stats as scipy_stats
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(8)
+    y = 0.8 * x + 0.3 * rng.standard_normal(8)
+    ratio = anatomy.paired_sd_ratio(x, y)
+    assert ratio.value == pytest.approx(np.std(x, ddof=1) / np.std(y, ddof=1))
+    assert ratio.low < ratio.value < ratio.high
+    t = scipy_stats.t.ppf(0.975, 6)
+    for bound in (ratio.low, ratio.high):
+        scaled = bound * y
+        r = np.corrcoef(x + scaled, x - scaled)[0, 1]
+        assert abs(r) * np.sqrt(6) / np.sqrt(1 - r**2) == pytest.approx(t, rel=1e-6)
+    independent = anatomy.sd_ratio(
+        anatomy.sd_estimate(np.std(x, ddof=1), 7), anatomy.sd_estimate(np.std(y, ddof=1), 7)
+    )
+    assert ratio.high - ratio.low < (independent.high - independent.low) / 2
+    with pytest.raises(ValueError, match="length >= 3"):
+        anatomy.paired_sd_ratio(x[:2], y[:2])

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from ropebook import recipes, zoo
+from ropebook.stats import anatomy
 
 
 def synthetic(rng: np.random.Generator, n: int = 8, evals: int = 5) -> dict:
@@ -45,8 +46,11 @@ def test_compare_matches_closed_forms():
         assert result.sd_ratio.value == pytest.approx(sd / compared["today"].paired_sd.value)
         assert (result.jitter is None) == (recipes.RECIPES[recipe][1] == "average")
         assert result.mean_loss[recipes.ARMS[0]] == pytest.approx(np.mean(a))
-    assert compared["today"].sd_ratio.value == 1
-    assert compared["today"].sd_ratio.low < 1 < compared["today"].sd_ratio.high
+    assert compared["today"].sd_ratio.value == pytest.approx(1)
+    today = 100 * np.subtract(*recipes._losses(results, "today"))
+    for result in compared.values():
+        differences = 100 * np.subtract(*recipes._losses(results, result.recipe))
+        assert result.sd_ratio == anatomy.paired_sd_ratio(differences, today)
     # the synthetic tails jitter by 0.3 % around each run's last loss
     assert 0.15 < compared["today"].jitter.value < 0.5
 

@@ -17,7 +17,7 @@ not rotate (p-RoPE's slowest planes, every plane of a NoPE layer) are reported a
 *unrotated*, with their norms against the same isotropic baseline. Layers may differ in head size
 and KV heads (Gemma 4's global layers): per-layer arrays are padded with NaN to the widest.
 
-:func:`analyse_checkpoint` computes it all (the chapter ``frequency_usage`` calls it), the
+:func:`analyse_checkpoint` computes it all (the chapter ``real_checkpoints`` calls it), the
 ``plot_*`` functions draw it, :func:`write_report` writes the folder, :func:`main` is the command.
 """
 

@@ -36,6 +36,11 @@ KEYS = {
     "Oka": "oka2026bands",
     "Khan": "khan2026fractional",
     "Summers": "summers2021nondeterminism",
+    "Kaddour": "kaddour2022lawa",
+    "Sanyal": "sanyal2023early",
+    "Bergsma": "bergsma2025straight",
+    "Ajroldi": "ajroldi2025average",
+    "Pitman": "pitman1939note",
 }
 CABLE_KEY = KEYS["Veisi"]
 

@@ -24,7 +24,8 @@ ran; :func:`write` keeps that in a results file with the command that reproduces
 (``python -m ropebook recipes``), so a chapter shows a comparison too costly for every build with
 its provenance, and :func:`stale` names the runs whose specs no longer match the code.
 :func:`compare` turns it into each recipe's paired s.d. and mean loss, with intervals, and the
-ratio of each paired s.d. to today's (:mod:`ropebook.stats.anatomy`).
+ratio of each paired s.d. to today's, with an interval that uses the seeds both share
+(:func:`ropebook.stats.anatomy.paired_sd_ratio`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,7 +93,7 @@ def write(
     records: list[dict[str, Any]], *, profile: str, regime: str, path: Path = RESULTS
 ) -> Path:
     """Keep ``records`` with what reproduces them and where they ran (atomically)."""
-    from ropebook import pipeline  # the runner's versions and commit, at write time only
+    from ropebook import buildrecord, pipeline  # versions, commit and machine, at write time
 
     seeds = sorted({r["seed"] for r in records})
     io.write_json_atomic(path, {
@@ -102,8 +102,7 @@ def write(
         "command": f"python -m ropebook recipes --profile {profile} --regime {regime} "
                    f"--seeds {len(seeds)}",
         "measured": datetime.date.today().isoformat(), "commit": pipeline._git_commit(),
-        "machine": {"cpu": platform.processor() or platform.machine(),
-                    "versions": pipeline.package_versions()},
+        "machine": buildrecord.machine() | {"versions": pipeline.package_versions()},
         "runs": records,
     })  # fmt: skip
     return path
@@ -147,7 +146,7 @@ class RecipeResult:
     mean_loss: dict[str, float]  # per arm, nats
     difference: anatomy.Estimate  # mean a − b, % of perplexity, t interval
     paired_sd: anatomy.Estimate  # s.d. of a − b over seeds, chi-square interval
-    sd_ratio: anatomy.Estimate  # paired s.d. over today's, F interval
+    sd_ratio: anatomy.Estimate  # paired s.d. over today's, Pitman-Morgan interval (same seeds)
     jitter: anatomy.Estimate | None  # within-run s.d. of the last iterate (None: an average)
 
 
@@ -169,13 +168,13 @@ def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeRes
         a, b = _losses(results, recipe)
         n = len(a)
         differences = 100 * (a - b)
+        today = differences if today is None else today
         paired = anatomy.sd_estimate(float(np.std(differences, ddof=1)), n - 1, confidence)
         half = stats.t.ppf((1 + confidence) / 2, n - 1) * paired.value / np.sqrt(n)
         mean = float(np.mean(differences))
         difference = anatomy.Estimate(
             *(percent_of_perplexity(x / 100) for x in (mean, mean - half, mean + half)), "t"
         )
-        today = today or paired
         jitter = None
         if evaluated == "last":
             tails = [
@@ -188,7 +187,7 @@ def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeRes
         means = {arm: float(np.mean(x)) for arm, x in zip(results["arms"], (a, b), strict=True)}
         out.append(RecipeResult(
             recipe, n, means,
-            difference, paired, anatomy.sd_ratio(paired, today, confidence), jitter,
+            difference, paired, anatomy.paired_sd_ratio(differences, today, confidence), jitter,
         ))  # fmt: skip
     return out
 

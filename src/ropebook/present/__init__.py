@@ -31,7 +31,7 @@ One module per idea, each named after its measurement module:
 - :mod:`~ropebook.present.explorers` — interactive figures whose sliders recompute the curves in
   the browser (spectrum, p-RoPE cut-off, decay);
 - :mod:`~ropebook.present.frequencies` — layer × frequency maps, band shares, the checkpoint
-  readings (``chapters/frequency_usage.py``);
+  readings (``chapters/frequency_usage.py``, ``chapters/real_checkpoints.py``);
 - :mod:`~ropebook.present.heads` — positional-head scans, scores and constructions
   (``chapters/positional_heads.py``);
 - :mod:`~ropebook.present.layouts` — the production layouts and the same layouts at our scale,

@@ -499,8 +499,8 @@ def training_noise_values(
     :func:`~ropebook.analysis.ablation.comparisons_over_training`, ``noise`` its
     :func:`~ropebook.analysis.ablation.training_noise`): the last step against the earlier run
     (``earlier_tokens`` long), its paired s.d., the s.d. over the second half of training, the
-    smallest effect the seeds detect and the seeds the paper's gap would need. With one seed per
-    model (``noise`` is ``None``) every measure of noise reads ``"—"``."""
+    smallest effect the seeds detect and the seeds its ``effect_percent`` would need. With one
+    seed per model (``noise`` is ``None``) every measure of noise reads ``"—"``."""
     tokens, last = max(by_tokens.items())
     values = {
         "tokens": f"{tokens:,}",

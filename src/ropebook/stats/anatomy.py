@@ -25,8 +25,9 @@ chi-square for an s.d. (normal data; :func:`ropebook.stats.power.sd_interval`), 
 correlation (``n ≥ 4``), a seeded percentile bootstrap over seeds for the pairing gain (a ratio of
 two dependent variances has no closed form; over 8 seeds it covered ~89 % of simulated truths,
 ``tests/test_anatomy.py``, so read it as rough), and the F distribution for the ratio of two s.d.s
-(:func:`sd_ratio`, which assumes the two are independent: two recipes trained on the same seeds
-share initialisations and batches, so the interval is conservative where they correlate).
+(:func:`sd_ratio`, which assumes the two are independent), or for two samples on the same seeds
+(two recipes trained on the same seeds share initialisations and batches) Pitman and Morgan's
+interval, which uses their correlation (:func:`paired_sd_ratio`).
 """
 
 from __future__ import annotations
@@ -110,6 +111,30 @@ def sd_ratio(numerator: Estimate, denominator: Estimate, confidence: float = 0.9
         ratio / math.sqrt(stats.f.ppf(1 - tail, d1, d2)),
         ratio / math.sqrt(stats.f.ppf(tail, d1, d2)),
         "F",
+    )
+
+
+def paired_sd_ratio(x: np.ndarray, y: np.ndarray, confidence: float = 0.95) -> Estimate:
+    """The ratio s.d.(x) / s.d.(y) of two samples taken on the same seeds (say one comparison's
+    paired differences under two recipes), with the Pitman-Morgan interval (Pitman 1939), which
+    uses their correlation ρ where :func:`sd_ratio` assumes none: with ``F`` the variance ratio,
+    ``K = 1 + 2 t² (1 − ρ²) / (n − 2)`` (``t`` the two-sided t quantile on ``n − 2`` degrees of
+    freedom), the variance ratio lies in ``F (K ∓ √(K² − 1))``; these are the ratios at which
+    the test of ``corr(x + y', x − y') = 0`` (``y'`` = y rescaled to the ratio) is just rejected."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    n = len(x)
+    if x.shape != y.shape or x.ndim != 1 or n < 3:
+        raise ValueError(f"need two samples of one length >= 3, got shapes {x.shape}, {y.shape}")
+    variance_ratio = np.var(x, ddof=1) / np.var(y, ddof=1)
+    rho = float(np.corrcoef(x, y)[0, 1])
+    t = stats.t.ppf((1 + confidence) / 2, n - 2)
+    k = 1 + 2 * t**2 * (1 - rho**2) / (n - 2)
+    spread = math.sqrt(k**2 - 1)
+    return Estimate(
+        math.sqrt(variance_ratio),
+        math.sqrt(variance_ratio * (k - spread)),
+        math.sqrt(variance_ratio * (k + spread)),
+        "Pitman-Morgan",
     )
 
 

@@ -274,8 +274,8 @@ class TrainingNoise:
     same for the earlier run of the comparison; ``late_from``: the first step of the second half
     of training (in log tokens), over which the s.d. ranges ``late_min``–``late_max`` with
     Spearman ``rho`` against tokens, read as ``trend``; ``detectable``: the smallest effect the
-    seeds detect at the last step; ``seeds_needed``: the paired seeds the paper's gap would need
-    at that noise."""
+    seeds detect at the last step; ``seeds_needed``: the paired seeds the effect the seed count
+    is sized for would need at that noise."""
 
     tokens: int
     last: Comparison
@@ -295,14 +295,15 @@ class TrainingNoise:
 def training_noise(
     by_tokens: Mapping[int, Comparison],
     earlier: Comparison,
-    paper_gap_percent: float,
+    effect_percent: float,
     confidence: float = 0.95,
     power: float = 0.8,
 ) -> TrainingNoise | None:
     """:class:`TrainingNoise` of one comparison over training (``by_tokens`` from
     :func:`comparisons_over_training`) against an ``earlier`` run of the same comparison (the
-    matched regime) and the paper's gap (``paper_gap_percent``, a log-ratio in %); ``None`` with
-    one seed per model (no paired noise to follow)."""
+    matched regime); ``effect_percent`` is the effect the seed count is sized for (a log-ratio in
+    %: the paper's gap, or the smallest effect the build aims to detect). ``None`` with one seed
+    per model (no paired noise to follow)."""
     from scipy import stats
 
     last_tokens, last = max(by_tokens.items())
@@ -333,5 +334,5 @@ def training_noise(
         rho=rho,
         trend=trend,
         detectable=last.min_detectable(confidence, power),
-        seeds_needed=seeds_needed(sd, paper_gap_percent, confidence=confidence, power=power),
+        seeds_needed=seeds_needed(sd, effect_percent, confidence=confidence, power=power),
     )

@@ -11,8 +11,8 @@ Measurement and numerics only, one module per concern (every public name is re-e
 - :mod:`~ropebook.analysis.frequencies.readings`: intervals over seeds and the verdict of each
   reading of the paper (and of a real checkpoint).
 
-The figures, tables and claim texts of ``chapters/frequency_usage.py`` are in
-``ropebook/present/frequencies.py``.
+The figures, tables and claim texts of ``chapters/frequency_usage.py`` and
+``chapters/real_checkpoints.py`` are in ``ropebook/present/frequencies.py``.
 """
 
 from ropebook.analysis.frequencies.prompts import (
