@@ -52,7 +52,11 @@ def differences_chart(results: dict[str, Any], names: tuple[str, str]) -> alt.Ch
         .mark_point(filled=True)
         .encode(x=x, y=y, tooltip=["recipe:N", "seed:N", alt.Tooltip("difference:Q", format=".2f")])
     )
-    zero = alt.Chart(alt.InlineData(values=[{"zero": 0.0}])).mark_rule(strokeDash=[4, 4]).encode(y="zero:Q")
+    zero = (
+        alt.Chart(alt.InlineData(values=[{"zero": 0.0}]))
+        .mark_rule(strokeDash=[4, 4])
+        .encode(y="zero:Q")
+    )
     return (lines + points + zero).properties(width=420, height=240)
 
 
