@@ -41,13 +41,14 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import claims, data, plots, recipes, seedplan, train, zoo
+from ropebook import claims, data, plots, recipes, seedplan, studies, train, zoo
 from ropebook.analysis import ablation
 from ropebook.present import ablation as show
 from ropebook.present import decide
 from ropebook.present import noise as show_noise
 from ropebook.present import recipes as show_recipes
 from ropebook.present import seedplan as show_plan
+from ropebook.present import studies as show_studies
 from ropebook.stats import noise
 
 plots.setup()
@@ -419,7 +420,7 @@ for name, value in {
 
 # %%
 recipe_results = recipes.load()
-recipe_stale = recipes.stale(recipe_results)
+recipe_stale = studies.stale(recipe_results)
 compared = recipes.compare(recipe_results, confidence)
 recipe_names = tuple(NAMES[arm] for arm in recipe_results["arms"])
 display(plots.table(show_recipes.rows(compared, recipe_names, confidence)))
@@ -443,7 +444,7 @@ CLAIMS.record(
 for name, value in {
     "share": recipes.AVERAGE_SHARE,
     "models": len(recipe_results["runs"]),
-    "provenance": show_recipes.provenance_text(recipe_results, recipe_stale),
+    "provenance": show_studies.provenance_text(recipe_results, recipe_stale),
     "seeds": best.n_seeds,
     "today_sd": str(today_result.paired_sd),
     "best": best.recipe,

@@ -50,9 +50,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # tiny random checkpoints of every family capture reads
     ("ropebook.tiny_models",),
     # the trained models, cached; the chapter runner; training recipes compared on paired seeds
-    ("ropebook.zoo", "ropebook.pipeline", "ropebook.recipes"),
-    # measurements (numbers only); analysing one's own checkpoint
-    ("ropebook.analysis", "ropebook.analyse"),
+    ("ropebook.zoo", "ropebook.pipeline", "ropebook.studies", "ropebook.recipes"),
+    # measurements (numbers only); analysing one's own checkpoint; the layouts-on-language study
+    ("ropebook.analysis", "ropebook.analyse", "ropebook.layout_language"),
     # shared figure helpers
     ("ropebook.plots",),
     # charts, tables and sentences of the measurements

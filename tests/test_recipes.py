@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ropebook import recipes, zoo
+from ropebook import recipes, studies, zoo
 from ropebook.stats import anatomy
 
 
@@ -21,12 +21,13 @@ def synthetic(rng: np.random.Generator, n: int = 8, evals: int = 5) -> dict:
             for seed in range(n):
                 last = 3.0 + offset + noise * rng.standard_normal()
                 runs.append({
-                    "schedule": schedule, "model": model, "seed": seed, "spec_hash": "x",
+                    "label": schedule, "overrides": recipes.overrides(schedule), "schedule": schedule, "model": model, "seed": seed, "spec_hash": "x",
                     "last_loss": last, "average_loss": last - 0.01 + 0.002 * rng.standard_normal(),
                     "tail_losses": list(last + 0.003 * rng.standard_normal(evals)),
                 })  # fmt: skip
-    return {"format": recipes.FORMAT, "profile": "smoke", "regime": "matched",
-            "arms": list(recipes.ARMS), "runs": runs}  # fmt: skip
+    return {"format": studies.FORMAT, "study": recipes.STUDY, "profile": "smoke",
+            "regime": "matched", "domain": recipes.DOMAIN, "arms": list(recipes.ARMS),
+            "runs": runs}  # fmt: skip
 
 
 def test_compare_matches_closed_forms():
@@ -62,19 +63,31 @@ def test_stale_names_runs_whose_spec_moved():
             run["model"], seed=run["seed"], profile="smoke", regime="matched",
             **recipes.overrides(run["schedule"]),
         )  # fmt: skip
-    assert recipes.stale(results) == []
+    assert studies.stale(results) == []
     results["runs"][0]["spec_hash"] = "0" * 16
-    assert recipes.stale(results) == [f"{recipes.ARMS[0]} seed 0 (cosine to 10 %)"]
+    assert studies.stale(results) == [f"{recipes.ARMS[0]} seed 0 (cosine to 10 %)"]
     today = zoo.spec_hash("rope", profile="smoke", regime="matched")
     assert today not in {r["spec_hash"] for r in results["runs"]}  # averaging is in the spec
 
 
-def test_bad_results_file_fails_clearly(tmp_path):
-    with pytest.raises(ValueError, match="no recipe results"):
+def test_results_file_round_trips_and_bad_ones_fail_clearly(tmp_path):
+    results = synthetic(np.random.default_rng(2), n=3)
+    path = recipes.write(
+        results["runs"], profile="smoke", regime="matched", path=tmp_path / "r.json"
+    )
+    loaded = recipes.load(path)
+    assert loaded["runs"] == results["runs"] and loaded["seeds"] == [0, 1, 2]
+    assert (
+        loaded["command"] == "python -m ropebook recipes --profile smoke --regime matched --seeds 3"
+    )
+    assert {"cpu", "versions"} <= set(loaded["machine"]) and loaded["commit"]
+    with pytest.raises(ValueError, match="no results of the recipes study"):
         recipes.load(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ValueError, match="not valid JSON"):
         recipes.load(tmp_path / "bad.json")
-    (tmp_path / "empty.json").write_text(json.dumps({"format": recipes.FORMAT, "runs": []}))
-    with pytest.raises(ValueError, match="with runs"):
-        recipes.load(tmp_path / "empty.json")
+    (tmp_path / "other.json").write_text(json.dumps(loaded | {"study": "layout_language"}))
+    with pytest.raises(ValueError, match="of the recipes study"):
+        recipes.load(tmp_path / "other.json")
+    with pytest.raises(ValueError, match="lacks"):
+        recipes.write([{"model": "rope"}], profile="smoke", regime="matched", path=tmp_path / "x")

@@ -20,10 +20,11 @@ functions included, and holds the floors below to it). Bottom to top:
 - ``buildplan``, ``seedplan``, ``capture`` — the zoo's time estimate; seeds chosen by power; the
   queries and keys of any transformers RoPE model.
 - ``tiny_models`` — tiny random checkpoints of every family ``capture`` reads (tests, tryouts).
-- ``zoo``, ``pipeline``, ``recipes`` — trained models by spec, profile, regime and seed, cached;
-  the chapter runner; training recipes compared on paired seeds, kept in a results file.
-- ``analysis``, ``analyse`` — measurements, numbers only, one submodule per idea; analysing one's
-  own checkpoint.
+- ``zoo``, ``pipeline``, ``studies``, ``recipes`` — trained models by spec, profile, regime and
+  seed, cached; the chapter runner; studies too costly for every build, kept in the repository
+  as results files; the training recipes compared on paired seeds.
+- ``analysis``, ``analyse``, ``layout_language`` — measurements, numbers only, one submodule per
+  idea; analysing one's own checkpoint; the production layouts trained on language (a study).
 - ``plots`` — figure helpers shared by chapters (Altair, vendored for offline use).
 - ``present`` — the charts, tables and sentences of the measurements (same module names).
 - ``proofs``, ``sitecheck``, ``__main__`` — sympy statements per chapter; checks of the built

@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,recipes,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,recipes,layout_language,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -116,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
         ("check-site", "sitecheck", "check a built site for external assets and error outputs"),
         ("analyse", "analyse", "frequency-usage figures and a summary for a local checkpoint"),
         ("recipes", "recipes", "train the recipe candidates on paired seeds, write their results"),
+        (
+            "layout_language",
+            "layout_language",
+            "train the production layouts on language, write their results",
+        ),
     ):
         sub = commands.add_parser(name, help=text, add_help=False)
         sub.set_defaults(module=module)

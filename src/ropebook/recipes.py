@@ -22,7 +22,8 @@ both                    cosine to 0           tail average
 hash, the final and tail validation losses of the last iterate, the average's loss and where it
 ran; :func:`write` keeps that in a results file with the command that reproduces it
 (``python -m ropebook recipes``), so a chapter shows a comparison too costly for every build with
-its provenance, and :func:`stale` names the runs whose specs no longer match the code.
+its provenance (:mod:`ropebook.studies`), and ``studies.stale`` names the runs whose specs no
+longer match the code.
 :func:`compare` turns it into each recipe's paired s.d. and mean loss, with intervals, and the
 ratio of each paired s.d. to today's, with an interval that uses the seeds both share
 (:func:`ropebook.stats.anatomy.paired_sd_ratio`).
@@ -31,15 +32,13 @@ ratio of each paired s.d. to today's, with an interval that uses the seeds both 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ropebook import io, paths, train, zoo
+from ropebook import studies, train, zoo
 from ropebook.stats import anatomy
 from ropebook.stats.power import percent_of_perplexity
 
@@ -55,8 +54,7 @@ RECIPES: dict[str, tuple[str, str]] = {  # recipe -> (schedule, model evaluated)
     "both": ("cosine to 0", "average"),
 }
 ARMS: tuple[str, str] = ("p-rope-0.75", "rope")  # the headline pair, a − b
-RESULTS = paths.REPO_ROOT / "data" / "results" / "recipes.json"
-FORMAT = 1
+STUDY, DOMAIN = "recipes", "shakespeare"
 
 
 def overrides(schedule: str) -> dict[str, float]:
@@ -77,64 +75,33 @@ def measure(
             else:
                 runs = [zoo.load(name, seed=s, **settings, **overrides(schedule)) for s in seeds]
             for run in runs:
-                meta = json.loads((run.path / "checkpoint.json").read_text())
                 records.append({
-                    "schedule": schedule, "model": name, "seed": run.seed,
-                    "spec_hash": run.spec_hash, "seconds": run.seconds,
+                    "label": schedule, "schedule": schedule, "model": name, "seed": run.seed,
+                    "overrides": overrides(schedule), "spec_hash": run.spec_hash,
+                    "seconds": run.seconds,
                     "last_loss": run.history["val"][-1]["loss"],
                     "average_loss": run.history["val_average"]["loss"],
                     "tail_losses": [row["loss"] for row in run.history.get("tail", [])],
-                    "provenance": meta.get("provenance", []),
+                    "provenance": studies.provenance(run),
                 })  # fmt: skip
     return records
 
 
 def write(
-    records: list[dict[str, Any]], *, profile: str, regime: str, path: Path = RESULTS
+    records: list[dict[str, Any]], *, profile: str, regime: str, path: Path | None = None
 ) -> Path:
-    """Keep ``records`` with what reproduces them and where they ran (atomically)."""
-    from ropebook import buildrecord, pipeline  # versions, commit and machine, at write time
-
-    seeds = sorted({r["seed"] for r in records})
-    io.write_json_atomic(path, {
-        "format": FORMAT, "profile": profile, "regime": regime, "seeds": seeds,
-        "average_share": AVERAGE_SHARE, "arms": list(ARMS),
-        "command": f"python -m ropebook recipes --profile {profile} --regime {regime} "
-                   f"--seeds {len(seeds)}",
-        "measured": datetime.date.today().isoformat(), "commit": pipeline._git_commit(),
-        "machine": buildrecord.machine() | {"versions": pipeline.package_versions()},
-        "runs": records,
-    })  # fmt: skip
-    return path
+    """Keep ``records`` in the study's results file (:func:`ropebook.studies.write`)."""
+    seeds = len({r.get("seed") for r in records})
+    return studies.write(
+        STUDY, records, profile=profile, regime=regime, domain=DOMAIN, path=path,
+        command=f"python -m ropebook recipes --profile {profile} --regime {regime} --seeds {seeds}",
+        average_share=AVERAGE_SHARE, arms=list(ARMS),
+    )  # fmt: skip
 
 
-def load(path: Path = RESULTS) -> dict[str, Any]:
-    """The results file, or a ValueError naming what is wrong with it."""
-    try:
-        results = json.loads(Path(path).read_text())
-    except FileNotFoundError as error:
-        raise ValueError(f"{path}: no recipe results; run python -m ropebook recipes") from error
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error})") from error
-    if results.get("format") != FORMAT or not results.get("runs"):
-        raise ValueError(f"{path}: not a format-{FORMAT} recipe results file with runs")
-    return results
-
-
-def stale(results: dict[str, Any]) -> list[str]:
-    """The runs whose spec hash differs from what the current code would train (none: current)."""
-    return [
-        f"{r['model']} seed {r['seed']} ({r['schedule']})"
-        for r in results["runs"]
-        if r["spec_hash"]
-        != zoo.spec_hash(
-            r["model"],
-            seed=r["seed"],
-            profile=results["profile"],
-            regime=results["regime"],
-            **overrides(r["schedule"]),
-        )  # fmt: skip
-    ]
+def load(path: Path | None = None) -> dict[str, Any]:
+    """The results file (:func:`ropebook.studies.load`)."""
+    return studies.load(STUDY, path)
 
 
 @dataclass(frozen=True)
@@ -200,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
     parser.add_argument("--regime", default="matched", choices=zoo.TAIL_REGIMES)
     parser.add_argument("--seeds", type=int, default=8, help="paired seeds 0..N-1 (default 8)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=studies.path_of(STUDY))
     args = parser.parse_args(argv)
     if args.seeds < 3:
         parser.error(f"--seeds must be at least 3 (an s.d. needs them), got {args.seeds}")

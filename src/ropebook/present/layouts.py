@@ -1,12 +1,17 @@
 """The production layouts chapter's tables (``chapters/layouts.py``): the layouts as their
-``transformers`` config classes set them, and the layouts at our scale with what they could not
-keep (:mod:`ropebook.layouts`)."""
+``transformers`` config classes set them, the layouts at our scale with what they could not
+keep (:mod:`ropebook.layouts`), and the layouts on language (:mod:`ropebook.layout_language`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from ropebook import layouts
+import altair as alt
+import numpy as np
+
+from ropebook import layout_language, layouts
+from ropebook.analysis import ablation
 
 
 def _kind(kind: layouts.LayerKind) -> str:
@@ -39,3 +44,47 @@ def scaled_rows(rows: list[dict], labels: Mapping[str, str]) -> list[dict]:
          "ratios not kept": r["notes"] or "—"}
         for r in rows
     ]  # fmt: skip
+
+
+def language_rows(
+    results: dict[str, Any], labels: Mapping[str, str], confidence: float = 0.95
+) -> list[dict]:
+    """One row per model: its perplexity at each length (geometric mean over seeds [interval])
+    and, at the shortest and the longest, the paired difference from all-RoPE."""
+    lengths = layout_language.factors(results)
+    ends = {
+        f: layout_language.against_rope(results, f, confidence) for f in (lengths[0], lengths[-1])
+    }
+    rows = []
+    for name in results["models"]:
+        row = {"layout": labels[name]}
+        for f in lengths:
+            e = ablation.estimate(layout_language.ppl(results, name, f), confidence, log=True)
+            row[f"ppl at {f}×"] = f"{e.mean:.1f} [{e.low:.1f}, {e.high:.1f}]"
+        for f, comparisons in ends.items():
+            row[f"vs all-RoPE at {f}×"] = (
+                "—" if name == "rope" else comparisons[name].difference.format(digits=1)
+            )
+        rows.append(row)
+    return rows
+
+
+def language_chart(results: dict[str, Any], labels: Mapping[str, str]) -> alt.Chart:
+    """Perplexity against the window length (multiples of the context), geometric mean over
+    seeds, one line per layout."""
+    values = [
+        {"layout": labels[name], "factor": f,
+         "ppl": float(np.exp(np.mean(np.log(layout_language.ppl(results, name, f)))))}
+        for name in results["models"] for f in layout_language.factors(results)
+    ]  # fmt: skip
+    return (
+        alt.Chart(alt.InlineData(values=values))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("factor:Q", scale=alt.Scale(type="log", base=2), title="window / context"),
+            y=alt.Y("ppl:Q", scale=alt.Scale(zero=False), title="held-out perplexity"),
+            color=alt.Color("layout:N", sort=[labels[n] for n in results["models"]]),
+            tooltip=["layout:N", "factor:Q", alt.Tooltip("ppl:Q", format=".1f")],
+        )
+        .properties(width=420, height=260)
+    )

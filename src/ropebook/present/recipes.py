@@ -1,4 +1,4 @@
-"""The recipe comparison (``ropebook.recipes``): its table, its figure and where it was measured."""
+"""The recipe comparison (``ropebook.recipes``): its table and its figure."""
 
 from __future__ import annotations
 
@@ -58,17 +58,3 @@ def differences_chart(results: dict[str, Any], names: tuple[str, str]) -> alt.Ch
         .encode(y="zero:Q")
     )
     return (lines + points + zero).properties(width=420, height=240)
-
-
-def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
-    """Where and when the results file was measured, the command that reproduces it, and
-    whether the code still trains the same specs."""
-    versions = results["machine"]["versions"]
-    text = (
-        f"measured {results['measured']} at commit `{results['commit']}` on "
-        f"{results['machine']['cpu']} (JAX {versions.get('jax', '?')}); "
-        f"{len(results['seeds'])} paired seeds; reproduce with `{results['command']}`"
-    )
-    if stale:
-        return text + f". **Stale**: the code now trains other specs for {', '.join(stale)}"
-    return text + "; every run's spec hash matches what the code trains today"

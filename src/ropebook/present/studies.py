@@ -1,0 +1,19 @@
+"""Where a study kept in the repository (``ropebook.studies``) was measured, for its page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
+    """Where and when the results file was measured, the command that reproduces it, and
+    whether the code still trains the same specs."""
+    versions = results["machine"]["versions"]
+    text = (
+        f"measured {results['measured']} at commit `{results['commit']}` on "
+        f"{results['machine']['cpu']} (JAX {versions.get('jax', '?')}); "
+        f"{len(results['seeds'])} paired seeds; reproduce with `{results['command']}`"
+    )
+    if stale:
+        return text + f". **Stale**: the code now trains other specs for {', '.join(stale)}"
+    return text + "; every run's spec hash matches what the code trains today"

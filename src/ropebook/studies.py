@@ -1,0 +1,100 @@
+"""Studies too costly for every build: trained once, kept in the repository as results files.
+
+A study trains zoo models (cached by spec as every zoo model is) and keeps, per run, what a
+chapter needs — losses, the spec hash, the zoo overrides that made it, where it ran — in
+``data/results/<study>.json`` with the command that reproduces it, the commit, the date, the
+machine and the package versions (:func:`write`, atomic). A chapter then shows the study beside
+its own measurements with that provenance, never as if measured in its run, and :func:`stale`
+names the runs whose spec the code no longer trains (the page says so). The studies:
+:mod:`ropebook.recipes` (training recipes on paired seeds) and
+:mod:`ropebook.layout_language` (the production layouts on language).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+from ropebook import io, paths, zoo
+
+RESULTS_DIR = paths.REPO_ROOT / "data" / "results"
+FORMAT = 1
+RUN_FIELDS = ("model", "seed", "overrides", "spec_hash")  # every run record has these
+
+
+def path_of(study: str) -> Path:
+    return RESULTS_DIR / f"{study}.json"
+
+
+def write(
+    study: str,
+    runs: list[dict[str, Any]],
+    *,
+    profile: str,
+    regime: str,
+    domain: str,
+    command: str,
+    path: Path | None = None,
+    **about: Any,
+) -> Path:
+    """Keep ``runs`` (each with :data:`RUN_FIELDS`) with what reproduces them and where they
+    ran; ``about`` adds the study's own settings."""
+    from ropebook import buildrecord, pipeline  # commit, versions and machine, at write time
+
+    for run in runs:
+        if missing := [f for f in RUN_FIELDS if f not in run]:
+            raise ValueError(f"{study}: a run record lacks {missing}: {run}")
+    path = path_of(study) if path is None else Path(path)
+    io.write_json_atomic(path, {
+        "format": FORMAT, "study": study, "profile": profile, "regime": regime, "domain": domain,
+        "seeds": sorted({r["seed"] for r in runs}), "command": command,
+        "measured": datetime.date.today().isoformat(), "commit": pipeline._git_commit(),
+        "machine": buildrecord.machine() | {"versions": pipeline.package_versions()},
+        **about, "runs": runs,
+    })  # fmt: skip
+    return path
+
+
+def load(study: str, path: Path | None = None) -> dict[str, Any]:
+    """A study's results file, or a ValueError naming what is wrong with it."""
+    path = path_of(study) if path is None else Path(path)
+    try:
+        results = json.loads(path.read_text())
+    except FileNotFoundError as error:
+        raise ValueError(
+            f"{path}: no results of the {study} study; run python -m ropebook {study}"
+        ) from error
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from error
+    if results.get("format") != FORMAT or results.get("study") != study or not results.get("runs"):
+        raise ValueError(
+            f"{path}: not a format-{FORMAT} results file of the {study} study with runs"
+        )
+    for run in results["runs"]:
+        if missing := [f for f in RUN_FIELDS if f not in run]:
+            raise ValueError(f"{path}: a run record lacks {missing}")
+    return results
+
+
+def stale(results: dict[str, Any]) -> list[str]:
+    """The runs whose spec hash differs from what the current code would train (none: current)."""
+    return [
+        f"{r['model']} seed {r['seed']}" + (f" ({r['label']})" if r.get("label") else "")
+        for r in results["runs"]
+        if r["spec_hash"]
+        != zoo.spec_hash(
+            r["model"],
+            seed=r["seed"],
+            profile=results["profile"],
+            regime=results["regime"],
+            domain=results["domain"],
+            **r["overrides"],
+        )  # fmt: skip
+    ]
+
+
+def provenance(run) -> list[dict[str, Any]]:
+    """A trained zoo model's provenance entries (where and how each training call ran)."""
+    return json.loads((run.path / "checkpoint.json").read_text()).get("provenance", [])
