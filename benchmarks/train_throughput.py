@@ -18,6 +18,7 @@ actually do, not a datasheet number).
 
     .venv/bin/python benchmarks/train_throughput.py [--profile cpu] [--regime lesson|matched]
         [--rounds 5] [--steps 15] [--launches 3] [--runners "ours, fused" "ours, XLA attn"]
+        [--pinned COMMIT]   # also the library at COMMIT (its src/, by git archive), side by side
     ROPEBOOK_TUNE_MALLOC=0 .venv/bin/python benchmarks/train_throughput.py   # glibc defaults
 """
 
@@ -140,9 +141,18 @@ RUNNERS = {
 }
 
 
-def worker(conn, name: str, profile: str, regime: str, steps: int) -> None:
+PINNED = "ours @ "  # runner name prefix of the library at another commit (--pinned)
+
+
+def worker(conn, name: str, profile: str, regime: str, steps: int, pinned_src: str | None) -> None:
     """One framework in its own process: build and warm up, then time ``steps`` steps whenever
-    the parent asks, replying seconds per step (or the error that stopped it)."""
+    the parent asks, replying seconds per step (or the error that stopped it). The pinned
+    runner imports the library from ``pinned_src`` (that commit's ``src``) before anything else."""
+    if name.startswith(PINNED):
+        import sys
+
+        sys.path.insert(0, pinned_src)
+        RUNNERS[name] = lambda cfg, tc, tokens: jax_runner(cfg, tc, tokens, attention="auto")
     from ropebook import zoo
 
     cfg, tc = zoo.configs("rope", seed=0, profile=profile, regime=regime)
@@ -173,7 +183,8 @@ def launch_and_time(args) -> dict[str, list[float]]:
     for name in args.runners:
         parent, child = context.Pipe()
         process = context.Process(
-            target=worker, args=(child, name, args.profile, args.regime, args.steps)
+            target=worker,
+            args=(child, name, args.profile, args.regime, args.steps, args.pinned_src),
         )
         process.start()
         reply = parent.recv()  # one warms up at a time
@@ -191,6 +202,22 @@ def launch_and_time(args) -> dict[str, list[float]]:
         conn.send(False)
         process.join()
     return seconds
+
+
+def extract_src(commit: str) -> str:
+    """``src/`` of the repository at ``commit``, unpacked into a temporary folder (``git
+    archive``: the work tree is not touched); returns the folder's ``src``."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    folder = Path(tempfile.mkdtemp(prefix=f"ropebook-{commit}-"))
+    archive = subprocess.run(
+        ["git", "archive", commit, "src"], cwd=repo, capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return str(folder / "src")
 
 
 def auto_pick(cfg, tc):
@@ -214,7 +241,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--launches", type=int, default=3, help="fresh sets of processes")
     parser.add_argument("--runners", nargs="+", choices=tuple(RUNNERS), default=tuple(RUNNERS))
+    parser.add_argument("--pinned", metavar="COMMIT", help="also time the library at COMMIT")
     args = parser.parse_args()
+    args.pinned_src = None
+    if args.pinned:
+        args.pinned_src = extract_src(args.pinned)
+        args.runners = (f"{PINNED}{args.pinned}", *args.runners)
     cfg, tc = zoo.configs("rope", seed=0, profile=args.profile, regime=args.regime)
     ours, choice = auto_pick(cfg, tc)  # before the workers start, so they do not slow it
     peak = peak_matmul_flops()
