@@ -73,8 +73,10 @@ config, train_config = zoo.configs("rope", profile=profile, regime=REGIME)
 context, base, head_dim, n_layers = (config.context, config.rope_base, config.head_dim,
                                      config.n_layers)  # fmt: skip
 cap = train_config.steps
-print(f"profile {profile!r}: {len(seeds)} seeds {list(seeds)}, {n_layers} layers, "
-      f"{config.n_heads} heads × {head_dim}, context {context}, step cap {cap}")  # fmt: skip
+glue("layouts.profile", profile, display=False)
+glue("layouts.n_seeds", len(seeds), display=False)
+glue("layouts.seed_list", ", ".join(map(str, seeds)), display=False)
+glue("layouts.cap", int(cap), display=False)
 
 # %% [markdown]
 # ## The production layouts
@@ -88,7 +90,9 @@ plots.table(show_layouts.production_rows())
 # %% [markdown]
 # ## The same designs at our scale
 #
-# Our task models have {glue:text}`layouts.n_layers` layers of {glue:text}`layouts.heads` heads of
+# This run uses the *{glue:text}`layouts.profile`* profile, {glue:text}`layouts.n_seeds` seeds
+# ({glue:text}`layouts.seed_list`) and a cap of {glue:text}`layouts.cap` training steps. Our task
+# models have {glue:text}`layouts.n_layers` layers of {glue:text}`layouts.heads` heads of
 # dimension {glue:text}`layouts.head_dim` and a context of {glue:text}`layouts.context` tokens;
 # the uniform layouts use the task regime's θ = {glue:text}`layouts.base:g` (the slowest plane
 # turns over the context as Gemma 7B's does over 8k). The hybrids follow three stated rules

@@ -91,9 +91,10 @@ CLAIMS = claims.ClaimSet(
     ),
     claims.ClaimSpec(
         "methods.recipe", "Kaddour 2022; Bergsma et al. 2025: matched runs",
-        "Averaging the last fifth of training's weights, decaying the learning rate to zero, or "
-        "both, cuts the headline comparison's paired s.d. below today's recipe (the best "
-        "candidate's s.d. ratio to today's below 1)",
+        "A change of recipe — averaging the last fifth of training's weights, decaying the "
+        "learning rate to zero, both, half the peak learning rate, or twice the batch at the same "
+        "tokens — cuts the headline comparison's paired s.d. below today's (the best candidate's "
+        "s.d. ratio to today's below 1)",
         claims.given,  # verdict_from_interval on the best candidate's Pitman-Morgan interval
     ),
 )  # fmt: skip
@@ -405,14 +406,18 @@ for name, value in {
 # ### Can the recipe cut the noise?
 #
 # Our recipe ends its cosine schedule at a tenth of the peak learning rate and reports the last
-# iterate, which may still jitter. Two levers aim at that, each measured on larger models:
-# averaging the weights of the last steps and evaluating the mean as one model
+# iterate. If the noise is the last iterate's jitter, two levers aim at it, each measured on
+# larger models: averaging the weights of the last steps and evaluating the mean as one model
 # {cite:p}`kaddour2022lawa,sanyal2023early`, and decaying the learning rate to zero
-# {cite:p}`bergsma2025straight`; {cite:t}`ajroldi2025average` found the two together best. We
-# trained both arms of the headline comparison on the same paired seeds under both schedules,
-# each run keeping the mean of its weights over the last {glue:text}`methods.recipe.share:.0%` of
-# steps (`ropebook.train.tail_average`, which leaves the weights trained unchanged), so two runs
-# per arm and seed give four recipes (`ropebook.recipes`). That is
+# {cite:p}`bergsma2025straight`; {cite:t}`ajroldi2025average` found the two together best. If
+# instead runs end in different places (the seeds' s.d. far above a run's jitter, as the
+# anatomy above shows), the levers are those that make runs diverge less: a lower peak learning
+# rate, or a larger batch at the same tokens. We trained both arms of the headline comparison on
+# the same paired seeds under four schedules — today's, the learning rate to zero, half the peak
+# learning rate, and twice the batch in half the steps — each run keeping the mean of its
+# weights over the last {glue:text}`methods.recipe.share:.0%` of steps
+# (`ropebook.train.tail_average`, which leaves the weights trained unchanged), so the two first
+# schedules give two recipes each (`ropebook.recipes`). That is
 # {glue:text}`methods.recipe.models` models, more than a build can train, so they come from a
 # results file that `python -m ropebook recipes` wrote: {glue:text}`methods.recipe.provenance`.
 # Since every recipe shares the seeds, the ratio of a candidate's paired s.d. to today's has
@@ -437,9 +442,10 @@ CLAIMS.record(
     f"{today_result.paired_sd} %, ratio {best.sd_ratio} (Pitman-Morgan)",
     seeds=best.n_seeds,
     basis=f"{recipe_results['profile']} profile, {recipe_results['regime']} regime, "
-    f"{best.n_seeds} paired seeds × 4 recipes, results file measured {recipe_results['measured']}",
+    f"{best.n_seeds} paired seeds × {len(compared)} recipes, results file measured "
+    f"{recipe_results['measured']}",
     to_decide="more paired seeds under today's recipe and the best candidate, until the ratio's "
-    "interval leaves 1 (the best of three is picked after seeing them, so confirm it on fresh seeds)",
+    "interval leaves 1 (the best of five is picked after seeing them: confirm it on fresh seeds)",
 )
 for name, value in {
     "share": recipes.AVERAGE_SHARE,
@@ -451,6 +457,11 @@ for name, value in {
     "best_sd": str(best.paired_sd),
     "best_ratio": str(best.sd_ratio),
     "today_jitter": "—" if today_result.jitter is None else str(today_result.jitter),
+    "where": "not measured (no tail evaluations)"
+    if today_result.jitter is None
+    else "between runs: they end in different places"
+    if today_result.jitter.value < today_result.paired_sd.value / 3
+    else "largely in the last iterate's jitter",
     "verdict": CLAIMS.records["methods.recipe"].verdict,
 }.items():
     glue(f"methods.recipe.{name}", value, display=False)
@@ -458,7 +469,9 @@ for name, value in {
 # %% [markdown]
 # Over {glue:text}`methods.recipe.seeds` paired seeds, today's recipe gives the headline
 # comparison a paired s.d. of {glue:text}`methods.recipe.today_sd` % of perplexity, while a run's
-# last evaluations jitter by {glue:text}`methods.recipe.today_jitter` %. The best candidate,
+# last evaluations jitter by {glue:text}`methods.recipe.today_jitter` %: the noise lives
+# {glue:text}`methods.recipe.where` (below a third of the paired s.d., jitter cannot be what
+# separates the seeds). The best candidate,
 # *{glue:text}`methods.recipe.best`*, gives {glue:text}`methods.recipe.best_sd` %: a ratio of
 # {glue:text}`methods.recipe.best_ratio` to today's, so the claim that a recipe cuts the noise is
 # **{glue:text}`methods.recipe.verdict`**. In the figure each line is one seed: a recipe that cuts

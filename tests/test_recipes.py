@@ -16,12 +16,15 @@ from ropebook.stats import anatomy
 def synthetic(rng: np.random.Generator, n: int = 8, evals: int = 5) -> dict:
     """A results file whose recipes differ only in how much the arms' losses move per seed."""
     runs = []
-    for schedule, noise in (("cosine to 10 %", 0.02), ("cosine to 0", 0.01)):
+    noises = {"cosine to 10 %": 0.02, "cosine to 0": 0.01, "half the peak LR": 0.015,
+              "twice the batch": 0.03}  # fmt: skip
+    for schedule, noise in noises.items():
         for model, offset in zip(recipes.ARMS, (0.0, 0.01), strict=True):
             for seed in range(n):
                 last = 3.0 + offset + noise * rng.standard_normal()
                 runs.append({
-                    "label": schedule, "overrides": recipes.overrides(schedule), "schedule": schedule, "model": model, "seed": seed, "spec_hash": "x",
+                    "label": schedule, "schedule": schedule,
+                    "overrides": recipes.overrides(schedule, "smoke", "matched"), "model": model, "seed": seed, "spec_hash": "x",
                     "last_loss": last, "average_loss": last - 0.01 + 0.002 * rng.standard_normal(),
                     "tail_losses": list(last + 0.003 * rng.standard_normal(evals)),
                 })  # fmt: skip
@@ -61,7 +64,7 @@ def test_stale_names_runs_whose_spec_moved():
     for run in results["runs"]:
         run["spec_hash"] = zoo.spec_hash(
             run["model"], seed=run["seed"], profile="smoke", regime="matched",
-            **recipes.overrides(run["schedule"]),
+            **recipes.overrides(run["schedule"], "smoke", "matched"),
         )  # fmt: skip
     assert studies.stale(results) == []
     results["runs"][0]["spec_hash"] = "0" * 16

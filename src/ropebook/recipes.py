@@ -5,9 +5,12 @@ seed noise. Two levers aim at the last iterate's jitter, each measured elsewhere
 models: **tail weight averaging** (the uniform mean of the params after each of the last
 :data:`AVERAGE_SHARE` of steps, evaluated as one model; Kaddour 2022, Sanyal et al. 2023) and
 **the learning rate decayed to zero** instead of to 10 % of its peak (Bergsma et al. 2025); and
-both (Ajroldi, Orvieto & Geiping 2025). Every run keeps the average in its optimiser state
-(:func:`ropebook.train.tail_average`; the weights trained are unchanged), so one run per
-schedule gives two recipes, and four recipes need two runs per arm and seed:
+both (Ajroldi, Orvieto & Geiping 2025). Where runs instead end apart (the seeds' s.d. far above
+a run's jitter), two levers aim at that divergence: **half the peak learning rate**, and
+**twice the batch in half the steps** (the same tokens; its evaluation scores twice as many
+windows, as evaluation uses the training batch size). Every run keeps the average in its
+optimiser state (:func:`ropebook.train.tail_average`; the weights trained are unchanged), so one
+run per schedule gives two recipes:
 
 ======================  ====================  =================
 recipe                  schedule              model evaluated
@@ -16,6 +19,8 @@ today                   cosine to 10 %        last iterate
 tail average            cosine to 10 %        tail average
 LR to zero              cosine to 0           last iterate
 both                    cosine to 0           tail average
+half the peak LR        half the peak LR      last iterate
+twice the batch         twice the batch       last iterate
 ======================  ====================  =================
 
 :func:`measure` trains them (from the zoo's cache where present) and records, per run, the spec
@@ -32,6 +37,7 @@ ratio of each paired s.d. to today's, with an interval that uses the seeds both 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,41 +49,55 @@ from ropebook.stats import anatomy
 from ropebook.stats.power import percent_of_perplexity
 
 AVERAGE_SHARE = 0.2  # the tail averaged: the last 20 % of steps (Sanyal et al. find 10-25 % best)
-SCHEDULES: dict[str, dict[str, float]] = {
-    "cosine to 10 %": {},  # today's: the zoo's TrainConfig default min_lr_ratio = 0.1
-    "cosine to 0": {"min_lr_ratio": 0.0},
-}
+# schedule -> the zoo overrides it sets, given the regime's own TrainConfig
+SCHEDULES: dict[str, Callable[[train.TrainConfig], dict[str, Any]]] = {
+    "cosine to 10 %": lambda tc: {},  # today's: TrainConfig's default min_lr_ratio = 0.1
+    "cosine to 0": lambda tc: {"min_lr_ratio": 0.0},
+    "half the peak LR": lambda tc: {"lr": tc.lr / 2},
+    "twice the batch": lambda tc: {  # the same tokens in half the steps
+        "batch_size": 2 * tc.batch_size, "steps": tc.steps // 2, "warmup": tc.warmup // 2,
+    },
+}  # fmt: skip
 RECIPES: dict[str, tuple[str, str]] = {  # recipe -> (schedule, model evaluated)
     "today": ("cosine to 10 %", "last"),
     "tail average": ("cosine to 10 %", "average"),
     "LR to zero": ("cosine to 0", "last"),
     "both": ("cosine to 0", "average"),
+    "half the peak LR": ("half the peak LR", "last"),
+    "twice the batch": ("twice the batch", "last"),
 }
 ARMS: tuple[str, str] = ("p-rope-0.75", "rope")  # the headline pair, a − b
 STUDY, DOMAIN = "recipes", "shakespeare"
 
 
-def overrides(schedule: str) -> dict[str, float]:
+def overrides(schedule: str, profile: str, regime: str) -> dict[str, Any]:
     """The zoo overrides of one schedule's runs (every run keeps its tail average)."""
-    return {"average_share": AVERAGE_SHARE, **SCHEDULES[schedule]}
+    today = zoo.configs(ARMS[0], profile=profile, regime=regime)[1]
+    return {"average_share": AVERAGE_SHARE, **SCHEDULES[schedule](today)}
 
 
 def measure(
-    seeds: tuple[int, ...], *, profile: str = "cpu", regime: str = "matched", progress: bool = True
+    seeds: tuple[int, ...],
+    *,
+    profile: str = "cpu",
+    regime: str = "matched",
+    schedules: tuple[str, ...] = tuple(SCHEDULES),
+    progress: bool = True,
 ) -> list[dict[str, Any]]:
-    """Train (or load) both arms under both schedules on ``seeds``; one record per run."""
+    """Train (or load) both arms under each schedule on ``seeds``; one record per run."""
     records = []
-    for schedule in SCHEDULES:
+    for schedule in schedules:
+        changes = overrides(schedule, profile, regime)
         for name in ARMS:
             settings = dict(profile=profile, regime=regime, progress=progress)
             if train.seed_batching():  # as the zoo trains seeds: together where measured faster
-                runs = zoo.load_seeds(name, seeds, **settings, **overrides(schedule))
+                runs = zoo.load_seeds(name, seeds, **settings, **changes)
             else:
-                runs = [zoo.load(name, seed=s, **settings, **overrides(schedule)) for s in seeds]
+                runs = [zoo.load(name, seed=s, **settings, **changes) for s in seeds]
             for run in runs:
                 records.append({
                     "label": schedule, "schedule": schedule, "model": name, "seed": run.seed,
-                    "overrides": overrides(schedule), "spec_hash": run.spec_hash,
+                    "overrides": changes, "spec_hash": run.spec_hash,
                     "seconds": run.seconds,
                     "last_loss": run.history["val"][-1]["loss"],
                     "average_loss": run.history["val_average"]["loss"],
@@ -127,11 +147,15 @@ def _losses(results: dict[str, Any], recipe: str) -> tuple[np.ndarray, np.ndarra
 
 
 def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeResult]:
-    """Every recipe's paired noise and mean loss, and its paired s.d. over today's."""
+    """Every recipe's paired noise and mean loss, and its paired s.d. over today's (the recipes
+    whose schedule ``results`` has; today's first)."""
     from scipy import stats
 
     out, today = [], None
+    measured = {r["schedule"] for r in results["runs"]}
     for recipe, (schedule, evaluated) in RECIPES.items():
+        if schedule not in measured:
+            continue
         a, b = _losses(results, recipe)
         n = len(a)
         differences = 100 * (a - b)
@@ -168,10 +192,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regime", default="matched", choices=zoo.TAIL_REGIMES)
     parser.add_argument("--seeds", type=int, default=8, help="paired seeds 0..N-1 (default 8)")
     parser.add_argument("--out", type=Path, default=studies.path_of(STUDY))
+    parser.add_argument(
+        "--train-only", nargs="+", choices=tuple(SCHEDULES), metavar="SCHEDULE",
+        help="only train these schedules' runs (say, in another process), write no file",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.seeds < 3:
         parser.error(f"--seeds must be at least 3 (an s.d. needs them), got {args.seeds}")
-    records = measure(tuple(range(args.seeds)), profile=args.profile, regime=args.regime)
+    seeds = tuple(range(args.seeds))
+    if args.train_only:
+        measure(seeds, profile=args.profile, regime=args.regime, schedules=tuple(args.train_only))
+        return 0
+    records = measure(seeds, profile=args.profile, regime=args.regime)
     path = write(records, profile=args.profile, regime=args.regime, path=args.out)
     for result in compare(load(path)):
         print(f"{result.recipe:>13}: paired s.d. {result.paired_sd} %, "
