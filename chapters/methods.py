@@ -412,12 +412,12 @@ for name, value in {
 # {cite:p}`bergsma2025straight`; {cite:t}`ajroldi2025average` found the two together best. If
 # instead runs end in different places (the seeds' s.d. far above a run's jitter, as the
 # anatomy above shows), the levers are those that make runs diverge less: a lower peak learning
-# rate, or a larger batch at the same tokens. We trained both arms of the headline comparison on
-# the same paired seeds under four schedules — today's, the learning rate to zero, half the peak
-# learning rate, and twice the batch in half the steps — each run keeping the mean of its
-# weights over the last {glue:text}`methods.recipe.share:.0%` of steps
-# (`ropebook.train.tail_average`, which leaves the weights trained unchanged), so the two first
-# schedules give two recipes each (`ropebook.recipes`). That is
+# rate, or a larger batch at the same tokens (`ropebook.recipes` defines a schedule for each). We
+# trained both arms of the headline comparison on the same paired seeds under these schedules:
+# {glue:text}`methods.recipe.schedules`; each run keeps the mean of its weights over the last
+# {glue:text}`methods.recipe.share:.0%` of steps (`ropebook.train.tail_average`, which leaves the
+# weights trained unchanged), so today's schedule and the learning rate to zero give two recipes
+# each, the last iterate and the average. That is
 # {glue:text}`methods.recipe.models` models, more than a build can train, so they come from a
 # results file that `python -m ropebook recipes` wrote: {glue:text}`methods.recipe.provenance`.
 # Since every recipe shares the seeds, the ratio of a candidate's paired s.d. to today's has
@@ -450,6 +450,7 @@ CLAIMS.record(
 for name, value in {
     "share": recipes.AVERAGE_SHARE,
     "models": len(recipe_results["runs"]),
+    "schedules": "; ".join(recipe_results["schedules"]),
     "provenance": show_studies.provenance_text(recipe_results, recipe_stale),
     "seeds": best.n_seeds,
     "today_sd": str(today_result.paired_sd),

@@ -112,10 +112,13 @@ def write(
 ) -> Path:
     """Keep ``records`` in the study's results file (:func:`ropebook.studies.write`)."""
     seeds = len({r.get("seed") for r in records})
+    schedules = [s for s in SCHEDULES if s in {r.get("schedule") for r in records}]
+    command = f"python -m ropebook recipes --profile {profile} --regime {regime} --seeds {seeds}"
+    if len(schedules) < len(SCHEDULES):
+        command += " --schedules " + " ".join(f"'{s}'" for s in schedules)
     return studies.write(
         STUDY, records, profile=profile, regime=regime, domain=DOMAIN, path=path,
-        command=f"python -m ropebook recipes --profile {profile} --regime {regime} --seeds {seeds}",
-        average_share=AVERAGE_SHARE, arms=list(ARMS),
+        command=command, average_share=AVERAGE_SHARE, arms=list(ARMS), schedules=schedules,
     )  # fmt: skip
 
 
@@ -193,17 +196,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=8, help="paired seeds 0..N-1 (default 8)")
     parser.add_argument("--out", type=Path, default=studies.path_of(STUDY))
     parser.add_argument(
-        "--train-only", nargs="+", choices=tuple(SCHEDULES), metavar="SCHEDULE",
-        help="only train these schedules' runs (say, in another process), write no file",
+        "--schedules", nargs="+", choices=tuple(SCHEDULES), default=tuple(SCHEDULES),
+        metavar="SCHEDULE", help=f"schedules to train and keep (default all: {', '.join(SCHEDULES)})",
     )  # fmt: skip
+    parser.add_argument(
+        "--train-only", action="store_true", help="train (say, in another process), write no file"
+    )
     args = parser.parse_args(argv)
     if args.seeds < 3:
         parser.error(f"--seeds must be at least 3 (an s.d. needs them), got {args.seeds}")
-    seeds = tuple(range(args.seeds))
+    if "cosine to 10 %" not in args.schedules:
+        parser.error(
+            "--schedules must include today's, 'cosine to 10 %': the others are read against it"
+        )
+    seeds, schedules = tuple(range(args.seeds)), tuple(s for s in SCHEDULES if s in args.schedules)
+    records = measure(seeds, profile=args.profile, regime=args.regime, schedules=schedules)
     if args.train_only:
-        measure(seeds, profile=args.profile, regime=args.regime, schedules=tuple(args.train_only))
         return 0
-    records = measure(seeds, profile=args.profile, regime=args.regime)
     path = write(records, profile=args.profile, regime=args.regime, path=args.out)
     for result in compare(load(path)):
         print(f"{result.recipe:>13}: paired s.d. {result.paired_sd} %, "
