@@ -59,6 +59,15 @@ def test_compare_matches_closed_forms():
     assert 0.15 < compared["today"].jitter.value < 0.5
 
 
+def test_compare_reads_the_schedules_measured():
+    results = synthetic(np.random.default_rng(4))
+    results["runs"] = [r for r in results["runs"] if r["schedule"] != "twice the batch"]
+    assert recipes.measured_recipes(results) == [
+        r for r in recipes.RECIPES if r != "twice the batch"
+    ]
+    assert [r.recipe for r in recipes.compare(results)] == recipes.measured_recipes(results)
+
+
 def test_stale_names_runs_whose_spec_moved():
     results = synthetic(np.random.default_rng(1), n=3)
     for run in results["runs"]:

@@ -140,6 +140,12 @@ class RecipeResult:
     jitter: anatomy.Estimate | None  # within-run s.d. of the last iterate (None: an average)
 
 
+def measured_recipes(results: dict[str, Any]) -> list[str]:
+    """The recipes whose schedule ``results`` has, today's first."""
+    measured = {r["schedule"] for r in results["runs"]}
+    return [recipe for recipe, (schedule, _) in RECIPES.items() if schedule in measured]
+
+
 def _losses(results: dict[str, Any], recipe: str) -> tuple[np.ndarray, np.ndarray]:
     """``[seeds]`` losses of arms a and b under ``recipe``, seeds in the same order."""
     schedule, evaluated = RECIPES[recipe]
@@ -155,10 +161,8 @@ def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeRes
     from scipy import stats
 
     out, today = [], None
-    measured = {r["schedule"] for r in results["runs"]}
-    for recipe, (schedule, evaluated) in RECIPES.items():
-        if schedule not in measured:
-            continue
+    for recipe in measured_recipes(results):
+        schedule, evaluated = RECIPES[recipe]
         a, b = _losses(results, recipe)
         n = len(a)
         differences = 100 * (a - b)

@@ -40,11 +40,12 @@ def differences_chart(results: dict[str, Any], names: tuple[str, str]) -> alt.Ch
     a line across recipes: a recipe that cuts the noise pulls the points together."""
     frame = alt.InlineData(values=[
         {"recipe": recipe, "seed": seed, "difference": float(100 * np.expm1(a - b))}
-        for recipe in recipes.RECIPES
+        for recipe in recipes.measured_recipes(results)
         for seed, a, b in zip(sorted({r["seed"] for r in results["runs"]}),
                               *recipes._losses(results, recipe), strict=True)
     ])  # fmt: skip
-    x = alt.X("recipe:N", sort=list(recipes.RECIPES), title=None, axis=alt.Axis(labelAngle=0))
+    order = recipes.measured_recipes(results)
+    x = alt.X("recipe:N", sort=order, title=None, axis=alt.Axis(labelAngle=0))
     y = alt.Y("difference:Q", title=f"{names[0]} − {names[1]} (% of perplexity)")
     lines = alt.Chart(frame).mark_line(opacity=0.35).encode(x=x, y=y, detail="seed:N")
     points = (
