@@ -82,7 +82,7 @@ def profile(regime: str, profile_name: str, rounds: int, repeats: int, peak: flo
         for i in range(3)
     )
     layer, positions = params["layers"][0], np.arange(t)  # static, as in the model
-    step_fn = jax.jit(train._step_function(cfg, tc))
+    step_fn = train._train_step(cfg, tc)
     grads = jax.jit(jax.grad(model.loss_fn), static_argnums=2)(params, tokens, cfg)
     update = jax.jit(lambda g, s, p: optax_apply(optimizer, g, s, p))
     text = np.asarray(rng.integers(0, cfg.vocab_size, 200_000), dtype=np.uint16)
@@ -121,10 +121,17 @@ def profile(regime: str, profile_name: str, rounds: int, repeats: int, peak: flo
               repeats, rounds), 1,
     )  # fmt: skip
     parts["optimiser"] = (timed(lambda: update(grads, opt_state, params), repeats, rounds), 1)
+    params, opt_state = jax.tree.map(jnp.copy, (params, opt_state))  # the step donates these
     parts["host: batch + transfer"] = (
         timed(lambda: jax.device_put(train.batch_at(text, tc, 0), batch_sharding), repeats, rounds), 1,
     )  # fmt: skip
-    step = timed(lambda: step_fn(params, opt_state, tokens), repeats, rounds)
+    state = [params, opt_state]  # the step donates them, as train.train's does
+
+    def training_step():
+        state[0], state[1], loss, _ = step_fn(*state, tokens)
+        return loss
+
+    step = timed(training_step, repeats, rounds)
     tokens_per_step = b * t
     print(f"\n{regime} regime ({profile_name} profile): {n} layers, d={d}, {h}x{hd} heads, "
           f"d_ff={cfg.d_ff}, vocab {cfg.vocab_size}, batch {b}x{t}; {len(jax.devices())} XLA devices")  # fmt: skip
