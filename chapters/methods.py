@@ -476,7 +476,10 @@ for name, value in {
 # *{glue:text}`methods.recipe.best`*, gives {glue:text}`methods.recipe.best_sd` %: a ratio of
 # {glue:text}`methods.recipe.best_ratio` to today's, so the claim that a recipe cuts the noise is
 # **{glue:text}`methods.recipe.verdict`**. In the figure each line is one seed: a recipe that cuts
-# the noise draws the seeds' differences together.
+# the noise draws the seeds' differences together. The zoo keeps training today's recipe
+# (`ropebook.zoo`): a recipe changes every language model's spec, so one is adopted only once this
+# claim holds, and then confirmed on seeds it was not picked on, since the best of several
+# candidates looks better than it is.
 
 # %% [markdown]
 # (methods-power)=
