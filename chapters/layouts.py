@@ -452,6 +452,8 @@ for name, value in {
     "cost": CLAIMS.records["layouts.language_cost"].verdict,
     "long": CLAIMS.records["layouts.language_long"].verdict,
     "seeds": language_seeds,
+    "worst": LABELS[(worst := max(short, key=lambda n: abs(short[n].difference.mean)))],
+    "worst_gap": short[worst].difference.format(digits=1),
 }.items():
     glue(f"layouts.language_{name}", value, display=False)
 
@@ -459,7 +461,9 @@ for name, value in {
 # Over {glue:text}`layouts.language_seeds` seeds: that the hybrids cost no quality at the
 # training length is **{glue:text}`layouts.language_cost`**; that they carry language past the
 # context at {glue:text}`layouts.language_factor`× is **{glue:text}`layouts.language_long`**
-# (differences from all-RoPE in the table's last columns, paired by seed).
+# (differences from all-RoPE in the table's last columns, paired by seed). The largest gap at
+# the training length is {glue:text}`layouts.language_worst`'s,
+# {glue:text}`layouts.language_worst_gap`.
 
 # %% [markdown]
 # ## What we claim and what we measured
