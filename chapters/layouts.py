@@ -76,7 +76,6 @@ cap = train_config.steps
 glue("layouts.profile", profile, display=False)
 glue("layouts.n_seeds", len(seeds), display=False)
 glue("layouts.seed_list", ", ".join(map(str, seeds)), display=False)
-glue("layouts.cap", int(cap), display=False)
 
 # %% [markdown]
 # ## The production layouts
@@ -91,7 +90,7 @@ plots.table(show_layouts.production_rows())
 # ## The same designs at our scale
 #
 # This run uses the *{glue:text}`layouts.profile`* profile, {glue:text}`layouts.n_seeds` seeds
-# ({glue:text}`layouts.seed_list`) and a cap of {glue:text}`layouts.cap` training steps. Our task
+# ({glue:text}`layouts.seed_list`) and a cap of {glue:text}`layouts.cap:,d` training steps. Our task
 # models have {glue:text}`layouts.n_layers` layers of {glue:text}`layouts.heads` heads of
 # dimension {glue:text}`layouts.head_dim` and a context of {glue:text}`layouts.context` tokens;
 # the uniform layouts use the task regime's θ = {glue:text}`layouts.base:g` (the slowest plane
@@ -449,8 +448,6 @@ for name, value in {
     "margin": language_margin,
     "factor": language_factors[-1],
     "provenance": show_studies.provenance_text(language, language_stale),
-    "cost": CLAIMS.records["layouts.language_cost"].verdict,
-    "long": CLAIMS.records["layouts.language_long"].verdict,
     "seeds": language_seeds,
     "worst": LABELS[(worst := max(short, key=lambda n: abs(short[n].difference.mean)))],
     "worst_gap": short[worst].difference.format(digits=1),
@@ -459,8 +456,8 @@ for name, value in {
 
 # %% [markdown]
 # Over {glue:text}`layouts.language_seeds` seeds: that the hybrids cost no quality at the
-# training length is **{glue:text}`layouts.language_cost`**; that they carry language past the
-# context at {glue:text}`layouts.language_factor`× is **{glue:text}`layouts.language_long`**
+# training length is **{glue:text}`layouts.language_cost.verdict`**; that they carry language past the
+# context at {glue:text}`layouts.language_factor`× is **{glue:text}`layouts.language_long.verdict`**
 # (differences from all-RoPE in the table's last columns, paired by seed). The largest gap at
 # the training length is {glue:text}`layouts.language_worst`'s,
 # {glue:text}`layouts.language_worst_gap`.

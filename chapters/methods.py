@@ -463,7 +463,6 @@ for name, value in {
     else "between runs: they end in different places"
     if today_result.jitter.value < today_result.paired_sd.value / 3
     else "largely in the last iterate's jitter",
-    "verdict": CLAIMS.records["methods.recipe"].verdict,
 }.items():
     glue(f"methods.recipe.{name}", value, display=False)
 
