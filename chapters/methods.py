@@ -431,7 +431,12 @@ recipe_names = tuple(NAMES[arm] for arm in recipe_results["arms"])
 display(plots.table(show_recipes.rows(compared, recipe_names, confidence)))
 show_recipes.differences_chart(recipe_results, recipe_names)
 
+
 # %% tags=["remove-input"]
+def mean_loss(result: recipes.RecipeResult) -> float:
+    return float(np.mean(list(result.mean_loss.values())))  # both arms, nats
+
+
 candidates = [r for r in compared if r.recipe != "today"]
 best = min(candidates, key=lambda r: r.sd_ratio.value)
 today_result = compared[0]
@@ -457,6 +462,7 @@ for name, value in {
     "best": best.recipe,
     "best_sd": str(best.paired_sd),
     "best_ratio": str(best.sd_ratio),
+    "best_loss": f"{100 * np.expm1(mean_loss(best) - mean_loss(today_result)):+.1f} %",
     "today_jitter": "—" if today_result.jitter is None else str(today_result.jitter),
     "where": "not measured (no tail evaluations)"
     if today_result.jitter is None
@@ -474,7 +480,9 @@ for name, value in {
 # separates the seeds). The best candidate,
 # *{glue:text}`methods.recipe.best`*, gives {glue:text}`methods.recipe.best_sd` %: a ratio of
 # {glue:text}`methods.recipe.best_ratio` to today's, so the claim that a recipe cuts the noise is
-# **{glue:text}`methods.recipe.verdict`**. In the figure each line is one seed: a recipe that cuts
+# **{glue:text}`methods.recipe.verdict`**, at a mean perplexity {glue:text}`methods.recipe.best_loss`
+# from today's (both arms averaged): less noise is worth little if the models it compares are
+# worse. In the figure each line is one seed: a recipe that cuts
 # the noise draws the seeds' differences together. The zoo keeps training today's recipe
 # (`ropebook.zoo`): a recipe changes every language model's spec, so one is adopted only once this
 # claim holds, and then confirmed on seeds it was not picked on, since the best of several
