@@ -234,3 +234,20 @@ def test_zoo_counts_the_seeds_it_trained_in_one_program(tiny_zoo, monkeypatch, c
     assert zoo.main(["--profile", "smoke", "--names", "rope", "--seeds", "0", "1"]) == 0
     assert groups[1] == {} and [trained for _, trained in done] == [False, False]
     assert len(re.findall(r"shakespeare\s+lesson\s+cached", capsys.readouterr().out)) == 2
+
+
+def test_batched_seeds_keep_each_seeds_tail_average():
+    """The tail average rides in the optimiser state, so each batched seed keeps its own, equal
+    to its sequential run's within the provenance tolerance, and evaluates it at the end."""
+    configs = [schedule(8, seed=s, average_share=0.5) for s in SEEDS[:2]]
+    together = train.train_seeds(tiny(), configs, TRAIN, VAL, progress=False)
+    for tc, run in zip(configs, together, strict=True):
+        alone = train.train(tiny(), tc, TRAIN, VAL, progress=False)
+        assert_close_params(
+            train.averaged_params(run.opt_state), train.averaged_params(alone.opt_state)
+        )
+        assert run.history["val_average"]["loss"] == pytest.approx(
+            alone.history["val_average"]["loss"], rel=VAL_LOSS_RTOL
+        )
+    first, second = (train.averaged_params(r.opt_state)["embed"] for r in together)
+    assert not np.allclose(first, second, atol=1e-3)
