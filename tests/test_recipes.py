@@ -38,7 +38,7 @@ def test_compare_matches_closed_forms():
     compared = {r.recipe: r for r in recipes.compare(results)}
     assert list(compared) == list(recipes.RECIPES)
     for recipe, result in compared.items():
-        a, b = recipes._losses(results, recipe)
+        a, b = recipes.losses(results, recipe)
         differences = 100 * (a - b)
         sd = np.std(differences, ddof=1)
         assert result.paired_sd.value == pytest.approx(sd)
@@ -51,9 +51,9 @@ def test_compare_matches_closed_forms():
         assert (result.jitter is None) == (recipes.RECIPES[recipe][1] == "average")
         assert result.mean_loss[recipes.ARMS[0]] == pytest.approx(np.mean(a))
     assert compared["today"].sd_ratio.value == pytest.approx(1)
-    today = 100 * np.subtract(*recipes._losses(results, "today"))
+    today = 100 * np.subtract(*recipes.losses(results, "today"))
     for result in compared.values():
-        differences = 100 * np.subtract(*recipes._losses(results, result.recipe))
+        differences = 100 * np.subtract(*recipes.losses(results, result.recipe))
         assert result.sd_ratio == anatomy.paired_sd_ratio(differences, today)
     # the synthetic tails jitter by 0.3 % around each run's last loss
     assert 0.15 < compared["today"].jitter.value < 0.5

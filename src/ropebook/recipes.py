@@ -146,7 +146,7 @@ def measured_recipes(results: dict[str, Any]) -> list[str]:
     return [recipe for recipe, (schedule, _) in RECIPES.items() if schedule in measured]
 
 
-def _losses(results: dict[str, Any], recipe: str) -> tuple[np.ndarray, np.ndarray]:
+def losses(results: dict[str, Any], recipe: str) -> tuple[np.ndarray, np.ndarray]:
     """``[seeds]`` losses of arms a and b under ``recipe``, seeds in the same order."""
     schedule, evaluated = RECIPES[recipe]
     key = "last_loss" if evaluated == "last" else "average_loss"
@@ -163,7 +163,7 @@ def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeRes
     out, today = [], None
     for recipe in measured_recipes(results):
         schedule, evaluated = RECIPES[recipe]
-        a, b = _losses(results, recipe)
+        a, b = losses(results, recipe)
         n = len(a)
         differences = 100 * (a - b)
         today = differences if today is None else today

@@ -42,7 +42,7 @@ def differences_chart(results: dict[str, Any], names: tuple[str, str]) -> alt.Ch
         {"recipe": recipe, "seed": seed, "difference": float(100 * np.expm1(a - b))}
         for recipe in recipes.measured_recipes(results)
         for seed, a, b in zip(sorted({r["seed"] for r in results["runs"]}),
-                              *recipes._losses(results, recipe), strict=True)
+                              *recipes.losses(results, recipe), strict=True)
     ])  # fmt: skip
     order = recipes.measured_recipes(results)
     x = alt.X("recipe:N", sort=order, title=None, axis=alt.Axis(labelAngle=0))

@@ -12,7 +12,7 @@ def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
     text = (
         f"measured {results['measured']} at commit `{results['commit']}` on "
         f"{results['machine']['cpu']} (JAX {versions.get('jax', '?')}); "
-        f"{len(results['seeds'])} paired seeds; reproduce with `{results['command']}`"
+        f"{len(results['seeds'])} seeds; reproduce with `{results['command']}`"
     )
     if stale:
         return text + f". **Stale**: the code now trains other specs for {', '.join(stale)}"
