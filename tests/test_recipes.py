@@ -13,14 +13,16 @@ from ropebook import recipes, studies, zoo
 from ropebook.stats import anatomy
 
 
-def synthetic(rng: np.random.Generator, n: int = 8, evals: int = 5) -> dict:
-    """A results file whose recipes differ only in how much the arms' losses move per seed."""
+def synthetic(rng: np.random.Generator, n: int = 8, evals: int = 5, confirm: int = 0) -> dict:
+    """A results file whose recipes differ only in how much the arms' losses move per seed (and
+    ``confirm`` fresh seeds of today's and half the peak LR after the ``n`` discovery seeds)."""
     runs = []
     noises = {"cosine to 10 %": 0.02, "cosine to 0": 0.01, "half the peak LR": 0.015,
-              "twice the batch": 0.03}  # fmt: skip
+              "twice the batch": 0.03, "twice the tokens": 0.012}  # fmt: skip
     for schedule, noise in noises.items():
         for model, offset in zip(recipes.ARMS, (0.0, 0.01), strict=True):
-            for seed in range(n):
+            fresh = range(n, n + confirm) if schedule in (recipes.TODAY, "half the peak LR") else ()
+            for seed in (*range(n), *fresh):
                 last = 3.0 + offset + noise * rng.standard_normal()
                 runs.append({
                     "label": schedule, "schedule": schedule,
@@ -30,7 +32,7 @@ def synthetic(rng: np.random.Generator, n: int = 8, evals: int = 5) -> dict:
                 })  # fmt: skip
     return {"format": studies.FORMAT, "study": recipes.STUDY, "profile": "smoke",
             "regime": "matched", "domain": recipes.DOMAIN, "arms": list(recipes.ARMS),
-            "runs": runs}  # fmt: skip
+            "seeds": list(range(n + confirm)), "runs": runs}  # fmt: skip
 
 
 def test_compare_matches_closed_forms():
@@ -103,3 +105,42 @@ def test_results_file_round_trips_and_bad_ones_fail_clearly(tmp_path):
         recipes.load(tmp_path / "other.json")
     with pytest.raises(ValueError, match="lacks"):
         recipes.write([{"model": "rope"}], profile="smoke", regime="matched", path=tmp_path / "x")
+
+
+def test_confirmation_reads_the_fresh_seeds_only(tmp_path):
+    results = synthetic(np.random.default_rng(5), n=8, confirm=6)
+    path = recipes.write(
+        results["runs"], profile="smoke", regime="matched", path=tmp_path / "r.json",
+        confirmation=("half the peak LR", tuple(range(8, 14))),
+    )  # fmt: skip
+    loaded = recipes.load(path)
+    assert loaded["discovery_seeds"] == list(range(8)) and loaded["seeds"] == list(range(14))
+    assert loaded["command"].endswith("--seeds 8 --confirm 'half the peak LR' --confirm-seeds 6")
+    # discovery: every recipe on seeds 0-7, as if the fresh seeds were not there
+    discovery = recipes.compare(loaded)
+    assert [r.recipe for r in discovery] == list(recipes.RECIPES)
+    assert {r.n_seeds for r in discovery} == {8}
+    a, b = recipes.losses(loaded, "today")
+    assert len(a) == 8
+    # confirmation: today's and the candidate on seeds 8-13, their ratio on those seeds alone
+    today, candidate = recipes.confirmation(loaded)
+    assert (today.recipe, candidate.recipe, candidate.n_seeds) == ("today", "half the peak LR", 6)
+    fresh = list(range(8, 14))
+    assert recipes.measured_recipes(loaded, fresh) == ["today", "tail average", "half the peak LR"]
+    differences = [100 * np.subtract(*recipes.losses(loaded, r, fresh)) for r in ("today",
+                   "half the peak LR")]  # fmt: skip
+    assert candidate.sd_ratio == anatomy.paired_sd_ratio(differences[1], differences[0])
+    assert candidate.paired_sd.value == pytest.approx(np.std(differences[1], ddof=1))
+    assert recipes.confirmation(synthetic(np.random.default_rng(6), n=3)) is None
+
+
+def test_the_cli_refuses_bad_arguments_before_training(capsys):
+    for argv, message in (
+        (["--seeds", "2"], "at least 3"),
+        (["--confirm", "half the peak LR", "--confirm-seeds", "1"], "at least 3"),
+        (["--schedules", "cosine to 0"], "must include today's"),
+        (["--confirm", recipes.TODAY], "invalid choice"),
+    ):
+        with pytest.raises(SystemExit):
+            recipes.main(["--profile", "smoke", *argv])
+        assert message in capsys.readouterr().err

@@ -8,7 +8,9 @@ models: **tail weight averaging** (the uniform mean of the params after each of 
 both (Ajroldi, Orvieto & Geiping 2025). Where runs instead end apart (the seeds' s.d. far above
 a run's jitter), two levers aim at that divergence: **half the peak learning rate**, and
 **twice the batch in half the steps** (the same tokens; its evaluation scores twice as many
-windows, as evaluation uses the training batch size). Every run keeps the average in its
+windows, as evaluation uses the training batch size); and one that buys less noise with compute,
+**twice the tokens** (today's recipe for twice the steps, the flagship regime's lever). Every
+run keeps the average in its
 optimiser state (:func:`ropebook.train.tail_average`; the weights trained are unchanged), so one
 run per schedule gives two recipes:
 
@@ -21,7 +23,12 @@ LR to zero              cosine to 0           last iterate
 both                    cosine to 0           tail average
 half the peak LR        half the peak LR      last iterate
 twice the batch         twice the batch       last iterate
+twice the tokens        twice the tokens      last iterate
 ======================  ====================  =================
+
+The best of several candidates looks better than it is, so the study has two stages: every
+schedule on the *discovery* seeds (0, 1, …), then today's and one candidate, named before the
+fact, on *fresh* seeds that follow them (:func:`compare` with ``seeds=``, :func:`confirmation`).
 
 :func:`measure` trains them (from the zoo's cache where present) and records, per run, the spec
 hash, the final and tail validation losses of the last iterate, the average's loss and where it
@@ -57,6 +64,7 @@ SCHEDULES: dict[str, Callable[[train.TrainConfig], dict[str, Any]]] = {
     "twice the batch": lambda tc: {  # the same tokens in half the steps
         "batch_size": 2 * tc.batch_size, "steps": tc.steps // 2, "warmup": tc.warmup // 2,
     },
+    "twice the tokens": lambda tc: {"steps": 2 * tc.steps},  # the same warmup, a longer cosine
 }  # fmt: skip
 RECIPES: dict[str, tuple[str, str]] = {  # recipe -> (schedule, model evaluated)
     "today": ("cosine to 10 %", "last"),
@@ -65,7 +73,9 @@ RECIPES: dict[str, tuple[str, str]] = {  # recipe -> (schedule, model evaluated)
     "both": ("cosine to 0", "average"),
     "half the peak LR": ("half the peak LR", "last"),
     "twice the batch": ("twice the batch", "last"),
+    "twice the tokens": ("twice the tokens", "last"),
 }
+TODAY = "cosine to 10 %"  # today's schedule, which every other is read against
 ARMS: tuple[str, str] = ("p-rope-0.75", "rope")  # the headline pair, a − b
 STUDY, DOMAIN = "recipes", "shakespeare"
 
@@ -108,17 +118,32 @@ def measure(
 
 
 def write(
-    records: list[dict[str, Any]], *, profile: str, regime: str, path: Path | None = None
+    records: list[dict[str, Any]],
+    *,
+    profile: str,
+    regime: str,
+    path: Path | None = None,
+    confirmation: tuple[str, tuple[int, ...]] | None = None,
 ) -> Path:
-    """Keep ``records`` in the study's results file (:func:`ropebook.studies.write`)."""
-    seeds = len({r.get("seed") for r in records})
+    """Keep ``records`` in the study's results file (:func:`ropebook.studies.write`);
+    ``confirmation`` names the candidate trained beside today's on fresh seeds, and those seeds
+    (every other seed is a discovery seed)."""
+    fresh = set(confirmation[1]) if confirmation else set()
+    discovery = sorted({r.get("seed") for r in records} - fresh)
     schedules = [s for s in SCHEDULES if s in {r.get("schedule") for r in records}]
-    command = f"python -m ropebook recipes --profile {profile} --regime {regime} --seeds {seeds}"
+    command = (
+        f"python -m ropebook recipes --profile {profile} --regime {regime} --seeds {len(discovery)}"
+    )
     if len(schedules) < len(SCHEDULES):
         command += " --schedules " + " ".join(f"'{s}'" for s in schedules)
+    about: dict[str, Any] = {"discovery_seeds": discovery}
+    if confirmation:
+        command += f" --confirm '{confirmation[0]}' --confirm-seeds {len(fresh)}"
+        about["confirmation"] = {"schedule": confirmation[0], "seeds": sorted(fresh)}
     return studies.write(
         STUDY, records, profile=profile, regime=regime, domain=DOMAIN, path=path,
         command=command, average_share=AVERAGE_SHARE, arms=list(ARMS), schedules=schedules,
+        **about,
     )  # fmt: skip
 
 
@@ -140,30 +165,53 @@ class RecipeResult:
     jitter: anatomy.Estimate | None  # within-run s.d. of the last iterate (None: an average)
 
 
-def measured_recipes(results: dict[str, Any]) -> list[str]:
-    """The recipes whose schedule ``results`` has, today's first."""
-    measured = {r["schedule"] for r in results["runs"]}
-    return [recipe for recipe, (schedule, _) in RECIPES.items() if schedule in measured]
+def discovery_seeds(results: dict[str, Any]) -> list[int]:
+    """The seeds every schedule was trained on (a file without a confirmation: all of them)."""
+    return results.get("discovery_seeds", results["seeds"])
 
 
-def losses(results: dict[str, Any], recipe: str) -> tuple[np.ndarray, np.ndarray]:
-    """``[seeds]`` losses of arms a and b under ``recipe``, seeds in the same order."""
+def _runs(results: dict[str, Any], seeds: list[int] | None) -> list[dict[str, Any]]:
+    keep = set(discovery_seeds(results) if seeds is None else seeds)
+    return [r for r in results["runs"] if r["seed"] in keep]
+
+
+def measured_recipes(results: dict[str, Any], seeds: list[int] | None = None) -> list[str]:
+    """The recipes whose schedule ``results`` has on ``seeds`` (default: the discovery seeds),
+    both arms on every seed; today's first."""
+    seeds = discovery_seeds(results) if seeds is None else seeds
+    have = {(r["schedule"], r["model"], r["seed"]) for r in results["runs"]}
+    return [
+        recipe
+        for recipe, (schedule, _) in RECIPES.items()
+        if all((schedule, arm, s) in have for arm in results["arms"] for s in seeds)
+    ]
+
+
+def losses(
+    results: dict[str, Any], recipe: str, seeds: list[int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``[seeds]`` losses of arms a and b under ``recipe`` on ``seeds`` (default: the discovery
+    seeds), in the same order."""
     schedule, evaluated = RECIPES[recipe]
     key = "last_loss" if evaluated == "last" else "average_loss"
-    by = {(r["model"], r["seed"]): r[key] for r in results["runs"] if r["schedule"] == schedule}
-    seeds = sorted({seed for _, seed in by})
-    return tuple(np.array([by[(arm, s)] for s in seeds]) for arm in results["arms"])
+    runs = _runs(results, seeds)
+    by = {(r["model"], r["seed"]): r[key] for r in runs if r["schedule"] == schedule}
+    order = sorted({seed for _, seed in by})
+    return tuple(np.array([by[(arm, s)] for s in order]) for arm in results["arms"])
 
 
-def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeResult]:
-    """Every recipe's paired noise and mean loss, and its paired s.d. over today's (the recipes
-    whose schedule ``results`` has; today's first)."""
+def compare(
+    results: dict[str, Any], confidence: float = 0.95, seeds: list[int] | None = None
+) -> list[RecipeResult]:
+    """Every recipe's paired noise and mean loss on ``seeds`` (default: the discovery seeds), and
+    its paired s.d. over today's on the same seeds (the recipes measured there; today's first)."""
     from scipy import stats
 
+    seeds = discovery_seeds(results) if seeds is None else seeds
     out, today = [], None
-    for recipe in measured_recipes(results):
+    for recipe in measured_recipes(results, seeds):
         schedule, evaluated = RECIPES[recipe]
-        a, b = losses(results, recipe)
+        a, b = losses(results, recipe, seeds)
         n = len(a)
         differences = 100 * (a - b)
         today = differences if today is None else today
@@ -176,7 +224,7 @@ def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeRes
         jitter = None
         if evaluated == "last":
             tails = [
-                np.array([r["tail_losses"] for r in results["runs"]
+                np.array([r["tail_losses"] for r in _runs(results, seeds)
                           if r["schedule"] == schedule and r["model"] == arm])
                 for arm in results["arms"]
             ]  # fmt: skip
@@ -190,6 +238,20 @@ def compare(results: dict[str, Any], confidence: float = 0.95) -> list[RecipeRes
     return out
 
 
+def confirmation(
+    results: dict[str, Any], confidence: float = 0.95
+) -> tuple[RecipeResult, RecipeResult] | None:
+    """Today's and the named candidate on the fresh seeds (None: the file has no confirmation)."""
+    if not (fresh := results.get("confirmation")):
+        return None
+    by = {r.recipe: r for r in compare(results, confidence, fresh["seeds"])}
+    candidate = next(
+        recipe for recipe, (schedule, evaluated) in RECIPES.items()
+        if schedule == fresh["schedule"] and evaluated == "last"
+    )  # fmt: skip
+    return by["today"], by[candidate]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ropebook recipes",
@@ -197,29 +259,51 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
     parser.add_argument("--regime", default="matched", choices=zoo.TAIL_REGIMES)
-    parser.add_argument("--seeds", type=int, default=8, help="paired seeds 0..N-1 (default 8)")
+    parser.add_argument(
+        "--seeds", type=int, default=8, help="discovery seeds 0..N-1, every schedule (default 8)"
+    )
     parser.add_argument("--out", type=Path, default=studies.path_of(STUDY))
     parser.add_argument(
         "--schedules", nargs="+", choices=tuple(SCHEDULES), default=tuple(SCHEDULES),
         metavar="SCHEDULE", help=f"schedules to train and keep (default all: {', '.join(SCHEDULES)})",
     )  # fmt: skip
     parser.add_argument(
+        "--confirm", choices=tuple(s for s in SCHEDULES if s != TODAY), metavar="SCHEDULE",
+        help="a candidate to confirm: trained beside today's on fresh seeds N..N+M-1",
+    )  # fmt: skip
+    parser.add_argument(
+        "--confirm-seeds", type=int, default=8, help="M, the fresh seeds (default 8)"
+    )
+    parser.add_argument(
         "--train-only", action="store_true", help="train (say, in another process), write no file"
     )
     args = parser.parse_args(argv)
-    if args.seeds < 3:
-        parser.error(f"--seeds must be at least 3 (an s.d. needs them), got {args.seeds}")
-    if "cosine to 10 %" not in args.schedules:
+    if args.seeds < 3 or (args.confirm and args.confirm_seeds < 3):
         parser.error(
-            "--schedules must include today's, 'cosine to 10 %': the others are read against it"
+            f"--seeds and --confirm-seeds must be at least 3 (an s.d. needs them), got "
+            f"{args.seeds} and {args.confirm_seeds}"
         )
+    if TODAY not in args.schedules:
+        parser.error(f"--schedules must include today's, '{TODAY}': the others are read against it")
     seeds, schedules = tuple(range(args.seeds)), tuple(s for s in SCHEDULES if s in args.schedules)
     records = measure(seeds, profile=args.profile, regime=args.regime, schedules=schedules)
+    confirm = None
+    if args.confirm:
+        confirm = (args.confirm, tuple(range(args.seeds, args.seeds + args.confirm_seeds)))
+        records += measure(
+            confirm[1], profile=args.profile, regime=args.regime, schedules=(TODAY, args.confirm)
+        )
     if args.train_only:
         return 0
-    path = write(records, profile=args.profile, regime=args.regime, path=args.out)
-    for result in compare(load(path)):
-        print(f"{result.recipe:>13}: paired s.d. {result.paired_sd} %, "
+    path = write(
+        records, profile=args.profile, regime=args.regime, path=args.out, confirmation=confirm
+    )
+    results = load(path)
+    for result in compare(results):
+        print(f"{result.recipe:>16}: paired s.d. {result.paired_sd} %, "
               f"ratio to today {result.sd_ratio}, a − b {result.difference} %")  # fmt: skip
+    if confirmed := confirmation(results):
+        print(f"fresh seeds {results['confirmation']['seeds']}: {confirmed[1].recipe} "
+              f"ratio to today {confirmed[1].sd_ratio}")  # fmt: skip
     print(f"written: {path}")
     return 0
