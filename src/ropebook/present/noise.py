@@ -108,15 +108,15 @@ def measure_anatomy(
     return _without_jitter(*finals, confidence), missing
 
 
-def _number(x: float) -> str:
+def number_text(x: float) -> str:
     """Two decimals, or none from 100 up (a bootstrap's upper end over few seeds runs far)."""
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
 
 
-def _interval(e: Estimate, unit: str) -> str:
+def interval_text(e: Estimate, unit: str) -> str:
     if not math.isfinite(e.low):
         return "—"
-    return f"{_number(e.low)}{unit} – {_number(e.high)}{unit}"
+    return f"{number_text(e.low)}{unit} – {number_text(e.high)}{unit}"
 
 
 def anatomy_rows(
@@ -146,8 +146,8 @@ def anatomy_rows(
         if field == "jitter":
             basis += f" × {result.n_evals} evaluations"
         rows.append({
-            "part": label, "value": f"{_number(e.value)}{unit}",
-            f"{confidence:.0%} interval": _interval(e, unit), "method": e.method,
+            "part": label, "value": f"{number_text(e.value)}{unit}",
+            f"{confidence:.0%} interval": interval_text(e, unit), "method": e.method,
             "rests on": basis if e.df is None else f"{basis}, {e.df} d.f.",
         })  # fmt: skip
     return rows
@@ -160,8 +160,8 @@ def anatomy_values(result: Anatomy | None) -> dict[str, str]:
     def text(e: Estimate | None, unit: str) -> str:
         if e is None or not math.isfinite(e.value):
             return "—"
-        interval = f" [{_number(e.low)}, {_number(e.high)}]" if math.isfinite(e.low) else ""
-        return f"{_number(e.value)}{unit}{interval}"
+        interval = f" [{number_text(e.low)}, {number_text(e.high)}]" if math.isfinite(e.low) else ""
+        return f"{number_text(e.value)}{unit}{interval}"
 
     fields = {"jitter": " %", "seed_sd_a": " %", "seed_sd_b": " %", "correlation": "",
               "paired_sd": " %", "pairing_gain": "×"}  # fmt: skip

@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 
 from ropebook import recipes
-from ropebook.present.noise import _interval, _number
+from ropebook.present.noise import interval_text, number_text
 from ropebook.recipes import RecipeResult
 
 
@@ -26,26 +26,35 @@ def rows(results: list[RecipeResult], names: tuple[str, str], confidence: float)
             "model evaluated": "last iterate" if evaluated == "last" else
                                f"mean of the last {recipes.AVERAGE_SHARE:.0%} of steps",
             f"loss {a} / {b} (nats)": f"{arm_a:.4f} / {arm_b:.4f}",
-            f"{a} − {b} [{level}]": f"{_number(r.difference.value)} % [{_interval(r.difference, ' %')}]",
-            f"paired s.d. [{level}]": f"{_number(r.paired_sd.value)} % [{_interval(r.paired_sd, ' %')}]",
+            f"{a} − {b} [{level}]": f"{number_text(r.difference.value)} % [{interval_text(r.difference, ' %')}]",
+            f"paired s.d. [{level}]": f"{number_text(r.paired_sd.value)} % [{interval_text(r.paired_sd, ' %')}]",
             f"s.d. / today's [{level}]": "1 (reference)" if r.recipe == "today" else
                 f"{r.sd_ratio.value:.2f} [{r.sd_ratio.low:.2f} – {r.sd_ratio.high:.2f}]",
-            "jitter": "—" if r.jitter is None else f"{_number(r.jitter.value)} %",
+            "jitter": "—" if r.jitter is None else f"{number_text(r.jitter.value)} %",
         })  # fmt: skip
     return out
 
 
-def differences_chart(results: dict[str, Any], names: tuple[str, str]) -> alt.Chart:
+def differences_chart(results: dict[str, Any], names: tuple[str, str]) -> alt.HConcatChart:
     """Each seed's paired difference a − b (% of perplexity) under each recipe, seeds joined by
-    a line across recipes: a recipe that cuts the noise pulls the points together."""
+    a line across recipes (a recipe that cuts the noise pulls the points together): the discovery
+    seeds, and beside them the fresh seeds of the confirmation where the file has one."""
+    panels = [_differences_panel(results, names, recipes.discovery_seeds(results), "discovery")]
+    if fresh := results.get("confirmation"):
+        panels.append(_differences_panel(results, names, fresh["seeds"], "confirmation"))
+    return alt.hconcat(*panels).resolve_scale(y="shared")
+
+
+def _differences_panel(
+    results: dict[str, Any], names: tuple[str, str], seeds: list[int], stage: str
+) -> alt.LayerChart:
+    order = recipes.measured_recipes(results, seeds)
     frame = alt.InlineData(values=[
         {"recipe": recipe, "seed": seed, "difference": float(100 * np.expm1(a - b))}
-        for recipe in recipes.measured_recipes(results)
-        for seed, a, b in zip(sorted({r["seed"] for r in results["runs"]}),
-                              *recipes.losses(results, recipe), strict=True)
+        for recipe in order
+        for seed, a, b in zip(sorted(seeds), *recipes.losses(results, recipe, seeds), strict=True)
     ])  # fmt: skip
-    order = recipes.measured_recipes(results)
-    x = alt.X("recipe:N", sort=order, title=None, axis=alt.Axis(labelAngle=0))
+    x = alt.X("recipe:N", sort=order, title=None, axis=alt.Axis(labelAngle=-30))
     y = alt.Y("difference:Q", title=f"{names[0]} − {names[1]} (% of perplexity)")
     lines = alt.Chart(frame).mark_line(opacity=0.35).encode(x=x, y=y, detail="seed:N")
     points = (
@@ -58,4 +67,5 @@ def differences_chart(results: dict[str, Any], names: tuple[str, str]) -> alt.Ch
         .mark_rule(strokeDash=[4, 4])
         .encode(y="zero:Q")
     )
-    return (lines + points + zero).properties(width=420, height=240)
+    title = f"{stage}: seeds {min(seeds)}–{max(seeds)}"
+    return (lines + points + zero).properties(width=60 * len(order) + 60, height=240, title=title)
