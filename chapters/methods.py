@@ -282,7 +282,9 @@ plots.table(noise_rows)
 
 # %% tags=["remove-input"]
 plan = seedplan.load_plan()
-choices = {c.id: c for c in seedplan.choose(plan)}
+speedup = seedplan.machine_speedup(plan)  # seeds follow the machine: see "Seeds chosen by power"
+spare = seedplan.spare_seconds(plan, speedup.factor)
+choices = {c.id: c for c in seedplan.choose(plan, spare)}
 flagship_target = choices["flagship: 0.75-RoPE vs RoPE"].target
 near_tie = over_training[f"{NAMES[HEADLINE[0]]} vs {NAMES[HEADLINE[1]]}"]
 last_tokens, last = max(near_tie.items())
@@ -585,15 +587,22 @@ for name, value in {
     "matched_trained": headline_plan.trained,
     "matched_sd": headline_plan.paired_sd,
     "matched_mde": headline_plan.mde,
-    **show_plan.shortfall_values(list(choices.values()), seedplan.spare_seconds(plan) / 60),
+    **show_plan.shortfall_values(list(choices.values()), spare / 60),
+    "speedup": speedup.factor,
+    "speedup_source": speedup.source,
 }.items():
     glue(f"methods.plan.{name}", value, display=False)
 
 # %% [markdown]
 # The table reads as the build's plan: *MDE planned* is the smallest effect the planned seeds
 # detect if the noise stays what the book measured; *MDE here* is what this run's seeds and
-# measured noise resolve. The budget leaves {glue:text}`methods.plan.spare:.0f` minutes of
-# training for added seeds; the plan spends {glue:text}`methods.plan.added:.1f` of them.
+# measured noise resolve. Seeds follow the machine: the budget is in minutes of the reference
+# CPU, and a machine that trains faster spends the same wall time on more of them
+# (`ropebook.seedplan.machine_speedup`: the speed-up rounded down to a power of two, at least 1).
+# This build counts each of its minutes as {glue:text}`methods.plan.speedup` reference minutes
+# ({glue:text}`methods.plan.speedup_source`), so the budget leaves
+# {glue:text}`methods.plan.spare:.0f` reference minutes of training for added seeds; the plan
+# spends {glue:text}`methods.plan.added:.1f` of them.
 # {glue:text}`methods.plan.met` of the {glue:text}`methods.plan.n` comparisons reach their target
 # MDE with the planned seeds; the furthest from it plans an MDE
 # {glue:text}`methods.plan.worst_ratio:.1f` times its target (0 when every target is met). At the

@@ -14,7 +14,7 @@ def _plan(budget_minutes: float) -> dict:
     return {
         "profile": "cpu", "confidence": 0.95, "power": 0.8,
         "budget": {"build_minutes": budget_minutes, "build_minutes_measured": 0,
-                   "reserved_minutes": {}},
+                   "reserved_minutes": {}, "reference_tokens_per_second": 10_000},
         "seconds_per_model": {"matched": 60, "flagship": 600},
         "base_seeds": {"matched": 3, "flagship": 3},
         "comparisons": [
@@ -73,3 +73,35 @@ def test_shortfall_values_count_the_targets_met_and_missed():
     roomy = seedplan.choose(_plan(1000))
     values = show.shortfall_values(roomy, 1000.0)
     assert values["met"] == values["n"] == 3 and values["worst_ratio"] == 0.0
+
+
+def _machine(profile: str, tokens_per_second: float) -> dict:
+    return {"benchmark": {"profile": profile, "tokens_per_second": tokens_per_second}}
+
+
+def test_seeds_follow_the_machine(monkeypatch):
+    monkeypatch.delenv(seedplan.SPEEDUP_ENV, raising=False)
+    plan = _plan(10)
+    plan["budget"]["build_minutes_measured"] = 8  # 2 reference minutes spare at the reference
+    assert [seedplan.speedup_of(t, 10_000) for t in (3_000, 19_000, 20_000, 79_000, 80_000)] == [
+        1, 1, 2, 4, 8,
+    ]  # fmt: skip
+    slow, fast = (seedplan.machine_speedup(plan, _machine("cpu", t)) for t in (5_000, 45_000))
+    assert (slow.factor, fast.factor) == (1, 4) and "45,000 against 10,000" in fast.source
+    assert seedplan.machine_speedup(plan, _machine("smoke", 90_000)).factor == 1  # other profile
+    assert seedplan.machine_speedup(plan, {}).factor == 1
+    assert seedplan.spare_seconds(plan, 1) == 120 and seedplan.spare_seconds(plan, 4) == 60 * 32
+    at_reference = seedplan.choose(plan, seedplan.spare_seconds(plan, slow.factor))
+    on_fast = seedplan.choose(plan, seedplan.spare_seconds(plan, fast.factor))
+    assert at_reference[0].trained == 4  # one more seed of both matched models
+    assert on_fast[0].trained == on_fast[0].needed > at_reference[0].trained  # the headline met
+    monkeypatch.setenv(seedplan.SPEEDUP_ENV, "16")
+    assert seedplan.machine_speedup(plan, _machine("cpu", 5_000)) == seedplan.Speedup(
+        16, f"pinned by {seedplan.SPEEDUP_ENV}"
+    )
+    for bad in ("3", "0", "fast"):
+        monkeypatch.setenv(seedplan.SPEEDUP_ENV, bad)
+        with pytest.raises(ValueError, match="power of two"):
+            seedplan.machine_speedup(plan, {})
+    with pytest.raises(ValueError, match="positive"):
+        seedplan.speedup_of(0, 10_000)

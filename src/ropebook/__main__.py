@@ -40,6 +40,7 @@ def _machine(args: argparse.Namespace) -> int:
         "versions": pipeline.package_versions(),
         "benchmark": {
             "model": f"rope, {args.profile} profile, lesson regime",
+            "profile": args.profile,  # what ropebook.seedplan.machine_speedup reads
             "batch": [train_config.batch_size, train_config.seq_len],
             "steps": args.steps,
             "step_seconds": rate.step_seconds,

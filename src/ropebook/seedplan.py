@@ -12,6 +12,15 @@ turns it into seed counts:
    other gets its need only if all of it fits (a partial spend would still leave it far from its
    target), else it stays at the base seeds.
 
+**Seeds follow the machine.** The budget is in minutes of the reference CPU (its lesson
+benchmark's tokens/s is in the plan); a build on a machine :func:`machine_speedup` times faster
+(its own ``python -m ropebook machine`` record, made by ``make book`` before the zoo trains)
+spends the same wall minutes on that many more reference minutes, so a fast machine buys the
+seeds that decide what the reference CPU can only bound. The speed-up is rounded down to a power
+of two and is at least 1: a slower machine keeps the reference plan (and takes longer), and a
+benchmark's ±10 % never moves a seed count. ``ROPEBOOK_SPEEDUP`` pins it, to reproduce a plan
+made elsewhere.
+
 :func:`seed_counts` gives ``(regime, model) -> seeds`` for :func:`ropebook.zoo.seeds_for`. Seeds
 are added after the profile's own (0, 1, 2, then 3, 4, ...), so existing models keep their spec
 hashes and a partial zoo still serves every chapter. Nothing here trains or reads a model.
@@ -21,14 +30,17 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ropebook import REPO_ROOT
+from ropebook import REPO_ROOT, buildrecord
 from ropebook.stats import power
 
 PLAN_PATH = REPO_ROOT / "data" / "seed_plan.json"
+SPEEDUP_ENV = "ROPEBOOK_SPEEDUP"
 
 
 @dataclass(frozen=True)
@@ -69,12 +81,52 @@ def load_plan(path: Path | str = PLAN_PATH) -> dict:
     return plan
 
 
-def spare_seconds(plan: Mapping) -> float:
-    """Training time the budget leaves for added seeds: the budget less today's build and every
-    reservation (``build_minutes - build_minutes_measured - Σ reserved``), in seconds."""
+def spare_seconds(plan: Mapping, speedup: int = 1) -> float:
+    """Training time the budget leaves for added seeds, in reference seconds, on a machine
+    ``speedup`` times the reference: the budget's reference minutes that machine runs in the
+    budget's wall time, less today's build and every reservation (``speedup × build_minutes -
+    build_minutes_measured - Σ reserved``)."""
     b = plan["budget"]
-    spare = b["build_minutes"] - b["build_minutes_measured"] - sum(b["reserved_minutes"].values())
-    return 60.0 * spare
+    spent = b["build_minutes_measured"] + sum(b["reserved_minutes"].values())
+    return 60.0 * (speedup * b["build_minutes"] - spent)
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """How many reference minutes one minute of this machine is worth when buying seeds."""
+
+    factor: int  # a power of two, at least 1
+    source: str  # where it comes from, for the page
+
+
+def speedup_of(tokens_per_second: float, reference: float) -> int:
+    """A machine's speed over the reference, rounded down to a power of two, at least 1."""
+    if not (tokens_per_second > 0 and reference > 0):
+        raise ValueError(f"speeds must be positive, got {tokens_per_second} and {reference}")
+    ratio = tokens_per_second / reference
+    return 1 if ratio < 2 else 2 ** math.floor(math.log2(ratio))
+
+
+def machine_speedup(plan: Mapping | None = None, record: Mapping | None = None) -> Speedup:
+    """This machine's :class:`Speedup` for ``plan``: ``ROPEBOOK_SPEEDUP`` if set, else from the
+    machine ``record`` (default: this build's, ``buildrecord.read("machine")``) when it timed
+    the plan's profile, else 1."""
+    plan = plan or load_plan()
+    if pinned := os.environ.get(SPEEDUP_ENV, "").strip():
+        factor = int(pinned) if pinned.isdigit() else 0
+        if factor < 1 or factor & (factor - 1):
+            raise ValueError(f"{SPEEDUP_ENV}={pinned!r}: a power of two ≥ 1 (1, 2, 4, …) expected")
+        return Speedup(factor, f"pinned by {SPEEDUP_ENV}")
+    record = buildrecord.read("machine") if record is None else record
+    benchmark = (record or {}).get("benchmark", {})
+    if benchmark.get("profile") != plan["profile"]:
+        return Speedup(1, f"the reference's (no {plan['profile']}-profile machine record)")
+    reference = plan["budget"]["reference_tokens_per_second"]
+    measured = benchmark["tokens_per_second"]
+    factor = speedup_of(measured, reference)
+    return Speedup(
+        factor, f"this machine's lesson benchmark, {measured:,.0f} against {reference:,} tokens/s"
+    )
 
 
 def choose(plan: Mapping, budget_seconds: float | None = None) -> list[Choice]:
@@ -134,9 +186,12 @@ def extend_seeds(seeds: tuple[int, ...], n: int) -> tuple[int, ...]:
 
 @functools.cache
 def planned_counts(profile: str) -> dict[tuple[str, str], int]:
-    """The plan's counts for ``profile`` (empty for a profile the plan was not measured on)."""
+    """The plan's counts for ``profile`` on this machine (:func:`machine_speedup`; empty for a
+    profile the plan was not measured on)."""
     plan = load_plan()
-    return seed_counts(choose(plan)) if profile == plan["profile"] else {}
+    if profile != plan["profile"]:
+        return {}
+    return seed_counts(choose(plan, spare_seconds(plan, machine_speedup(plan).factor)))
 
 
 @dataclass(frozen=True)
