@@ -583,3 +583,15 @@ def test_noise_over_training_pairs_seeds_at_every_recorded_step():
     assert set(single) == set(values) and single["tokens"] == "4,000"
     assert single["seeds"] == "1" and single["difference"].endswith("(1 seed)")
     assert {single[k] for k in ("sd", "sd_interval", "trend", "seeds_needed")} == {"—"}
+
+
+def test_the_papers_table2_is_quoted_for_every_zoo_model_in_order():
+    from ropebook import zoo
+
+    for column in ablation.PAPER_TABLE2.values():
+        assert tuple(column) == zoo.TABLE2
+    # Table 2's best and worst, as the paper prints them
+    assert (
+        min(ablation.PAPER_TABLE2["Wiki"], key=ablation.PAPER_TABLE2["Wiki"].get) == "p-rope-0.75"
+    )
+    assert max(ablation.PAPER_TABLE2["FlanV2"], key=ablation.PAPER_TABLE2["FlanV2"].get) == "nope"

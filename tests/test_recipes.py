@@ -10,6 +10,8 @@ import pytest
 from scipy import stats
 
 from ropebook import recipes, studies, zoo
+from ropebook.analysis import ablation
+from ropebook.present import recipes as show_recipes
 from ropebook.stats import anatomy
 
 
@@ -132,6 +134,16 @@ def test_confirmation_reads_the_fresh_seeds_only(tmp_path):
     assert candidate.sd_ratio == anatomy.paired_sd_ratio(differences[1], differences[0])
     assert candidate.paired_sd.value == pytest.approx(np.std(differences[1], ddof=1))
     assert recipes.confirmation(synthetic(np.random.default_rng(6), n=3)) is None
+    # the headline on every seed each recipe has, as the p_rope chapter tabulates its own runs
+    assert recipes.seeds_of(loaded, "half the peak LR") == list(range(14))
+    assert recipes.seeds_of(loaded, "twice the batch") == list(range(8))
+    names = {"p-rope-0.75": "p", "rope": "r"}
+    rows = show_recipes.headline_rows(loaded, names, {"p-rope-0.75": 10.0, "rope": 10.1})
+    assert [r["recipe"] for r in rows] == ["today", "half the peak LR"]
+    a, b = (np.exp(x) for x in recipes.losses(loaded, "half the peak LR", list(range(14))))
+    expected = ablation.compare("p", a, "r", b, log=True)
+    assert rows[1]["seeds"] == 14 and rows[1]["our paired Δ"] == expected.difference.format(2)
+    assert rows[1]["paper Δ"] == "-0.99 %" and loaded["measured"] in rows[1]["measured on"]
 
 
 def test_the_cli_refuses_bad_arguments_before_training(capsys):

@@ -238,17 +238,33 @@ def compare(
     return out
 
 
+def confirmed_recipe(results: dict[str, Any]) -> str | None:
+    """The recipe named for confirmation (its schedule's last iterate), or None."""
+    if not (fresh := results.get("confirmation")):
+        return None
+    return next(
+        recipe for recipe, (schedule, evaluated) in RECIPES.items()
+        if schedule == fresh["schedule"] and evaluated == "last"
+    )  # fmt: skip
+
+
+def seeds_of(results: dict[str, Any], recipe: str) -> list[int]:
+    """Every seed on which both arms were trained under ``recipe``'s schedule."""
+    schedule = RECIPES[recipe][0]
+    by_arm = [
+        {r["seed"] for r in results["runs"] if r["schedule"] == schedule and r["model"] == arm}
+        for arm in results["arms"]
+    ]
+    return sorted(set.intersection(*by_arm))
+
+
 def confirmation(
     results: dict[str, Any], confidence: float = 0.95
 ) -> tuple[RecipeResult, RecipeResult] | None:
     """Today's and the named candidate on the fresh seeds (None: the file has no confirmation)."""
-    if not (fresh := results.get("confirmation")):
+    if not (candidate := confirmed_recipe(results)):
         return None
-    by = {r.recipe: r for r in compare(results, confidence, fresh["seeds"])}
-    candidate = next(
-        recipe for recipe, (schedule, evaluated) in RECIPES.items()
-        if schedule == fresh["schedule"] and evaluated == "last"
-    )  # fmt: skip
+    by = {r.recipe: r for r in compare(results, confidence, results["confirmation"]["seeds"])}
     return by["today"], by[candidate]
 
 

@@ -8,6 +8,8 @@ import altair as alt
 import numpy as np
 
 from ropebook import recipes
+from ropebook.analysis import ablation
+from ropebook.present.ablation import resolution_rows
 from ropebook.present.noise import interval_text, number_text
 from ropebook.recipes import RecipeResult
 
@@ -32,6 +34,31 @@ def rows(results: list[RecipeResult], names: tuple[str, str], confidence: float)
                 f"{r.sd_ratio.value:.2f} [{r.sd_ratio.low:.2f} – {r.sd_ratio.high:.2f}]",
             "jitter": "—" if r.jitter is None else f"{number_text(r.jitter.value)} %",
         })  # fmt: skip
+    return out
+
+
+def headline_rows(
+    results: dict[str, Any],
+    names: dict[str, str],
+    paper: dict[str, float],
+    confidence: float = 0.95,
+) -> list[dict]:
+    """The headline comparison (the study's arms) under today's recipe and the candidate named
+    for confirmation, each on every seed it was trained on, as the p_rope chapter's resolution
+    table shows its own runs, with where and when the study measured it."""
+    measured = (
+        f"{results['machine']['cpu']} ({results['machine']['cores']} cores), {results['measured']}"
+    )
+    out = []
+    for recipe in ("today", recipes.confirmed_recipe(results)):
+        if recipe is None:
+            continue
+        seeds = recipes.seeds_of(results, recipe)
+        a, b = (np.exp(x) for x in recipes.losses(results, recipe, seeds))
+        arms = tuple(results["arms"])
+        c = ablation.compare(names[arms[0]], a, names[arms[1]], b, confidence, log=True)
+        out.append({"recipe": recipe, **resolution_rows({arms: c}, paper, confidence)[0],
+                    "measured on": measured})  # fmt: skip
     return out
 
 

@@ -38,6 +38,7 @@ from ropebook.analysis.ablation.constructions import (
 )
 from ropebook.analysis.ablation.runs import (
     DOMAINS,
+    PAPER_TABLE2,
     SWEEP,
     ExtrapolationCurve,
     TrainingNoise,
@@ -89,6 +90,7 @@ from ropebook.analysis.ablation.seeds import (
 __all__ = [
     "ALL_PLANES",
     "DOMAINS",
+    "PAPER_TABLE2",
     "FAST_PLANES",
     "FREE_PLANES",
     "SWEEP",

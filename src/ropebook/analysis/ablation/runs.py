@@ -58,6 +58,18 @@ def load_runs(
 
 # Our corpus -> the column of the paper's Table 2 it stands beside (prose: Wiki, code: FlanV2).
 DOMAINS: dict[str, str] = {"shakespeare": "Wiki", "python": "FlanV2"}
+# Barbero et al. 2025, Table 2 (Gemma 2B, validation perplexity), quoted: column -> zoo model ->
+# perplexity, in zoo.TABLE2's order (tests/test_ablation.py checks the names against it).
+PAPER_TABLE2: dict[str, dict[str, float]] = {
+    column: dict(zip(
+        ("nope", "rope", "rope-500k", "rope-reversed-0.75", "rope-partial-0.75", "p-rope-0.25",
+         "p-rope-0.75"), values, strict=True,
+    ))
+    for column, values in {
+        "Wiki": (4.8594, 4.4627, 4.4485, 4.4592, 4.4537, 4.5302, 4.4414),
+        "FlanV2": (6.6429, 6.4429, 6.4593, 6.4683, 6.4562, 6.5111, 6.4422),
+    }.items()
+}  # fmt: skip
 # The p sweep on Shakespeare, p -> zoo model: from NoPE (p = 0, nothing rotates) to RoPE (p = 1).
 SWEEP: dict[float, str] = {
     0.0: "nope", 0.25: "p-rope-0.25", 0.5: "p-rope-0.5", 0.75: "p-rope-0.75", 1.0: "rope"
