@@ -35,7 +35,8 @@ from pathlib import Path
 
 from myst_nb import glue
 
-from ropebook import claims, pipeline, plots
+from ropebook import buildrecord, claims, pipeline, plots
+from ropebook.present import build as show_build
 from ropebook.present import decide
 
 plots.setup()
@@ -59,13 +60,19 @@ CLAIMS = claims.ClaimSet(
     )
 )
 
+# %% tags=["remove-input"]
+build_records = show_build.load(folder / buildrecord.RECORDS, buildrecord.current_build())
+glue("scorecard.machine", show_build.machine_text(build_records), display=False)
+
 # %% [markdown]
 # ## Every claim
 #
 # Chapter by chapter, in the book's order: the chapter's name links to the page that holds the
 # evidence, followed by its tally of verdicts. Each row gives the claim with its source in the
 # literature, what we measured (with the interval over seeds where it is a measurement), how many
-# seeds went into it, and the verdict.
+# seeds went into it, and the verdict. The claims rest on those seeds and on the machine of this
+# build: {glue:text}`scorecard.machine` (each chapter's provenance line names the device it ran
+# on; the results files a chapter shows name their own).
 
 # %%
 plots.claims_by_chapter(records)

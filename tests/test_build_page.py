@@ -56,6 +56,10 @@ def test_tables_show_the_records_values(records):
     assert machine["attention path"].startswith("fused: auto: measured")
     assert "fused 2.00 ms, xla 3.00 ms" in machine["attention path"]
     assert {"package": "jax", "version": "9.9.9"} in show.version_rows(found)
+    assert show.machine_text(found) == (  # the scorecard's line: what its claims rest on
+        "Test CPU 9000, 6 cores (AVX-512), 6 JAX device(s) cpu:cpu; lesson benchmark 16,384 "
+        "tokens/s (this build)"
+    )
 
     stages = {row["stage"]: row for row in show.stage_rows(found)}
     assert list(stages) == ["setup", "data", "zoo", "chapters"]  # in make book's order
@@ -90,6 +94,7 @@ def test_outside_make_no_row_claims_this_build(records):
 def test_missing_records_are_named(tmp_path):
     found = show.load(tmp_path / "none", BUILD)
     assert show.machine_rows(found) == show.stage_rows(found) == show.zoo_rows(found) == []
+    assert str(tmp_path / "none" / "machine.json") in show.machine_text(found)
     assert "built without the Makefile" in show.stages_text(found)
     assert str(tmp_path / "none" / "stage-html.json") in show.site_text(found)
     assert str(tmp_path / "none" / "zoo.json") in found.missing("zoo", "the zoo")

@@ -160,6 +160,20 @@ def machine_rows(records: Records) -> list[dict[str, str]]:
     ]
 
 
+def machine_text(records: Records) -> str:
+    """One line naming the machine the build ran on and its lesson benchmark, and when it was
+    recorded; or what is missing."""
+    machine = records.get("machine")
+    if machine is None:
+        return records.missing("machine", "the machine (`python -m ropebook machine`)")
+    return (
+        f"{machine['cpu']}, {machine['cores_usable']} cores ({machine['instruction_set']}), "
+        f"{machine['device_count']} JAX device(s) {', '.join(machine['devices'])}; lesson "
+        f"benchmark {machine['benchmark']['tokens_per_second']:,.0f} tokens/s "
+        f"({_when(records, machine)})"
+    )
+
+
 def zoo_rows(records: Records) -> list[dict[str, Any]]:
     """Per regime: models trained and cached, training time measured and estimated before."""
     zoo = records.get("zoo")
