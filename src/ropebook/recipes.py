@@ -1,18 +1,17 @@
 """Training-recipe candidates for the language regimes, measured on paired seeds.
 
-The book's headline comparison (0.75-RoPE against RoPE in the matched regime) is limited by
-seed noise. Two levers aim at the last iterate's jitter, each measured elsewhere on larger
-models: **tail weight averaging** (the uniform mean of the params after each of the last
-:data:`AVERAGE_SHARE` of steps, evaluated as one model; Kaddour 2022, Sanyal et al. 2023) and
-**the learning rate decayed to zero** instead of to 10 % of its peak (Bergsma et al. 2025); and
-both (Ajroldi, Orvieto & Geiping 2025). Where runs instead end apart (the seeds' s.d. far above
-a run's jitter), two levers aim at that divergence: **half the peak learning rate**, and
-**twice the batch in half the steps** (the same tokens; its evaluation scores twice as many
-windows, as evaluation uses the training batch size); and one that buys less noise with compute,
-**twice the tokens** (today's recipe for twice the steps, the flagship regime's lever). Every
-run keeps the average in its
-optimiser state (:func:`ropebook.train.tail_average`; the weights trained are unchanged), so one
-run per schedule gives two recipes:
+The book's headline comparison (0.75-RoPE against RoPE in the matched regime) is limited by seed
+noise. Two levers aim at the last iterate's jitter, each measured elsewhere on larger models: **tail
+weight averaging** (the uniform mean of the params after each of the last :data:`AVERAGE_SHARE` of
+steps, evaluated as one model; Kaddour 2022, Sanyal et al. 2023) and **the learning rate decayed to
+zero** instead of to 10 % of its peak (Bergsma et al. 2025); and both (Ajroldi, Orvieto & Geiping
+2025). Where runs instead end apart (the seeds' s.d. far above a run's jitter), two levers aim at
+that divergence: **half the peak learning rate**, and **twice the batch in half the steps** (the
+same tokens; its evaluation scores twice as many windows, as evaluation uses the training batch
+size); and one that spends compute, **twice the tokens** (today's recipe for twice the steps: the
+flagship regime's lever, at twice the training time). Every run keeps the average in its optimiser
+state (:func:`ropebook.train.tail_average`; the weights trained are unchanged), so one run per
+schedule gives two recipes:
 
 ======================  ====================  =================
 recipe                  schedule              model evaluated
