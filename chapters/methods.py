@@ -92,8 +92,8 @@ CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "methods.recipe", "Kaddour 2022; Bergsma et al. 2025: matched runs",
         "A change of recipe — averaging the last fifth of training's weights, decaying the "
-        "learning rate to zero, both, half the peak learning rate, twice the batch at the same "
-        "tokens, or twice the tokens — cuts the headline comparison's paired s.d. below today's: "
+        "learning rate to zero, both, half the peak learning rate, or twice the batch at the same "
+        "tokens — cuts the headline comparison's paired s.d. below today's: "
         "the candidate named for confirmation keeps an s.d. ratio to today's below 1 on fresh "
         "seeds, not those it was picked on",
         claims.given,  # verdict_from_interval on the confirmation's Pitman-Morgan interval

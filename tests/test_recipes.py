@@ -20,7 +20,7 @@ def synthetic(rng: np.random.Generator, n: int = 8, evals: int = 5, confirm: int
     ``confirm`` fresh seeds of today's and half the peak LR after the ``n`` discovery seeds)."""
     runs = []
     noises = {"cosine to 10 %": 0.02, "cosine to 0": 0.01, "half the peak LR": 0.015,
-              "twice the batch": 0.03, "twice the tokens": 0.012}  # fmt: skip
+              "twice the batch": 0.03}  # fmt: skip
     for schedule, noise in noises.items():
         for model, offset in zip(recipes.ARMS, (0.0, 0.01), strict=True):
             fresh = range(n, n + confirm) if schedule in (recipes.TODAY, "half the peak LR") else ()
