@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import jax
 import numpy as np
 import pytest
 from scipy import stats
@@ -97,6 +98,12 @@ def test_results_file_round_trips_and_bad_ones_fail_clearly(tmp_path):
         loaded["command"] == "python -m ropebook recipes --profile smoke --regime matched --seeds 3"
     )
     assert {"cpu", "versions"} <= set(loaded["machine"]) and loaded["commit"]
+    n_devices = len(jax.devices())
+    assert loaded["machine"]["devices"] == f"{n_devices} × cpu"  # where the runs trained
+    assert studies.measured_on(loaded).startswith(f"{n_devices} × cpu on ")
+    assert studies.measured_on(loaded).endswith(loaded["measured"])
+    del loaded["machine"]["devices"]  # a file from before devices were kept: the CPU
+    assert studies.measured_on(loaded).startswith(loaded["machine"]["cpu"])
     with pytest.raises(ValueError, match="no results of the recipes study"):
         recipes.load(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{")

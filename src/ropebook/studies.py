@@ -51,10 +51,27 @@ def write(
         "format": FORMAT, "study": study, "profile": profile, "regime": regime, "domain": domain,
         "seeds": sorted({r["seed"] for r in runs}), "command": command,
         "measured": datetime.date.today().isoformat(), "commit": pipeline._git_commit(),
-        "machine": buildrecord.machine() | {"versions": pipeline.package_versions()},
+        "machine": buildrecord.machine() | {"versions": pipeline.package_versions(),
+                                            "devices": where_trained()},
         **about, "runs": runs,
     })  # fmt: skip
     return path
+
+
+def where_trained() -> str:
+    """The devices JAX trains on here, e.g. ``"2 × cpu"`` or ``"1 × NVIDIA H100"``."""
+    import jax
+
+    kinds = sorted({d.device_kind if d.platform == "gpu" else d.platform for d in jax.devices()})
+    return f"{len(jax.devices())} × {', '.join(kinds)}"
+
+
+def measured_on(results: dict[str, Any]) -> str:
+    """Where a results file was measured: its devices (files before they were kept: the CPU),
+    the CPU and its cores, and the date."""
+    machine = results["machine"]
+    devices = f"{machine['devices']} on " if "devices" in machine else ""
+    return f"{devices}{machine['cpu']} ({machine['cores']} cores), {results['measured']}"
 
 
 def load(study: str, path: Path | None = None) -> dict[str, Any]:

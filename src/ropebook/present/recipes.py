@@ -7,7 +7,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from ropebook import recipes
+from ropebook import recipes, studies
 from ropebook.analysis import ablation
 from ropebook.present.ablation import resolution_rows
 from ropebook.present.noise import interval_text, number_text
@@ -46,9 +46,7 @@ def headline_rows(
     """The headline comparison (the study's arms) under today's recipe and the candidate named
     for confirmation, each on every seed it was trained on, as the p_rope chapter's resolution
     table shows its own runs, with where and when the study measured it."""
-    measured = (
-        f"{results['machine']['cpu']} ({results['machine']['cores']} cores), {results['measured']}"
-    )
+    measured = studies.measured_on(results)
     out = []
     for recipe in ("today", recipes.confirmed_recipe(results)):
         if recipe is None:

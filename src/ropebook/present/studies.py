@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ropebook import studies
+
 
 def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
     """Where and when the results file was measured, the command that reproduces it, and
     whether the code still trains the same specs."""
     versions = results["machine"]["versions"]
     text = (
-        f"measured {results['measured']} at commit `{results['commit']}` on "
-        f"{results['machine']['cpu']} (JAX {versions.get('jax', '?')}); "
+        f"measured at commit `{results['commit']}` on {studies.measured_on(results)} "
+        f"(JAX {versions.get('jax', '?')}); "
         f"{len(results['seeds'])} seeds; reproduce with `{results['command']}`"
     )
     if stale:
