@@ -100,10 +100,12 @@ def test_results_file_round_trips_and_bad_ones_fail_clearly(tmp_path):
     assert {"cpu", "versions"} <= set(loaded["machine"]) and loaded["commit"]
     n_devices = len(jax.devices())
     assert loaded["machine"]["devices"] == f"{n_devices} × cpu"  # where the runs trained
-    assert studies.measured_on(loaded).startswith(f"{n_devices} × cpu on ")
-    assert studies.measured_on(loaded).endswith(loaded["measured"])
-    del loaded["machine"]["devices"]  # a file from before devices were kept: the CPU
-    assert studies.measured_on(loaded).startswith(loaded["machine"]["cpu"])
+    cpu, cores = loaded["machine"]["cpu"], loaded["machine"]["cores"]
+    assert studies.measured_on(loaded) == (
+        f"{cpu} ({cores} cores; JAX on {n_devices} × cpu), {loaded['measured']}"
+    )
+    del loaded["machine"]["devices"]  # a file from before devices were kept: the CPU alone
+    assert studies.measured_on(loaded) == f"{cpu} ({cores} cores), {loaded['measured']}"
     with pytest.raises(ValueError, match="no results of the recipes study"):
         recipes.load(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{")
@@ -151,6 +153,8 @@ def test_confirmation_reads_the_fresh_seeds_only(tmp_path):
     expected = ablation.compare("p", a, "r", b, log=True)
     assert rows[1]["seeds"] == 14 and rows[1]["our paired Δ"] == expected.difference.format(2)
     assert rows[1]["paper Δ"] == "-0.99 %" and loaded["measured"] in rows[1]["measured on"]
+    inside = expected.difference.low <= -0.99 <= expected.difference.high
+    assert rows[1]["paper Δ in our interval"] == ("yes" if inside else "no: excluded")
 
 
 def test_the_cli_refuses_bad_arguments_before_training(capsys):
@@ -163,3 +167,13 @@ def test_the_cli_refuses_bad_arguments_before_training(capsys):
         with pytest.raises(SystemExit):
             recipes.main(["--profile", "smoke", *argv])
         assert message in capsys.readouterr().err
+
+
+def test_a_candidate_is_adopted_only_if_confirmed_and_as_good():
+    assert show_recipes.adoption_text("held", 0.4).startswith("The candidate qualifies")
+    assert show_recipes.adoption_text("held", -0.9).startswith("The candidate qualifies")
+    costly = show_recipes.adoption_text("held", 5.7)
+    assert "keeps training today's recipe" in costly and "+5.7 %" in costly
+    assert "not established" not in costly
+    both = show_recipes.adoption_text("cannot decide", 5.7)
+    assert "not established" in both and "+5.7 %" in both

@@ -70,8 +70,8 @@ def measured_on(results: dict[str, Any]) -> str:
     """Where a results file was measured: its devices (files before they were kept: the CPU),
     the CPU and its cores, and the date."""
     machine = results["machine"]
-    devices = f"{machine['devices']} on " if "devices" in machine else ""
-    return f"{devices}{machine['cpu']} ({machine['cores']} cores), {results['measured']}"
+    devices = f"; JAX on {machine['devices']}" if "devices" in machine else ""
+    return f"{machine['cpu']} ({machine['cores']} cores{devices}), {results['measured']}"
 
 
 def load(study: str, path: Path | None = None) -> dict[str, Any]:

@@ -37,6 +37,25 @@ def rows(results: list[RecipeResult], names: tuple[str, str], confidence: float)
     return out
 
 
+QUALITY_TOLERANCE = 1.0  # % of perplexity a recipe may cost the models and still be adopted
+
+
+def adoption_text(verdict: str, perplexity_cost: float) -> str:
+    """Whether the candidate confirmed on fresh seeds is adopted: only if its cut in noise held
+    there and it costs the models at most :data:`QUALITY_TOLERANCE` % of perplexity."""
+    reasons = [
+        *([] if verdict == "held" else
+          ["its cut in noise is not established on seeds it was not picked on"]),
+        *([f"it costs the models {perplexity_cost:+.1f} % of perplexity"]
+          if abs(perplexity_cost) > QUALITY_TOLERANCE else []),
+    ]  # fmt: skip
+    if not reasons:
+        return ("The candidate qualifies: adopting it for the language regimes (the zoo retrains "
+                "them once) is the next change.")  # fmt: skip
+    return ("The zoo keeps training today's recipe: a recipe changes every language model's "
+            "spec, and this candidate does not earn that yet: " + "; ".join(reasons) + ".")  # fmt: skip
+
+
 def headline_rows(
     results: dict[str, Any],
     names: dict[str, str],
@@ -55,7 +74,10 @@ def headline_rows(
         a, b = (np.exp(x) for x in recipes.losses(results, recipe, seeds))
         arms = tuple(results["arms"])
         c = ablation.compare(names[arms[0]], a, names[arms[1]], b, confidence, log=True)
+        gap = 100 * (paper[arms[0]] / paper[arms[1]] - 1)
         out.append({"recipe": recipe, **resolution_rows({arms: c}, paper, confidence)[0],
+                    "paper Δ in our interval": "yes" if c.difference.low <= gap <= c.difference.high
+                    else "no: excluded",
                     "measured on": measured})  # fmt: skip
     return out
 
