@@ -105,3 +105,14 @@ def test_seeds_follow_the_machine(monkeypatch):
             seedplan.machine_speedup(plan, {})
     with pytest.raises(ValueError, match="positive"):
         seedplan.speedup_of(0, 10_000)
+
+
+def test_the_plan_plans_the_headline_with_the_largest_noise_the_book_measured():
+    """The recipe study's 16 paired seeds under today's recipe measure the headline's noise too;
+    the plan must not plan with less (it would promise an MDE the seeds cannot reach)."""
+    from ropebook import recipes
+
+    study = recipes.load()
+    today = recipes.compare(study, seeds=recipes.seeds_of(study, "today"))[0]
+    planned = seedplan.measured_sd("matched", recipes.ARMS)
+    assert planned.exact and planned.sd >= round(today.paired_sd.value, 2)
