@@ -454,7 +454,8 @@ best = min(candidates, key=lambda r: r.sd_ratio.value)
 today_result = compared[0]
 basis = (
     f"{recipe_results['profile']} profile, {recipe_results['regime']} regime, results file "
-    f"measured {recipe_results['measured']}; {best.n_seeds} discovery seeds × {len(compared)} recipes"
+    f"measured {recipe_results['measured']}; {best.n_seeds} discovery seeds × "
+    f"{len(compared)} recipes"
 )
 if confirmed:
     fresh_today, fresh = confirmed
@@ -610,9 +611,10 @@ for key, row in by_recipe.items():
 #
 # How many seeds a comparison needs follows from its paired noise: a paired t-test on $n$ seeds
 # whose differences have s.d. $\sigma$ detects an effect $\delta$ with 80 % power (95 %,
-# two-sided) once $n$ is large enough (`ropebook.stats.power.seeds_needed`). The book's
-# fresh-clone build measured that noise; `data/seed_plan.json` records it with its source, and
-# the targets: 0.75-RoPE vs RoPE resolved to {glue:text}`methods.plan.matched_target:.1f` % of
+# two-sided) once $n$ is large enough (`ropebook.stats.power.seeds_needed`). The book measured
+# that noise (its fresh-clone build; for the headline, the recipe study's
+# {ref}`paired seeds <methods-headline-study>`); `data/seed_plan.json` records it with its
+# source, and the targets: 0.75-RoPE vs RoPE resolved to {glue:text}`methods.plan.matched_target:.1f` % of
 # perplexity in the matched regime and {glue:text}`methods.plan.flagship_target:.0f` % in the
 # flagship one. Within the build budget the zoo trains the seeds below (in the `cpu` profile;
 # added seeds come after the profile's own, so no trained model changes), 0.75-RoPE vs RoPE
