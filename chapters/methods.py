@@ -570,7 +570,7 @@ else:
 # The recipe study trained the matched headline pair on more paired seeds
 # than this build affords, under today's recipe and under the candidate it named for
 # confirmation. It is not this run's measurement: it comes from a results file
-# ({glue:text}`methods.study.provenance`), measured on the machine and date in its last column.
+# ({glue:text}`methods.study.provenance`), measured on the devices and date in its last column.
 
 # %%
 study_rows = show_recipes.headline_rows(
@@ -583,7 +583,7 @@ glue("methods.study.provenance", show_studies.provenance_text(recipe_results, re
      display=False)  # fmt: skip
 study_columns = {"recipe": "recipe", "our paired Δ": "difference", "seeds": "seeds",
                  "detectable": "detectable", "reading": "reading", "paper Δ": "paper",
-                 "paper Δ in our interval": "paper_inside"}  # fmt: skip
+                 "paper Δ inside": "paper_inside"}  # fmt: skip
 by_recipe = {"today": study_rows[0], "candidate": study_rows[1] if len(study_rows) > 1 else {}}
 for key, row in by_recipe.items():
     for column, name in study_columns.items():

@@ -154,7 +154,8 @@ def test_confirmation_reads_the_fresh_seeds_only(tmp_path):
     assert rows[1]["seeds"] == 14 and rows[1]["our paired Δ"] == expected.difference.format(2)
     assert rows[1]["paper Δ"] == "-0.99 %" and loaded["measured"] in rows[1]["measured on"]
     inside = expected.difference.low <= -0.99 <= expected.difference.high
-    assert rows[1]["paper Δ in our interval"] == ("yes" if inside else "no: excluded")
+    assert rows[1]["paper Δ inside"] == ("yes" if inside else "no: excluded")
+    assert rows[1]["measured on"] == f"{loaded['machine']['devices']}, {loaded['measured']}"
 
 
 def test_the_cli_refuses_bad_arguments_before_training(capsys):

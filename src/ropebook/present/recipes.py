@@ -7,7 +7,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from ropebook import recipes, studies
+from ropebook import recipes
 from ropebook.analysis import ablation
 from ropebook.present.ablation import resolution_rows
 from ropebook.present.noise import interval_text, number_text
@@ -65,7 +65,8 @@ def headline_rows(
     """The headline comparison (the study's arms) under today's recipe and the candidate named
     for confirmation, each on every seed it was trained on, as the p_rope chapter's resolution
     table shows its own runs, with where and when the study measured it."""
-    measured = studies.measured_on(results)
+    machine = results["machine"]  # the CPU's name is in the study's provenance line
+    measured = f"{machine.get('devices', machine['cpu'])}, {results['measured']}"
     out = []
     for recipe in ("today", recipes.confirmed_recipe(results)):
         if recipe is None:
@@ -75,8 +76,10 @@ def headline_rows(
         arms = tuple(results["arms"])
         c = ablation.compare(names[arms[0]], a, names[arms[1]], b, confidence, log=True)
         gap = 100 * (paper[arms[0]] / paper[arms[1]] - 1)
-        out.append({"recipe": recipe, **resolution_rows({arms: c}, paper, confidence)[0],
-                    "paper Δ in our interval": "yes" if c.difference.low <= gap <= c.difference.high
+        row = resolution_rows({arms: c}, paper, confidence)[0]
+        del row["paper's order"]  # the page names the pair; the table must fit its width
+        out.append({"recipe": recipe, **row,
+                    "paper Δ inside": "yes" if c.difference.low <= gap <= c.difference.high
                     else "no: excluded",
                     "measured on": measured})  # fmt: skip
     return out
