@@ -457,33 +457,24 @@ basis = (
     f"measured {recipe_results['measured']}; {best.n_seeds} discovery seeds × "
     f"{len(compared)} recipes"
 )
-if confirmed:
-    fresh_today, fresh = confirmed
-    fresh_seeds = recipe_results["confirmation"]["seeds"]
-    CLAIMS.record(
-        "methods.recipe",
-        claims.verdict_from_interval(fresh.sd_ratio.low, fresh.sd_ratio.high, threshold=1,
-                                     above=False),
-        f"'{fresh.recipe}' on fresh seeds {seed_span(fresh_seeds)}: paired s.d. "
-        f"{fresh.paired_sd} % against today's {fresh_today.paired_sd} %, ratio {fresh.sd_ratio} "
-        f"(Pitman-Morgan; {best.sd_ratio} on the discovery seeds for the best there, "
-        f"'{best.recipe}')",
-        seeds=fresh.n_seeds,
-        basis=f"{basis}; then today's and '{fresh.recipe}' on {fresh.n_seeds} fresh seeds",
-        to_decide="more fresh paired seeds under today's recipe and the candidate, until the "
-        "ratio's interval leaves 1",
-    )  # fmt: skip
-else:
-    CLAIMS.record(
-        "methods.recipe",
-        claims.verdict_from_interval(best.sd_ratio.low, best.sd_ratio.high, threshold=1,
-                                     above=False),
-        f"best candidate '{best.recipe}': paired s.d. {best.paired_sd} % against today's "
-        f"{today_result.paired_sd} %, ratio {best.sd_ratio} (Pitman-Morgan; no fresh seeds yet)",
-        seeds=best.n_seeds, basis=basis,
-        to_decide="the best candidate beside today's on fresh seeds (python -m ropebook recipes "
-        "--confirm), until the ratio's interval leaves 1",
-    )  # fmt: skip
+fresh_today, fresh = confirmed or (today_result, best)  # the test: fresh seeds once trained
+fresh_seeds = recipe_results["confirmation"]["seeds"] if confirmed else []
+CLAIMS.record(
+    "methods.recipe",
+    claims.verdict_from_interval(fresh.sd_ratio.low, fresh.sd_ratio.high, threshold=1,
+                                 above=False),
+    f"'{fresh.recipe}' "
+    + (f"on fresh seeds {seed_span(fresh_seeds)}" if confirmed else "on the discovery seeds")
+    + f": paired s.d. {fresh.paired_sd} % against today's {fresh_today.paired_sd} %, ratio "
+    f"{fresh.sd_ratio} (Pitman-Morgan; "
+    + (f"{best.sd_ratio} on the discovery seeds for the best there, '{best.recipe}')"
+       if confirmed else "no fresh seeds yet)"),
+    seeds=fresh.n_seeds,
+    basis=basis + (f"; then today's and '{fresh.recipe}' on {fresh.n_seeds} fresh seeds"
+                   if confirmed else ""),
+    to_decide="more fresh paired seeds under today's recipe and the candidate (python -m "
+    "ropebook recipes --confirm), until the ratio's interval leaves 1",
+)  # fmt: skip
 for name, value in {
     "share": recipes.AVERAGE_SHARE,
     "models": len(recipe_results["runs"]),
