@@ -258,6 +258,8 @@ def validate_parameters(name: str, declared: dict[str, Parameter], given: dict[s
 
 
 def _git_commit() -> str:
+    """This checkout's commit (``+dirty`` with changes to ``src`` or ``chapters``); a copy of the
+    tree without git (a GPU machine's) takes ``ROPEBOOK_COMMIT``, else ``unknown``."""
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
@@ -269,7 +271,7 @@ def _git_commit() -> str:
         ).stdout.strip()  # fmt: skip
         return commit + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return os.environ.get("ROPEBOOK_COMMIT", "unknown")
 
 
 def library_hash() -> str:

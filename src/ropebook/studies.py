@@ -51,8 +51,10 @@ def write(
         "format": FORMAT, "study": study, "profile": profile, "regime": regime, "domain": domain,
         "seeds": sorted({r["seed"] for r in runs}), "command": command,
         "measured": datetime.date.today().isoformat(), "commit": pipeline._git_commit(),
-        "machine": buildrecord.machine() | {"versions": pipeline.package_versions(),
-                                            "devices": where_trained()},
+        "machine": buildrecord.machine() | {
+            "versions": pipeline.package_versions(), "devices": where_trained(),
+            "matmul_precision": matmul_precision(),
+        },
         **about, "runs": runs,
     })  # fmt: skip
     return path
@@ -64,6 +66,14 @@ def where_trained() -> str:
 
     kinds = sorted({d.device_kind if d.platform == "gpu" else d.platform for d in jax.devices()})
     return f"{len(jax.devices())} × {', '.join(kinds)}"
+
+
+def matmul_precision() -> str:
+    """JAX's float32 matrix-product precision here: ``default`` (float32 on CPUs; TF32 on recent
+    NVIDIA GPUs) or what ``JAX_DEFAULT_MATMUL_PRECISION`` set (``highest``: float32 everywhere)."""
+    import jax
+
+    return str(jax.config.jax_default_matmul_precision or "default")
 
 
 def measured_on(results: dict[str, Any]) -> str:
