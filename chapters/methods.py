@@ -597,6 +597,39 @@ for key, row in by_recipe.items():
 # {ref}`p-RoPE chapter <p-rope-matched>` gives.
 
 # %% [markdown]
+# The same pair under today's recipe was also trained on a GPU, on many more seeds (the
+# {ref}`p-RoPE chapter <p-rope-gpu-headline>` sets it beside this build's result). Seeds 0 to
+# {glue:text}`methods.same_spec.last_seed` of it are the very specs the recipe study trained on
+# this project's CPU: same initial weights, same batches, same code, other hardware and
+# libraries. How far apart does one spec land on the two machines, against two seeds of a spec
+# on one?
+
+# %%
+gpu_matched = recipes.load(recipes.GPU_FILES["matched"])
+same_spec = show_recipes.same_spec_rows(recipe_results, gpu_matched, NAMES, confidence)
+plots.table(same_spec)
+
+# %% tags=["remove-input"]
+sd_column = next(k for k in same_spec[0] if k.startswith("s.d."))
+glue("methods.same_spec.last_seed", same_spec[0]["runs"] // 2 - 1, display=False)
+glue("methods.same_spec.runs", same_spec[0]["runs"], display=False)
+glue("methods.same_spec.sd", same_spec[0][sd_column], display=False)
+glue("methods.same_spec.seed_sd", same_spec[-1][sd_column], display=False)
+glue("methods.same_spec.ratio", same_spec[-1]["ratio"], display=False)
+glue("methods.same_spec.gpu", show_studies.provenance_text(gpu_matched, studies.stale(gpu_matched)),
+     display=False)  # fmt: skip
+
+# %% [markdown]
+# Over {glue:text}`methods.same_spec.runs` runs, one spec's loss on the two machines differs
+# with an s.d. of {glue:text}`methods.same_spec.sd` of perplexity; two seeds of one spec on one
+# machine differ by {glue:text}`methods.same_spec.seed_sd` ({glue:text}`methods.same_spec.ratio`
+# times as much). The change of machine alone (rounding, kernels, library versions) moves a model by
+# the first of those, as {cite:t}`summers2021nondeterminism` found for any one-bit change: a
+# model's seed names a distribution, not a model, so a build on another machine must expect
+# its numbers to move by that much. Pairing holds within a machine; comparisons never pair
+# across them. (GPU file: {glue:text}`methods.same_spec.gpu`.)
+
+# %% [markdown]
 # (methods-power)=
 # ## Seeds chosen by power
 #

@@ -178,3 +178,50 @@ def test_a_candidate_is_adopted_only_if_confirmed_and_as_good():
     assert "not established" not in costly
     both = show_recipes.adoption_text("cannot decide", 5.7)
     assert "not established" in both and "+5.7 %" in both
+
+
+@pytest.mark.parametrize("regime", zoo.TAIL_REGIMES)
+def test_gpu_headline_files_are_current_and_say_where_they_ran(regime):
+    """The headline's GPU results (tools/gpu_headline.sh): the cpu profile's specs as the code
+    trains them today, both arms on every seed, trained on a GPU at float32 precision."""
+    results = recipes.load(recipes.GPU_FILES[regime])
+    assert studies.stale(results) == []
+    assert (results["profile"], results["regime"], results["schedules"]) == (
+        "cpu", regime, [recipes.TODAY],
+    )  # fmt: skip
+    assert "NVIDIA" in results["machine"]["devices"]
+    assert results["machine"]["matmul_precision"] == "highest"
+    assert {p["platform"] for r in results["runs"] for p in r["provenance"]} == {"gpu"}
+    a, b = recipes.losses(results, "today", results["seeds"])
+    assert len(a) == len(b) == len(results["seeds"]) >= 32
+    assert results["command"].startswith("OUT=data/results ")
+    assert results["command"].endswith(f"bash tools/gpu_headline.sh {regime}")
+
+
+def test_same_run_differences_pair_one_spec_across_files():
+    first = synthetic(np.random.default_rng(6), n=4)
+    first |= {"machine": {"cpu": "a CPU", "devices": "2 × cpu"}, "measured": "2026-11-27"}
+    second = json.loads(json.dumps(first))
+    second["machine"]["devices"] = "1 × NVIDIA H200"
+    second["runs"] = [r for r in second["runs"] if r["seed"] < 3]  # seeds 0-2 in both
+    for run in second["runs"]:
+        run["last_loss"] += 0.01 * (run["seed"] + 1)
+    differences = recipes.same_run_differences(first, second)
+    assert np.allclose(np.sort(differences), [0.01, 0.01, 0.02, 0.02, 0.03, 0.03])
+    rows = show_recipes.same_spec_rows(first, second, {a: a for a in recipes.ARMS})
+    assert rows[0]["runs"] == 6 and [r["runs"] for r in rows[1:]] == [3, 3]
+    second["runs"][0]["spec_hash"] = "other"
+    with pytest.raises(ValueError, match="different spec hashes"):
+        recipes.same_run_differences(first, second)
+
+
+def test_headline_row_says_whether_the_paper_gap_is_inside():
+    rng = np.random.default_rng(7)
+    b = np.exp(3 + 0.01 * rng.standard_normal(16))
+    paper = {"p-rope-0.75": 99.52, "rope": 100.0}  # a gap of −0.48 %
+    for shift, inside in ((-0.0048, "yes"), (0.02, "no: excluded")):
+        a = b * np.exp(shift + 0.002 * (-1.0) ** np.arange(16))  # mean: the shift exactly
+        c = ablation.compare("0.75-RoPE", a, "RoPE", b, 0.95, log=True)
+        row = show_recipes.headline_row("runs", "x", c, recipes.ARMS, paper, "here")
+        assert (row["runs"], row["paper Δ inside"], row["measured on"]) == ("x", inside, "here")
+        assert row["paper Δ"] == "-0.48 %" and "paper's order" not in row

@@ -258,8 +258,11 @@ def validate_parameters(name: str, declared: dict[str, Parameter], given: dict[s
 
 
 def _git_commit() -> str:
-    """This checkout's commit (``+dirty`` with changes to ``src`` or ``chapters``); a copy of the
-    tree without git (a GPU machine's) takes ``ROPEBOOK_COMMIT``, else ``unknown``."""
+    """``ROPEBOOK_COMMIT`` where set (a copy of the tree run elsewhere, such as a GPU machine's,
+    whose git folder may be stale or absent), else this checkout's commit (``+dirty`` with
+    changes to ``src`` or ``chapters``), else ``unknown``."""
+    if pinned := os.environ.get("ROPEBOOK_COMMIT", "").strip():
+        return pinned
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
@@ -271,7 +274,7 @@ def _git_commit() -> str:
         ).stdout.strip()  # fmt: skip
         return commit + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("ROPEBOOK_COMMIT", "unknown")
+        return "unknown"
 
 
 def library_hash() -> str:

@@ -74,6 +74,9 @@ RECIPES: dict[str, tuple[str, str]] = {  # recipe -> (schedule, model evaluated)
 TODAY = "cosine to 10 %"  # today's schedule, which every other is read against
 ARMS: tuple[str, str] = ("p-rope-0.75", "rope")  # the headline pair, a − b
 STUDY, DOMAIN = "recipes", "shakespeare"
+# The headline pair under today's recipe on many more seeds, trained on a GPU by
+# tools/gpu_headline.sh (the same specs as the cpu profile's): regime -> its results file.
+GPU_FILES: dict[str, Path] = {r: studies.path_of(f"{STUDY}-gpu-{r}") for r in zoo.TAIL_REGIMES}
 
 
 def overrides(schedule: str, profile: str, regime: str) -> dict[str, Any]:
@@ -194,6 +197,24 @@ def losses(
     by = {(r["model"], r["seed"]): r[key] for r in runs if r["schedule"] == schedule}
     order = sorted({seed for _, seed in by})
     return tuple(np.array([by[(arm, s)] for s in order]) for arm in results["arms"])
+
+
+def same_run_differences(
+    first: dict[str, Any], second: dict[str, Any], recipe: str = "today"
+) -> np.ndarray:
+    """The runs both results files trained under ``recipe`` (the same model, seed and spec hash,
+    say on a CPU and on a GPU): the second's loss minus the first's, in nats, one per run."""
+    schedule, evaluated = RECIPES[recipe]
+    key = "last_loss" if evaluated == "last" else "average_loss"
+
+    def runs(results: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+        return {(r["model"], r["seed"]): r for r in results["runs"] if r["schedule"] == schedule}
+
+    a, b = runs(first), runs(second)
+    shared = sorted(a.keys() & b.keys())
+    if differ := [k for k in shared if a[k]["spec_hash"] != b[k]["spec_hash"]]:
+        raise ValueError(f"runs {differ} have different spec hashes in the two files")
+    return np.array([b[k][key] - a[k][key] for k in shared])
 
 
 def compare(

@@ -12,6 +12,7 @@ from ropebook.analysis import ablation
 from ropebook.present.ablation import resolution_rows
 from ropebook.present.noise import interval_text, number_text
 from ropebook.recipes import RecipeResult
+from ropebook.stats import anatomy
 
 
 def rows(results: list[RecipeResult], names: tuple[str, str], confidence: float) -> list[dict]:
@@ -65,24 +66,79 @@ def headline_rows(
     """The headline comparison (the study's arms) under today's recipe and the candidate named
     for confirmation, each on every seed it was trained on, as the p_rope chapter's resolution
     table shows its own runs, with where and when the study measured it."""
-    machine = results["machine"]  # the CPU's name is in the study's provenance line
-    measured = f"{machine.get('devices', machine['cpu'])}, {results['measured']}"
-    out = []
-    for recipe in ("today", recipes.confirmed_recipe(results)):
-        if recipe is None:
-            continue
-        seeds = recipes.seeds_of(results, recipe)
-        a, b = (np.exp(x) for x in recipes.losses(results, recipe, seeds))
-        arms = tuple(results["arms"])
-        c = ablation.compare(names[arms[0]], a, names[arms[1]], b, confidence, log=True)
-        gap = 100 * (paper[arms[0]] / paper[arms[1]] - 1)
-        row = resolution_rows({arms: c}, paper, confidence)[0]
-        del row["paper's order"]  # the page names the pair; the table must fit its width
-        out.append({"recipe": recipe, **row,
-                    "paper Δ inside": "yes" if c.difference.low <= gap <= c.difference.high
-                    else "no: excluded",
-                    "measured on": measured})  # fmt: skip
-    return out
+    candidate = recipes.confirmed_recipe(results)
+    return [
+        headline_row("recipe", recipe, study_comparison(results, recipe, names, confidence),
+                     tuple(results["arms"]), paper, measured_text(results), confidence)
+        for recipe in ("today", candidate) if recipe is not None
+    ]  # fmt: skip
+
+
+def study_comparison(
+    results: dict[str, Any], recipe: str, names: dict[str, str], confidence: float = 0.95
+) -> ablation.Comparison:
+    """The study's arms compared under ``recipe`` on every seed it was trained on."""
+    seeds = recipes.seeds_of(results, recipe)
+    a, b = (np.exp(x) for x in recipes.losses(results, recipe, seeds))
+    arms = results["arms"]
+    return ablation.compare(names[arms[0]], a, names[arms[1]], b, confidence, log=True)
+
+
+def measured_text(results: dict[str, Any]) -> str:
+    """A table's short "measured on": the study's devices and date (the CPU's name is in its
+    provenance line)."""
+    machine = results["machine"]
+    return f"{machine.get('devices', machine['cpu'])}, {results['measured']}"
+
+
+def headline_row(
+    key: str,
+    label: str,
+    c: ablation.Comparison,
+    pair: tuple[str, str],
+    paper: dict[str, float],
+    measured: str,
+    confidence: float = 0.95,
+) -> dict:
+    """One row of a headline table: the resolution table's columns (the pair named by the page,
+    so the table fits its width), whether the paper's gap lies inside our interval, and where
+    the row was measured; ``key`` names the first column, ``label`` fills it."""
+    gap = 100 * (paper[pair[0]] / paper[pair[1]] - 1)
+    row = resolution_rows({pair: c}, paper, confidence)[0]
+    del row["paper's order"]
+    inside = "yes" if c.difference.low <= gap <= c.difference.high else "no: excluded"
+    return {key: label, **row, "paper Δ inside": inside, "measured on": measured}
+
+
+def same_spec_rows(
+    first: dict[str, Any], second: dict[str, Any], names: dict[str, str], confidence: float = 0.95
+) -> list[dict]:
+    """How far one spec lands on two machines (the runs both files trained under today's
+    recipe: the s.d. of the loss differences) against how far two seeds of one spec land on
+    the second (√2 × each arm's s.d. over its seeds there), in % of perplexity, with intervals
+    and their ratio."""
+    level = f"{confidence:.0%}"
+    same = recipes.same_run_differences(first, second)
+    same_sd = anatomy.sd_estimate(100 * float(np.std(same, ddof=1)), len(same) - 1, confidence)
+    where = (measured_text(first), measured_text(second))
+    rows = [{"models compared": "one spec and seed, both machines", "runs": len(same),
+             f"s.d. of the loss difference [{level}]": _sd_text(same_sd), "ratio": "1 (reference)",
+             "machines": " and ".join(where)}]  # fmt: skip
+    arms = zip(second["arms"], recipes.losses(second, "today", second["seeds"]), strict=True)
+    for arm, losses in arms:
+        seeds = anatomy.sd_estimate(
+            100 * np.sqrt(2) * float(np.std(losses, ddof=1)), len(losses) - 1, confidence
+        )
+        ratio = anatomy.sd_ratio(seeds, same_sd, confidence)
+        rows.append({"models compared": f"two seeds of {names[arm]}, one machine", "runs": len(losses),
+                     f"s.d. of the loss difference [{level}]": _sd_text(seeds),
+                     "ratio": f"{ratio.value:.2f} [{ratio.low:.2f} – {ratio.high:.2f}]",
+                     "machines": where[1]})  # fmt: skip
+    return rows
+
+
+def _sd_text(sd) -> str:
+    return f"{number_text(sd.value)} % [{interval_text(sd, ' %')}]"
 
 
 def differences_chart(results: dict[str, Any], names: tuple[str, str]) -> alt.HConcatChart:

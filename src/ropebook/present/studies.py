@@ -10,10 +10,12 @@ from ropebook import studies
 def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
     """Where and when the results file was measured, the command that reproduces it, and
     whether the code still trains the same specs."""
-    versions = results["machine"]["versions"]
+    machine = results["machine"]
+    jax = f"JAX {machine['versions'].get('jax', '?')}"
+    if machine.get("matmul_precision", "default") != "default":  # float32 kept on a GPU
+        jax += f", matrix products at {machine['matmul_precision']} precision"
     text = (
-        f"measured at commit `{results['commit']}` on {studies.measured_on(results)} "
-        f"(JAX {versions.get('jax', '?')}); "
+        f"measured at commit `{results['commit']}` on {studies.measured_on(results)} ({jax}); "
         f"{len(results['seeds'])} seeds; reproduce with `{results['command']}`"
     )
     if stale:
