@@ -106,7 +106,10 @@ def headline_row(
     gap = 100 * (paper[pair[0]] / paper[pair[1]] - 1)
     row = resolution_rows({pair: c}, paper, confidence)[0]
     del row["paper's order"]
-    inside = "yes" if c.difference.low <= gap <= c.difference.high else "no: excluded"
+    if not (np.isfinite(c.difference.low) and np.isfinite(c.difference.high) and c.paired):
+        inside = "—"  # no interval (one seed)
+    else:
+        inside = "yes" if c.difference.low <= gap <= c.difference.high else "no: excluded"
     return {key: label, **row, "paper Δ inside": inside, "measured on": measured}
 
 
