@@ -636,8 +636,8 @@ glue("methods.same_spec.gpu", show_studies.provenance_text(gpu_matched, studies.
 # How many seeds a comparison needs follows from its paired noise: a paired t-test on $n$ seeds
 # whose differences have s.d. $\sigma$ detects an effect $\delta$ with 80 % power (95 %,
 # two-sided) once $n$ is large enough (`ropebook.stats.power.seeds_needed`). The book measured
-# that noise (its fresh-clone build; for the headline, the recipe study's
-# {ref}`paired seeds <methods-headline-study>`); `data/seed_plan.json` records it with its
+# that noise (its fresh-clone build; for the headline, the GPU study's
+# {ref}`paired seeds <p-rope-gpu-headline>`); `data/seed_plan.json` records it with its
 # source, and the targets: 0.75-RoPE vs RoPE resolved to {glue:text}`methods.plan.matched_target:.1f` % of
 # perplexity in the matched regime and {glue:text}`methods.plan.flagship_target:.0f` % in the
 # flagship one. Within the build budget the zoo trains the seeds below (in the `cpu` profile;

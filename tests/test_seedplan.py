@@ -108,11 +108,15 @@ def test_seeds_follow_the_machine(monkeypatch):
 
 
 def test_the_plan_plans_the_headline_with_the_largest_noise_the_book_measured():
-    """The recipe study's 16 paired seeds under today's recipe measure the headline's noise too;
-    the plan must not plan with less (it would promise an MDE the seeds cannot reach)."""
+    """The recipe study's 16 paired seeds (this project's CPU) and the GPU study's 64 matched and
+    32 flagship ones under today's recipe measure the headline's noise too; the plan must not
+    plan with less (it would promise an MDE the seeds cannot reach)."""
     from ropebook import recipes
 
-    study = recipes.load()
-    today = recipes.compare(study, seeds=recipes.seeds_of(study, "today"))[0]
-    planned = seedplan.measured_sd("matched", recipes.ARMS)
-    assert planned.exact and planned.sd >= round(today.paired_sd.value, 2)
+    files = {"matched": [recipes.load(), recipes.load(recipes.GPU_FILES["matched"])],
+             "flagship": [recipes.load(recipes.GPU_FILES["flagship"])]}  # fmt: skip
+    for regime, studies in files.items():
+        planned = seedplan.measured_sd(regime, recipes.ARMS)
+        for study in studies:
+            today = recipes.compare(study, seeds=recipes.seeds_of(study, "today"))[0]
+            assert planned.exact and planned.sd >= round(today.paired_sd.value, 2), regime
