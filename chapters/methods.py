@@ -303,6 +303,11 @@ over_flagship = ablation.training_noise(near_tie, headline, flagship_target, con
 for name, value in show.training_noise_values(near_tie, over_flagship, matched_tokens).items():
     glue(f"methods.flagship.{name}", value, display=False)
 glue("methods.flagship.target", float(flagship_target), display=False)
+gpu_flagship = recipes.load(recipes.GPU_FILES["flagship"])
+gpu_flagship_sd = recipes.compare(gpu_flagship, seeds=gpu_flagship["seeds"])[0].paired_sd
+glue("methods.flagship.gpu_seeds", len(gpu_flagship["seeds"]), display=False)
+glue("methods.flagship.gpu_sd", f"{show_noise.number_text(gpu_flagship_sd.value)} % "
+     f"[{show_noise.interval_text(gpu_flagship_sd, ' %')}]", display=False)  # fmt: skip
 
 # %% [markdown]
 # At the last step ({glue:text}`methods.flagship.tokens` tokens,
@@ -318,7 +323,9 @@ glue("methods.flagship.target", float(flagship_target), display=False)
 # against the seed plan's target of {glue:text}`methods.flagship.target:.2f` % for this
 # comparison, which would need about {glue:text}`methods.flagship.seeds_needed` paired seeds at
 # this noise (80 % power). (A dash: one seed per model, so no paired noise to follow over
-# training.)
+# training.) The same comparison on {glue:text}`methods.flagship.gpu_seeds` paired seeds of the
+# {ref}`GPU study <p-rope-gpu-headline>` has an s.d. of {glue:text}`methods.flagship.gpu_sd` at
+# the last step: a few seeds' s.d. is a wide estimate, and the seed plan uses the study's.
 
 # %% [markdown]
 # (methods-noise-split)=

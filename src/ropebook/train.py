@@ -681,9 +681,12 @@ def seed_batching() -> bool:
     products, ``tools/gpu_headline.sh``) the batched programs of the headline study ran at a
     median 1.96 M tokens/s (64 matched seeds) and 1.87 M (32 flagship seeds), 3.6-3.8× the
     benchmark's sequential 518 k tokens/s (one model after another). The benchmark itself, at 16
-    seeds and 20 steps, timed the batched step at 240 k (ratio 0.46), against what the studies'
-    own runs sustained; its short rounds on a GPU are not yet understood, so the choice rests on
-    the studies' rates.
+    seeds and 20 steps, then timed batching at 0.46× sequential: every checkpoint (and, in the
+    zoo's runs, every evaluation) unstacked the seeds leaf by leaf in eager ops (S × ~220
+    dispatches), which dominated short runs; :func:`_unstack` now does it in one program (3 smoke seeds × 5 steps on this CPU: 1.1 s
+    to 0.45 s a call). The GPU has not been re-measured since; on this CPU the benchmark still
+    puts batching below sequential (0.93 matched, 0.89 lesson, 3 seeds, 2026-11-27, the cores
+    shared with a test run).
     """
     mode = os.environ.get("ROPEBOOK_SEED_BATCH", "auto").strip().lower() or "auto"
     if mode not in SEED_BATCH_MODES:
@@ -710,6 +713,14 @@ def _check_seed_batch(train_configs: list[TrainConfig]) -> None:
             )
     if train_configs[0].stop_accuracy is not None:
         raise ValueError("train_seeds cannot batch runs with stop_accuracy: each seed stops alone")
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _unstack(tree: Any, n: int) -> tuple[Any, ...]:
+    """The ``n`` trees stacked on ``tree``'s leading axis, as one program: slicing each leaf of
+    S seeds eagerly dispatched S × leaves small ops (64 seeds × ~220 leaves on a GPU: seconds
+    at every evaluation and checkpoint, more than the training steps between them)."""
+    return tuple(jax.tree.map(lambda x, i=i: x[i], tree) for i in range(n))
 
 
 def train_seeds(
@@ -785,8 +796,8 @@ def train_seeds(
     def sync() -> None:
         nonlocal synced
         if synced != active[0].run.step:
-            for i, m in enumerate(active):
-                m.run.params, m.run.opt_state = jax.tree.map(lambda x, i=i: x[i], state)
+            for m, (params, opt_state) in zip(active, _unstack(state, len(active)), strict=True):
+                m.run.params, m.run.opt_state = params, opt_state
             synced = active[0].run.step
 
     _loop(
