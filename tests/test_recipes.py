@@ -225,3 +225,20 @@ def test_headline_row_says_whether_the_paper_gap_is_inside():
         row = show_recipes.headline_row("runs", "x", c, recipes.ARMS, paper, "here")
         assert (row["runs"], row["paper Δ inside"], row["measured on"]) == ("x", inside, "here")
         assert row["paper Δ"] == "-0.48 %" and "paper's order" not in row
+
+
+def test_gpu_script_writes_the_files_the_book_reads_and_refuses_bad_stages(tmp_path):
+    import subprocess
+
+    from ropebook import paths
+
+    script = paths.REPO_ROOT / "tools" / "gpu_headline.sh"
+    text = script.read_text()
+    for regime, path in recipes.GPU_FILES.items():  # the script's files are the book's
+        assert f'--out "$OUT/{path.name}"' in text and f"gpu_headline.sh {regime}" in text
+    run = subprocess.run(["bash", script, "nonsense"], env={"OUT": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, cwd=paths.REPO_ROOT)  # fmt: skip
+    assert run.returncode == 2 and "unknown stage nonsense" in run.stderr
+    run = subprocess.run(["bash", script, "matched"], env={"PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, cwd=paths.REPO_ROOT)  # fmt: skip
+    assert run.returncode != 0 and "set OUT" in run.stderr

@@ -6,7 +6,9 @@
 # data/results/ keeps with its provenance (ropebook.recipes.GPU_FILES; the file's command is
 # this script's). Run from the repository root, data/derived present:
 #   OUT=dir SEEDS=64 bash tools/gpu_headline.sh check matched flagship bench half-lr
-# STAGE_LIMIT (seconds) stops a stage that runs longer; the stages before it keep their files.
+# STAGE_LIMIT (seconds) stops a stage that runs longer; the stages before it keep their files,
+# and its finished models stay in ROPEBOOK_CACHE: the same stage again, on the same machine,
+# loads them and writes its file (how the kept files were made, 2026-11-27).
 set -uo pipefail
 : "${OUT:?set OUT to the folder the results files go to}"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TQDM_MININTERVAL=20
