@@ -711,6 +711,9 @@ matched_cmp = {
 plots.table(show.resolution_rows(matched_cmp, PAPER_TABLE2["Wiki"], confidence))
 
 # %% tags=["remove-input"]
+HEADLINE = ("p-rope-0.75", "rope")
+gpu = {regime: recipes.load(path) for regime, path in recipes.GPU_FILES.items()}
+gpu_cmp = {r: show_recipes.study_comparison(gpu[r], "today", NAMES, confidence) for r in gpu}
 matched_tokens = ablation.tokens_seen(matched)[0]
 matched_seeds = min(len(runs) for runs in matched.values())  # every encoding has these
 matched_noise = ablation.matched_noise(matched_cmp)
@@ -724,8 +727,10 @@ for better, worse, cid in PAIRS[:-1]:
         seeds=c.difference.n,
         basis=f"matched regime, {matched_tokens:,} tokens/model; "
         + show.resolution_text(c, confidence),
-        to_decide=decide.comparison_to_decide(c, seedplan.measured_sd("matched", (better, worse))),
-    )
+        to_decide=decide.comparison_to_decide(c, seedplan.measured_sd("matched", (better, worse)))
+        + (show_recipes.study_text(gpu_cmp["matched"], gpu["matched"], confidence)
+           if (better, worse) == HEADLINE else ""),
+    )  # fmt: skip
 CLAIMS.record(
     "p_rope.matched_noise",
     ablation.noise_target_verdict(matched_noise),
@@ -776,9 +781,8 @@ CLAIMS.record(
     seeds=last.difference.n,
     basis=f"flagship runs, {last.difference.n} seeds × {last_tokens:,} tokens; "
     + show.resolution_text(last, confidence),
-    to_decide=decide.comparison_to_decide(
-        last, seedplan.measured_sd("flagship", ("p-rope-0.75", "rope"))
-    ),
+    to_decide=decide.comparison_to_decide(last, seedplan.measured_sd("flagship", HEADLINE))
+    + show_recipes.study_text(gpu_cmp["flagship"], gpu["flagship"], confidence),
 )
 glue("p_rope.flagship.tokens", int(last_tokens), display=False)
 glue("p_rope.flagship.times", last_tokens / matched_tokens, display=False)
@@ -802,10 +806,7 @@ glue("p_rope.flagship.verdict", last.verdict(last.a), display=False)
 # {glue:text}`p_rope.gpu.flagship.provenance`).
 
 # %%
-gpu = {regime: recipes.load(path) for regime, path in recipes.GPU_FILES.items()}
-HEADLINE = ("p-rope-0.75", "rope")
 here = {"matched": matched_cmp[HEADLINE], "flagship": last}
-gpu_cmp = {r: show_recipes.study_comparison(gpu[r], "today", NAMES, confidence) for r in gpu}
 plots.table([
     show_recipes.headline_row("runs", f"{regime}, {where}", c, HEADLINE, PAPER_TABLE2["Wiki"],
                               measured, confidence)

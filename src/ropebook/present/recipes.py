@@ -84,6 +84,17 @@ def study_comparison(
     return ablation.compare(names[arms[0]], a, names[arms[1]], b, confidence, log=True)
 
 
+def study_text(c: ablation.Comparison, results: dict[str, Any], confidence: float = 0.95) -> str:
+    """A claim's "to decide" addition: what a kept study of the same comparison reads, and where
+    it was measured (never this run's verdict)."""
+    reading = c.bound if c.verdict(c.a) == "cannot decide" else c.verdict(c.a)
+    return (
+        f"; a study kept in the repository ({len(results['seeds'])} paired seeds on "
+        f"{measured_text(results)}) gives {c.difference.format(2)}, detectable "
+        f"{c.min_detectable(confidence):.2f} %: {reading}"
+    )
+
+
 def measured_text(results: dict[str, Any]) -> str:
     """A table's short "measured on": the study's devices and date (the CPU's name is in its
     provenance line)."""
