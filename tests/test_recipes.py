@@ -242,3 +242,12 @@ def test_gpu_script_writes_the_files_the_book_reads_and_refuses_bad_stages(tmp_p
     run = subprocess.run(["bash", script, "matched"], env={"PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True, cwd=paths.REPO_ROOT)  # fmt: skip
     assert run.returncode != 0 and "set OUT" in run.stderr
+
+
+def test_study_text_names_the_studys_seeds_device_and_reading():
+    results = recipes.load(recipes.GPU_FILES["matched"])
+    c = show_recipes.study_comparison(results, "today", {a: a for a in recipes.ARMS})
+    text = show_recipes.study_text(c, results)
+    assert f"{len(results['seeds'])} paired seeds on {results['machine']['devices']}" in text
+    assert c.difference.format(2) in text and f"{c.min_detectable():.2f} %" in text
+    assert c.bound in text if c.verdict(c.a) == "cannot decide" else c.verdict(c.a) in text
