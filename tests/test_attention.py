@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -213,6 +215,51 @@ def test_sharded_batch_runs_on_each_device_without_gathering():
     env.pop("XLA_FLAGS", None)
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
+
+
+def test_a_sharded_programs_cache_key_shows_window_and_chunk_and_nothing_per_process():
+    """The persistent compilation cache keys a program by its text without the custom
+    partitioning call's object id (runtime.enable_compilation_cache): the same attention lowered
+    again (a new id, as in another process) must give the same text, and another window or chunk
+    (which the kernel takes as a hidden attribute) another text; and the second of two processes
+    sharing a cache loads the sharded program instead of compiling it."""
+    script = textwrap.dedent("""
+        import logging, re, sys, jax, jax.numpy as jnp, numpy as np
+        import ropebook
+        from ropebook import attention, model  # model turns on the persistent cache
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # tiny programs too
+        hits = []
+        class Hits(logging.Handler):
+            def emit(self, record):
+                hits.append(record.getMessage())
+        logging.getLogger("jax._src.compiler").addHandler(Hits())
+        logging.getLogger("jax._src.compiler").setLevel(logging.DEBUG)
+        mesh = Mesh(np.asarray(jax.devices()[:2]), ("data",))
+        one = jax.device_put(jnp.ones((4, 32, 2, 16)), NamedSharding(mesh, PartitionSpec("data")))
+        def text(window, chunk):
+            loss = lambda q, k, v: jnp.sum(attention.causal_attention(q, k, v, window=window, chunk=chunk))
+            found = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(one, one, one).as_text()
+            assert "CustomSPMDPartitioning" in found
+            return re.sub(r'backend_config = "[0-9]+"', "", found)
+        assert text(8, None) == text(8, None)
+        assert len({text(8, None), text(16, None), text(None, 8), text(None, None)}) == 4
+        q = jax.device_put(jnp.ones((3, 4, 32, 2, 16)), NamedSharding(mesh, PartitionSpec(None, "data")))
+        def windowed(q, k, v):
+            return attention.causal_attention(q, k, v, window=8)
+        np.asarray(jax.jit(jax.vmap(windowed))(q, q, q))
+        print("hit" if any("cache hit for 'jit_windowed'" in h for h in hits) else "miss")
+    """)
+    env = os.environ | {"ROPEBOOK_CPU_DEVICES": "2", "ROPEBOOK_ATTENTION": "fused"}
+    env.pop("XLA_FLAGS", None)
+    with tempfile.TemporaryDirectory() as cache:
+        env["ROPEBOOK_CACHE"] = cache
+        (Path(cache) / "kernels").symlink_to(attention.library_path().parent)  # no rebuild
+        runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                               text=True) for _ in range(2)]  # fmt: skip
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    assert [run.stdout.split()[-1] for run in runs] == ["miss", "hit"]
 
 
 def test_kernel_of_the_other_vector_width_agrees_too():

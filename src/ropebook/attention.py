@@ -41,7 +41,9 @@ sha256 is recorded beside it and checked before every load. Its two
 handlers are registered as FFI targets; :func:`causal_attention` ties them together with
 ``jax.custom_vjp``, ``custom_partitioning`` (a batch sharded over devices stays sharded: each
 device runs the kernel on its own sequences) and ``custom_vmap`` (vmapped models fold the
-vmapped axis into the batch).
+vmapped axis into the batch). Each call also takes an empty operand whose shape holds its window
+and chunk (:func:`_tag`), so that JAX's persistent compilation cache can key programs without the
+per-process id of the partitioning callback and still tell local attentions apart.
 
 **When.** :func:`applies` says whether the model's training path uses it: float32, no additive
 score bias (every rotary encoding and NoPE; ALiBi, Kerple and FIRE keep XLA's path), a head
@@ -467,7 +469,8 @@ def _backward_call(q, k, v, out, lse, d_out, *, window: int, chunk: int):
 
 
 def _per_device(impl, rule: str):
-    """``impl`` run on each device's share of the leading (batch) dims; the rest unsharded."""
+    """``impl`` run on each device's share of the leading (batch) dims; the rest unsharded. Its
+    last operand is a :func:`_tag` (replicated, never vmapped)."""
     sharded = custom_partitioning(impl)
 
     def shardings(mesh, shapes):
@@ -480,7 +483,7 @@ def _per_device(impl, rule: str):
         return tuple(shardings(mesh, [arg_shapes[0], *result_shapes])[1:])
 
     def partition(mesh, arg_shapes, result_shapes):
-        args = shardings(mesh, arg_shapes)
+        args = [*shardings(mesh, arg_shapes[:-1]), NamedSharding(mesh, PartitionSpec())]
         results = shardings(mesh, [arg_shapes[0], *result_shapes])[1:]
         return mesh, impl, tuple(results), tuple(args)
 
@@ -494,29 +497,45 @@ def _per_device(impl, rule: str):
 
     @call.def_vmap
     def _(axis_size, batched, *args):  # the mapped axis comes first: one more batch dim
-        args = [
+        *arrays, tag = args
+        arrays = [
             arg if is_batched else jnp.broadcast_to(arg, (axis_size, *arg.shape))
-            for arg, is_batched in zip(args, batched, strict=True)
+            for arg, is_batched in zip(arrays, batched[:-1], strict=True)
         ]
-        outs = sharded(*args)
+        outs = sharded(*arrays, tag)
         return outs, tuple(True for _ in outs)
 
     return call
 
 
-_FORWARD_RULE = "... t h d, ... t h d, ... t h d -> ... t h d, ... h t"
-_BACKWARD_RULE = "... t h d, ... t h d, ... t h d, ... t h d, ... h t, ... t h d -> ... t h d, ... t h d, ... t h d"
+# The tag's factors (w, c) appear in no result: the tag is replicated, as `partition` says.
+_FORWARD_RULE = "... t h d, ... t h d, ... t h d, z w c -> ... t h d, ... h t"
+_BACKWARD_RULE = "... t h d, ... t h d, ... t h d, ... t h d, ... h t, ... t h d, z w c -> ... t h d, ... t h d, ... t h d"
+
+
+def _tag(window: int, chunk: int) -> jnp.ndarray:
+    """An empty ``[0, window + 1, chunk + 1]`` operand: the custom partitioning call in the
+    program then shows its window and chunk in its shape. The call's kernel is a Python callback
+    that the program names by an object id, different in every process; JAX's persistent
+    compilation cache can leave that id out of its key
+    (:func:`ropebook.runtime.enable_compilation_cache`) only if nothing else about the call is
+    hidden, and window and chunk otherwise would be (two programs differing in them alone would
+    share a key)."""
+    return jnp.zeros((0, window + 1, chunk + 1), jnp.float32)
 
 
 @functools.cache
 def _kernels(window: int, chunk: int):
     """The partitioned, vmappable forward and backward calls for one window and chunk (0: none),
-    which the kernel takes as attributes: fixed when a model is traced, as its shapes are."""
+    which the kernel takes as attributes: fixed when a model is traced, as its shapes are. Each
+    takes :func:`_tag` as its last operand."""
 
-    def forward(q, k, v):  # positional only: custom_partitioning binds its arguments by position
+    def forward(
+        q, k, v, tag
+    ):  # positional only: custom_partitioning binds its arguments by position
         return _forward_call(q, k, v, window=window, chunk=chunk)
 
-    def backward(q, k, v, out, lse, d_out):
+    def backward(q, k, v, out, lse, d_out, tag):
         return _backward_call(q, k, v, out, lse, d_out, window=window, chunk=chunk)
 
     return _per_device(forward, _FORWARD_RULE), _per_device(backward, _BACKWARD_RULE)
@@ -540,18 +559,18 @@ def causal_attention(
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
 def _fused(window: int, chunk: int, q, k, v):
     _require()
-    return _kernels(window, chunk)[0](q, k, v)[0]
+    return _kernels(window, chunk)[0](q, k, v, _tag(window, chunk))[0]
 
 
 def _fused_fwd(window, chunk, q, k, v):
     _require()
-    out, lse = _kernels(window, chunk)[0](q, k, v)
+    out, lse = _kernels(window, chunk)[0](q, k, v, _tag(window, chunk))
     return out, (q, k, v, out, lse)
 
 
 def _fused_bwd(window, chunk, saved, d_out):
     _require()
-    return tuple(_kernels(window, chunk)[1](*saved, d_out))
+    return tuple(_kernels(window, chunk)[1](*saved, d_out, _tag(window, chunk)))
 
 
 _fused.defvjp(_fused_fwd, _fused_bwd)

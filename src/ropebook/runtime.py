@@ -21,7 +21,9 @@ bit for bit). ``ROPEBOOK_CPU_DEVICES=N`` picks the count (``1``: one device, as 
 
 **Compilation cache.** :func:`enable_compilation_cache` points JAX's persistent compilation
 cache at ``CACHE_DIR/jax``, so a second ``make zoo`` or chapter run loads compiled programs from
-disk instead of compiling them again (``benchmarks/compile_cache.py`` measures it).
+disk instead of compiling them again (``benchmarks/compile_cache.py`` measures it). Until
+2026-11-27 no program holding the fused attention kernel ever hit it (its custom partitioning
+call put a per-process object id into the key); now the key leaves that id out.
 
 The package's ``__init__`` imports this module first thing, so it imports nothing of the package
 but :mod:`ropebook.paths` (no circle; ``tests/test_layers.py``).
@@ -121,4 +123,9 @@ def enable_compilation_cache(directory: Path | str | None = None) -> Path | None
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # A program with the fused attention kernel holds a custom partitioning call, which JAX
+    # names by a Python object id: without this, its key differs in every process and the
+    # cache never hits (every chapter and zoo process compiled its programs afresh). Safe here:
+    # ropebook's only such call shows all its kernel depends on in its operands (attention._tag).
+    jax.config.update("jax_remove_custom_partitioning_ptr_from_cache_key", True)
     return path

@@ -7,8 +7,9 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from ropebook import recipes
+from ropebook import recipes, seedplan, studies
 from ropebook.analysis import ablation
+from ropebook.present import studies as show_studies
 from ropebook.present.ablation import resolution_rows
 from ropebook.present.noise import interval_text, number_text
 from ropebook.recipes import RecipeResult
@@ -82,6 +83,54 @@ def study_comparison(
     a, b = (np.exp(x) for x in recipes.losses(results, recipe, seeds))
     arms = results["arms"]
     return ablation.compare(names[arms[0]], a, names[arms[1]], b, confidence, log=True)
+
+
+def beside_rows(
+    here: dict[str, ablation.Comparison],
+    kept: dict[str, tuple[ablation.Comparison, dict[str, Any]]],
+    pair: tuple[str, str],
+    paper: dict[str, float],
+    confidence: float = 0.95,
+) -> list[dict]:
+    """Per regime, this build's comparison of ``pair`` (``here``) beside a kept study's
+    (``kept``: regime -> its comparison and results file), the study's row saying where and
+    when it was measured."""
+    return [
+        headline_row("runs", f"{regime}, {where}", c, pair, paper, measured, confidence)
+        for regime, (study, results) in kept.items()
+        for where, c, measured in (("this build", here[regime], "this run"),
+                                   ("GPU study", study, measured_text(results)))
+    ]  # fmt: skip
+
+
+def study_values(
+    c: ablation.Comparison,
+    results: dict[str, Any],
+    paper: dict[str, float],
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """What a page glues of a kept study's comparison of its arms: provenance, seeds,
+    difference, the effect it detects against the seed plan's target for that comparison in
+    the study's regime (% of perplexity), its reading, the paper's gap between the arms
+    (``paper``: perplexity by model) and whether it lies inside the study's interval."""
+    detectable = c.min_detectable(confidence)
+    a, b = results["arms"]
+    target = next(
+        p["target_mde_percent"] for p in seedplan.load_plan()["comparisons"]
+        if p["regime"] == results["regime"] and p["models"] == [a, b]
+    )  # fmt: skip
+    paper_gap = 100 * (paper[a] / paper[b] - 1)
+    return {
+        "paper_gap": f"{paper_gap:+.2f} %",
+        "provenance": show_studies.provenance_text(results, studies.stale(results)),
+        "seeds": c.difference.n,
+        "difference": c.difference.format(2),
+        "detectable": f"{detectable:.2f} %",
+        "target": f"{target:g} %",
+        "meets": "within" if detectable <= target else "above",
+        "reading": c.bound if c.verdict(c.a) == "cannot decide" else c.verdict(c.a),
+        "paper": "inside" if c.difference.low <= paper_gap <= c.difference.high else "outside",
+    }
 
 
 def study_text(c: ablation.Comparison, results: dict[str, Any], confidence: float = 0.95) -> str:
