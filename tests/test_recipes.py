@@ -251,3 +251,29 @@ def test_study_text_names_the_studys_seeds_device_and_reading():
     assert f"{len(results['seeds'])} paired seeds on {results['machine']['devices']}" in text
     assert c.difference.format(2) in text and f"{c.min_detectable():.2f} %" in text
     assert c.bound in text if c.verdict(c.a) == "cannot decide" else c.verdict(c.a) in text
+
+
+@pytest.mark.parametrize("regime", zoo.TAIL_REGIMES)
+def test_study_values_hold_the_target_and_the_paper_gap_to_the_interval(regime):
+    results = recipes.load(recipes.GPU_FILES[regime])
+    c = show_recipes.study_comparison(results, "today", {a: a for a in recipes.ARMS})
+    paper = ablation.PAPER_TABLE2["Wiki"]
+    values = show_recipes.study_values(c, results, paper)
+    assert values["target"] == f"{_plan_target(regime):g} %"
+    assert values["meets"] == ("within" if c.min_detectable() <= _plan_target(regime) else "above")
+    gap = 100 * (paper[recipes.ARMS[0]] / paper[recipes.ARMS[1]] - 1)
+    assert values["paper_gap"] == f"{gap:+.2f} %"
+    assert values["paper"] == (
+        "inside" if c.difference.low <= gap <= c.difference.high else "outside"
+    )
+    assert (
+        values["seeds"] == len(results["seeds"]) and "tools/gpu_headline.sh" in values["provenance"]
+    )
+
+
+def _plan_target(regime: str) -> float:
+    from ropebook import seedplan
+
+    (entry,) = [p for p in seedplan.load_plan()["comparisons"]
+                if p["regime"] == regime and p["models"] == list(recipes.ARMS)]  # fmt: skip
+    return entry["target_mde_percent"]

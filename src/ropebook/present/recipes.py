@@ -128,20 +128,32 @@ def study_values(
         "detectable": f"{detectable:.2f} %",
         "target": f"{target:g} %",
         "meets": "within" if detectable <= target else "above",
-        "reading": c.bound if c.verdict(c.a) == "cannot decide" else c.verdict(c.a),
-        "paper": "inside" if c.difference.low <= paper_gap <= c.difference.high else "outside",
+        "reading": _reading(c),
+        "paper": {None: "—", True: "inside", False: "outside"}[_inside(c, paper_gap)],
     }
 
 
 def study_text(c: ablation.Comparison, results: dict[str, Any], confidence: float = 0.95) -> str:
     """A claim's "to decide" addition: what a kept study of the same comparison reads, and where
     it was measured (never this run's verdict)."""
-    reading = c.bound if c.verdict(c.a) == "cannot decide" else c.verdict(c.a)
     return (
         f"; a study kept in the repository ({len(results['seeds'])} paired seeds on "
         f"{measured_text(results)}) gives {c.difference.format(2)}, detectable "
-        f"{c.min_detectable(confidence):.2f} %: {reading}"
+        f"{c.min_detectable(confidence):.2f} %: {_reading(c)}"
     )
+
+
+def _reading(c: ablation.Comparison) -> str:
+    """The verdict, or where the comparison cannot decide, the bound it puts on the effect."""
+    return c.bound if c.verdict(c.a) == "cannot decide" else c.verdict(c.a)
+
+
+def _inside(c: ablation.Comparison, gap: float) -> bool | None:
+    """Whether ``gap`` (%) lies inside the paired difference's interval (None: no interval)."""
+    d = c.difference
+    if not (c.paired and np.isfinite(d.low) and np.isfinite(d.high)):
+        return None
+    return bool(d.low <= gap <= d.high)
 
 
 def measured_text(results: dict[str, Any]) -> str:
@@ -166,10 +178,7 @@ def headline_row(
     gap = 100 * (paper[pair[0]] / paper[pair[1]] - 1)
     row = resolution_rows({pair: c}, paper, confidence)[0]
     del row["paper's order"]
-    if not (np.isfinite(c.difference.low) and np.isfinite(c.difference.high) and c.paired):
-        inside = "—"  # no interval (one seed)
-    else:
-        inside = "yes" if c.difference.low <= gap <= c.difference.high else "no: excluded"
+    inside = {None: "—", True: "yes", False: "no: excluded"}[_inside(c, gap)]
     return {key: label, **row, "paper Δ inside": inside, "measured on": measured}
 
 
