@@ -530,9 +530,8 @@ def _kernels(window: int, chunk: int):
     which the kernel takes as attributes: fixed when a model is traced, as its shapes are. Each
     takes :func:`_tag` as its last operand."""
 
-    def forward(
-        q, k, v, tag
-    ):  # positional only: custom_partitioning binds its arguments by position
+    # positional only: custom_partitioning binds its arguments by position
+    def forward(q, k, v, tag):
         return _forward_call(q, k, v, window=window, chunk=chunk)
 
     def backward(q, k, v, out, lse, d_out, tag):

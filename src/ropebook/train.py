@@ -683,10 +683,10 @@ def seed_batching() -> bool:
     benchmark's sequential 518 k tokens/s (one model after another). The benchmark itself, at 16
     seeds and 20 steps, then timed batching at 0.46× sequential: every checkpoint (and, in the
     zoo's runs, every evaluation) unstacked the seeds leaf by leaf in eager ops (S × ~220
-    dispatches), which dominated short runs; :func:`_unstack` now does it in one program (3 smoke seeds × 5 steps on this CPU: 1.1 s
-    to 0.45 s a call). The GPU has not been re-measured since; on this CPU the benchmark still
-    puts batching below sequential (0.93 matched, 0.89 lesson, 3 seeds, 2026-11-27, the cores
-    shared with a test run).
+    dispatches), which dominated short runs; :func:`_unstack` now does it in one program (3
+    smoke seeds × 5 steps on this CPU: 1.1 s to 0.45 s a call). The GPU has not been
+    re-measured since; on this CPU the benchmark still puts batching below sequential (0.93
+    matched, 0.89 lesson, 3 seeds, 2026-11-27, the cores shared with a test run).
     """
     mode = os.environ.get("ROPEBOOK_SEED_BATCH", "auto").strip().lower() or "auto"
     if mode not in SEED_BATCH_MODES:
