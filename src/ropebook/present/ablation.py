@@ -397,6 +397,12 @@ def _percent(value: float) -> str:
     return f"{value:.2f} %" if np.isfinite(value) else "—"
 
 
+def paper_gap_percent(paper: Mapping[str, float], a: str, b: str) -> float:
+    """The paper's gap between ``a`` and ``b``: ``a``'s perplexity over ``b``'s, in % (< 0: ``a``
+    lower)."""
+    return 100 * (paper[a] / paper[b] - 1)
+
+
 def resolution_rows(
     comparisons: Mapping[tuple[str, str], Comparison],
     paper: Mapping[str, float],
@@ -413,7 +419,7 @@ def resolution_rows(
         rows.append(
             {
                 "paper's order": f"{c.a} < {c.b}",
-                "paper Δ": f"{100 * (paper[better] / paper[worse] - 1):+.2f} %",
+                "paper Δ": f"{paper_gap_percent(paper, better, worse):+.2f} %",
                 "our paired Δ": c.difference.format(2),
                 "s.d. of Δ": _percent(ablation.paired_sd_percent(c)),
                 "seeds": c.difference.n,  # differs by pair where seeds were chosen by power

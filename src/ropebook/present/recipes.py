@@ -10,7 +10,7 @@ import numpy as np
 from ropebook import recipes, seedplan, studies
 from ropebook.analysis import ablation
 from ropebook.present import studies as show_studies
-from ropebook.present.ablation import resolution_rows
+from ropebook.present.ablation import paper_gap_percent, resolution_rows
 from ropebook.present.noise import interval_text, number_text
 from ropebook.recipes import RecipeResult
 from ropebook.stats import anatomy
@@ -119,7 +119,7 @@ def study_values(
         p["target_mde_percent"] for p in seedplan.load_plan()["comparisons"]
         if p["regime"] == results["regime"] and p["models"] == [a, b]
     )  # fmt: skip
-    paper_gap = 100 * (paper[a] / paper[b] - 1)
+    paper_gap = paper_gap_percent(paper, a, b)
     return {
         "paper_gap": f"{paper_gap:+.2f} %",
         "provenance": show_studies.provenance_text(results, studies.stale(results)),
@@ -175,7 +175,7 @@ def headline_row(
     """One row of a headline table: the resolution table's columns (the pair named by the page,
     so the table fits its width), whether the paper's gap lies inside our interval, and where
     the row was measured; ``key`` names the first column, ``label`` fills it."""
-    gap = 100 * (paper[pair[0]] / paper[pair[1]] - 1)
+    gap = paper_gap_percent(paper, *pair)
     row = resolution_rows({pair: c}, paper, confidence)[0]
     del row["paper's order"]
     inside = {None: "—", True: "yes", False: "no: excluded"}[_inside(c, gap)]
