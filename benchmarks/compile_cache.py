@@ -26,18 +26,18 @@ CHILD = """
 import json, sys, time
 start = time.perf_counter()
 import jax, numpy as np
-from ropebook import model, train, zoo
+from ropebook import evaluation, model, runtime, train, zoo
 seconds = {}
 for name in sys.argv[2:]:
     t = time.perf_counter()
     cfg, tc = zoo.configs(name, profile=sys.argv[1])
     params = model.init_params(jax.random.key(0), cfg)
     state = train.make_optimizer(tc).init(params)
-    sharded, replicated = train._shardings(tc.batch_size)  # as training splits each batch
+    sharded, replicated = runtime.data_parallel(tc.batch_size)  # as training splits each batch
     batch = jax.device_put(np.zeros((tc.batch_size, cfg.context + 1), np.int32), sharded)
     params, state = jax.device_put((params, state), replicated)
-    jax.block_until_ready(train._token_losses(params, batch, config=cfg))
-    jax.block_until_ready(train._train_step(cfg, tc)(params, state, batch))  # donates params
+    jax.block_until_ready(evaluation._token_losses(params, batch, config=cfg))
+    jax.block_until_ready(train.train_step(cfg, tc)(params, state, batch))  # donates params
     seconds[name] = time.perf_counter() - t
 print(json.dumps(seconds))
 """

@@ -21,15 +21,17 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from ropebook import tasks, train, zoo
+from ropebook import evaluation, tasks, zoo
 from ropebook.analysis import recall
 
 
 def stacked_scorer(config, chunk: int):
     """Score S models at once: params stacked on a leading axis, one vmapped program per call,
-    the sequences split over the devices as ``train.task_outputs`` splits them."""
+    the sequences split over the devices as ``evaluation.task_outputs`` splits them."""
     outputs = jax.jit(
-        jax.vmap(functools.partial(train.answer_outputs, config=config), in_axes=(0, None, None))
+        jax.vmap(
+            functools.partial(evaluation.answer_outputs, config=config), in_axes=(0, None, None)
+        )
     )
     mesh = Mesh(np.asarray(jax.devices()), ("data",))
     split, replicated = (

@@ -63,11 +63,11 @@ def profile(regime: str, profile_name: str, rounds: int, repeats: int, peak: flo
     import jax
     import jax.numpy as jnp
 
-    from ropebook import attention, model, train, zoo
+    from ropebook import attention, model, runtime, train, zoo
 
     cfg, tc = zoo.configs("rope", seed=0, profile=profile_name, regime=regime)
     b, t, d, h, hd = tc.batch_size, cfg.context, cfg.d_model, cfg.n_heads, cfg.head_dim
-    batch_sharding, replicated = train._shardings(b)
+    batch_sharding, replicated = runtime.data_parallel(b)
     params = jax.device_put(model.init_params(jax.random.key(0), cfg), replicated)
     optimizer = train.make_optimizer(tc)
     opt_state = jax.device_put(optimizer.init(params), replicated)
@@ -82,7 +82,7 @@ def profile(regime: str, profile_name: str, rounds: int, repeats: int, peak: flo
         for i in range(3)
     )
     layer, positions = params["layers"][0], np.arange(t)  # static, as in the model
-    step_fn = train._train_step(cfg, tc)
+    step_fn = train.train_step(cfg, tc)
     grads = jax.jit(jax.grad(model.loss_fn), static_argnums=2)(params, tokens, cfg)
     update = jax.jit(lambda g, s, p: optax_apply(optimizer, g, s, p))
     text = np.asarray(rng.integers(0, cfg.vocab_size, 200_000), dtype=np.uint16)

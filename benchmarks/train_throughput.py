@@ -53,13 +53,13 @@ def jax_runner(cfg, tc, tokens, attention: str = "auto"):
     os.environ["ROPEBOOK_ATTENTION"] = attention  # read when the step is traced
     import jax
 
-    from ropebook import model, train
+    from ropebook import model, runtime, train
 
     params = model.init_params(jax.random.key(0), cfg)
     optimizer = train.make_optimizer(tc)
-    batch_sharding, replicated = train._shardings(tc.batch_size)  # as train.train places them
+    batch_sharding, replicated = runtime.data_parallel(tc.batch_size)  # as train.train places them
     params, state = jax.device_put((params, optimizer.init(params)), replicated)
-    step = train._train_step(cfg, tc)
+    step = train.train_step(cfg, tc)
     batch = jax.device_put(tokens.astype(np.int32), batch_sharding)
 
     def run(n: int) -> None:

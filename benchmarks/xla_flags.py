@@ -36,16 +36,16 @@ WORKER = """
 import json, sys, time
 import numpy as np
 import jax
-from ropebook import model, train, zoo
+from ropebook import model, runtime, train, zoo
 cfg, tc = zoo.configs("rope", seed=0, profile=sys.argv[1], regime=sys.argv[2])
 steps, rounds = int(sys.argv[3]), int(sys.argv[4])
 params = model.init_params(jax.random.key(0), cfg)
 state = train.make_optimizer(tc).init(params)
-batch_sharding, replicated = train._shardings(tc.batch_size)
+batch_sharding, replicated = runtime.data_parallel(tc.batch_size)
 params, state = jax.device_put((params, state), replicated)
 tokens = np.random.default_rng(0).integers(0, cfg.vocab_size, (tc.batch_size, cfg.context + 1))
 batch = jax.device_put(tokens.astype(np.int32), batch_sharding)
-step = train._train_step(cfg, tc)
+step = train.train_step(cfg, tc)
 params, state, loss, _ = step(params, state, batch)
 jax.block_until_ready(loss)
 times = []

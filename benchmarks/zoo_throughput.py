@@ -22,7 +22,7 @@ import time
 import jax
 import numpy as np
 
-from ropebook import train, zoo
+from ropebook import runtime, train, zoo
 
 
 def main() -> None:
@@ -66,7 +66,7 @@ def main() -> None:
         )
     )
     tokens_trained = args.models * args.steps * tc.batch_size * tc.seq_len
-    devices = train._shardings(tc.batch_size)[0].mesh.size
+    devices = runtime.data_parallel(tc.batch_size)[0].mesh.size
     print(
         f"{args.models} x {args.name}, {args.profile} profile, {args.regime} regime, "
         f"{args.steps} steps each, {devices} {jax.default_backend()} device(s) "

@@ -63,7 +63,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from ropebook import claims, data, plots, train, zoo
+from ropebook import claims, data, plots, zoo
 from ropebook.analysis import Estimate, decay
 from ropebook.analysis import dynamics as dy
 from ropebook.present import decay as show
@@ -427,7 +427,7 @@ for name in model_names:
     for s in seeds:
         m = zoo.load(name, seed=s, profile=profile, progress=False)
         window_rng = np.random.default_rng([seed, 7])
-        windows = train.sample_windows(test_tokens, m.config.context, n_windows, window_rng)
+        windows = data.sample_windows(test_tokens, m.config.context, n_windows, window_rng)
         trained[name, s] = decay.trained_activation_curves(m.params, m.config, windows)
 n_layers, context = trained[name, s].shape[0], m.config.context
 print(
@@ -496,7 +496,7 @@ flagship = dy.load_models(
     zoo.FLAGSHIP, profile=profile, regime=regime, seeds=seeds if n_model_seeds else None
 )
 flag_context = flagship["rope"][0].config.context
-flag_windows = train.sample_windows(
+flag_windows = data.sample_windows(
     test_tokens, flag_context, n_windows, np.random.default_rng([seed, 8])
 )
 print(show_dy.describe(flagship, regime))

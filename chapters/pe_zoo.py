@@ -523,7 +523,7 @@ CLAIMS.record(
 # its training context on held-out text.
 #
 # Each model reads the same `n_windows` windows of `max_factor` × context tokens
-# (`train.loss_by_position`, one window per seed of the sampler, so the windows are shared by
+# (`evaluation.loss_by_position`, one window per seed of the sampler, so the windows are shared by
 # all models and seeds). Because the models are causal, the loss at position $t$ of a long
 # window is the loss that a window cut at $t+1$ tokens would give, so the perplexity at length
 # $L$ is $\exp$ of the mean loss over the first $L$ positions — we check that identity once

@@ -42,7 +42,7 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import claims, data, plots, train
+from ropebook import claims, data, plots
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import planes
 from ropebook.present import decide
@@ -57,8 +57,8 @@ config = models["matched"][0].config
 period = (config.context - 1) // 2  # BOS + two copies fill the context
 test_tokens = data.load_tokens("shakespeare", "test", vocab_size=config.vocab_size)
 rng = np.random.default_rng([window_seed, 28])
-windows = train.sample_windows(test_tokens, config.context + 1, n_windows, rng)
-select_windows = train.sample_windows(test_tokens, config.context, n_windows, rng)
+windows = data.sample_windows(test_tokens, config.context + 1, n_windows, rng)
+select_windows = data.sample_windows(test_tokens, config.context, n_windows, rng)
 sequences = dy.repeated_random_tokens(rng, n_sequences, period, config.vocab_size)
 select_sequences = dy.repeated_random_tokens(rng, n_sequences, period, config.vocab_size)
 thresholds = planes.Thresholds(loss=loss_threshold, attention=attention_threshold)

@@ -60,7 +60,7 @@ probe_heads = 2  # in [1, inf): strongest previous-token heads whose attention t
 import numpy as np
 from IPython.display import display
 
-from ropebook import claims, data, model, plots, rope, train, zoo
+from ropebook import claims, data, model, plots, rope, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import heads, probes
 from ropebook.present import decide
@@ -398,7 +398,7 @@ CLAIMS.record(
 # %%
 test_tokens = data.load_tokens("shakespeare", "test")
 rng = np.random.default_rng([window_seed, 51])
-windows = train.sample_windows(test_tokens, window_len, n_windows, rng)
+windows = data.sample_windows(test_tokens, window_len, n_windows, rng)
 models = {
     (name, s): zoo.load(name, seed=s, profile=profile, progress=False)
     for name in ("rope", "nope")
@@ -650,7 +650,7 @@ flagship = dy.load_models(
 )
 flag_config = flagship["rope"][0].config
 period = (flag_config.context - 1) // 2
-flag_windows = train.sample_windows(
+flag_windows = data.sample_windows(
     test_tokens, flag_config.context, n_windows, np.random.default_rng([window_seed, 52])
 )
 repeats = dy.repeated_random_tokens(
@@ -725,8 +725,8 @@ CLAIMS.record(
 
 # %%
 probe_rng = np.random.default_rng([window_seed, 54])
-probe_eval = train.sample_windows(test_tokens, flag_config.context + 1, probe_windows, probe_rng)
-probe_select = train.sample_windows(test_tokens, flag_config.context, probe_windows, probe_rng)
+probe_eval = data.sample_windows(test_tokens, flag_config.context + 1, probe_windows, probe_rng)
+probe_select = data.sample_windows(test_tokens, flag_config.context, probe_windows, probe_rng)
 probe = probes.run_probes(
     flagship["rope"], probe_eval, probe_select, fraction=probe_fraction, n_heads=probe_heads,
     seed=window_seed,

@@ -64,7 +64,7 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import claims, data, plots, scaling, train, zoo
+from ropebook import claims, data, plots, scaling, zoo
 from ropebook.analysis import scaling as stretch
 from ropebook.present import decide
 from ropebook.present import scaling as show
@@ -563,7 +563,7 @@ for name, change in {
 
 # %%
 rng = np.random.default_rng(0)
-windows = train.sample_windows(val_tokens, context, n_head_windows, rng).astype(np.int32)
+windows = data.sample_windows(val_tokens, context, n_head_windows, rng).astype(np.int32)
 head_methods = ("none", "pi", "ntk", "yarn", "llama3")
 runs = models["rope"]
 head_scores = {m: [stretch.previous_token_scores(r.params, r.config, windows,

@@ -388,12 +388,14 @@ def test_bias_curves_figure_draws_every_head():
 
 
 def test_window_losses_are_loss_by_position_per_window():
-    from ropebook import train
+    from ropebook import evaluation
 
     m = _zoo_model("alibi", key=6)
     losses = biases.window_losses(m, TOKENS, length=40, n_windows=3)
     assert losses.shape == (3, 40)
-    second = train.loss_by_position(m.params, m.config, TOKENS, seq_len=40, n_windows=1, seed=1)
+    second = evaluation.loss_by_position(
+        m.params, m.config, TOKENS, seq_len=40, n_windows=1, seed=1
+    )
     np.testing.assert_allclose(losses[1], second)
 
 

@@ -42,9 +42,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # the transformer
     ("ropebook.model",),
     # corpora, synthetic tasks, production models' layouts of layers, checkpoints on disk,
-    # training, Hugging Face checkpoints
+    # scoring a model, training, Hugging Face checkpoints
     ("ropebook.data", "ropebook.tasks", "ropebook.layouts", "ropebook.checkpoints",
-     "ropebook.train", "ropebook.hf"),
+     "ropebook.evaluation", "ropebook.train", "ropebook.hf"),
     # the zoo's build estimate, seeds chosen by power, capturing a checkpoint's queries and keys
     ("ropebook.buildplan", "ropebook.seedplan", "ropebook.capture"),
     # tiny random checkpoints of every family capture reads

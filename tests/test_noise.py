@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ropebook import train
+from ropebook import evaluation, train
 from ropebook.present import noise as show_noise
 from ropebook.stats import anatomy, noise
 
@@ -73,10 +73,10 @@ def test_window_losses_average_to_evaluate():
     config = tiny()
     result = train.train(config, schedule(4), TRAIN, progress=False)
     args = dict(seq_len=32, batch_size=4, n_batches=3, seed=5)
-    losses = train.window_losses(result.params, config, VAL, **args)
+    losses = evaluation.window_losses(result.params, config, VAL, **args)
     assert losses.shape == (12,) and np.ptp(losses) > 0
     assert losses.mean() == pytest.approx(
-        train.evaluate(result.params, config, VAL, **args)["loss"], rel=1e-5
+        evaluation.evaluate(result.params, config, VAL, **args)["loss"], rel=1e-5
     )
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ropebook
-from ropebook import checkpoints, model, scaling, train
+from ropebook import checkpoints, evaluation, model, scaling
 from ropebook.analysis import scaling as stretch
 from ropebook.present import scaling as show
 
@@ -138,7 +138,7 @@ def test_length_sweep_pairs_windows_and_skips_non_rotary_methods():
     assert losses["rope", "pi", 1] == losses["rope", "none", 1]  # s = 1 is the identity
     assert losses["rope", "pi", 2] != losses["rope", "none", 2]
     r = models["rope"][0]
-    direct = train.loss_by_position(
+    direct = evaluation.loss_by_position(
         r.params, r.config, TOKENS, seq_len=32, n_windows=2, batch_size=4,
         intervention=stretch.intervention(r.config, "pi", 2),
     ).mean()  # fmt: skip

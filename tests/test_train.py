@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from ropebook import checkpoints, encodings, io, train, zoo
+from ropebook import checkpoints, encodings, evaluation, io, train, zoo
 from ropebook.model import ModelConfig
 
 VOCAB = 64
@@ -182,9 +182,9 @@ def test_bad_json_and_other_run_fail_clearly(checkpoint):
 def test_evaluate_and_loss_by_position_beyond_context():
     config = tiny("alibi")
     result = train.train(config, schedule(4), TRAIN, progress=False)
-    metrics = train.evaluate(result.params, config, VAL, seq_len=32, batch_size=4, n_batches=2)
+    metrics = evaluation.evaluate(result.params, config, VAL, seq_len=32, batch_size=4, n_batches=2)
     assert np.isclose(metrics["ppl"], np.exp(metrics["loss"]))
-    curve = train.loss_by_position(
+    curve = evaluation.loss_by_position(
         result.params, config, VAL, seq_len=96, n_windows=5, batch_size=2
     )
     assert curve.shape == (96,) and np.isfinite(curve).all()
@@ -193,12 +193,12 @@ def test_evaluate_and_loss_by_position_beyond_context():
 SHARDED = """
 import json, os, sys
 import jax, numpy as np
-from ropebook import train
+from ropebook import runtime, train
 sys.path.insert(0, {tests!r})
 from test_train import TRAIN, tiny, schedule
 count = int(os.environ["ROPEBOOK_CPU_DEVICES"])
 assert jax.device_count() == count, jax.devices()
-batch = jax.device_put(train.batch_at(TRAIN, schedule(), 0), train._shardings(4)[0])
+batch = jax.device_put(train.batch_at(TRAIN, schedule(), 0), runtime.data_parallel(4)[0])
 assert len(batch.sharding.device_set) == count
 result = train.train(tiny(), schedule(6), TRAIN, progress=False)
 print(json.dumps([row["loss"] for row in result.history["train"]]))
@@ -269,7 +269,7 @@ def test_fine_tune_from_initial_params_with_an_intervention(tmp_path):
     first = jax.tree.leaves(tuned.params)[0]
     assert not np.allclose(first, jax.tree.leaves(parent)[0])  # it trained from the parent
     assert not np.allclose(first, jax.tree.leaves(plain.params)[0])  # the intervention mattered
-    loss = train.evaluate(
+    loss = evaluation.evaluate(
         tuned.params, tiny(), VAL, seq_len=64, batch_size=4, n_batches=2, intervention=slowed
     )["loss"]
     assert tuned.history["val"][-1]["loss"] == pytest.approx(loss, rel=1e-6)
@@ -309,7 +309,7 @@ def test_tail_evaluations_leave_weights_and_spec_hashes_unchanged(text, tmp_path
     assert tailed.history["val"] == without.history["val"] and "tail" not in without.history
     steps = [row["step"] for row in tailed.history["tail"]]
     assert steps == list(train.tail_eval_steps(tc)) and len(steps) == train.TAIL_EVALS
-    final = train.evaluate(
+    final = evaluation.evaluate(
         tailed.params, config, val_tokens, seq_len=tc.seq_len, batch_size=tc.batch_size,
         n_batches=tc.eval_batches,
     )  # fmt: skip

@@ -13,10 +13,10 @@ functions included, and holds the floors below to it). Bottom to top:
   rules and records; context extension (PI, NTK, YaRN, ...), equal to transformers' own.
 - ``attention`` — causal attention by XLA's ops or a fused C++ kernel, and the measured choice.
 - ``model`` — the JAX transformer, with its internals (queries, keys, attention) and interventions.
-- ``data``, ``tasks``, ``layouts``, ``checkpoints``, ``train``, ``hf`` — corpora and tokenizer;
-  synthetic tasks; production models' local and global layers, scaled to ours; checkpoints and
-  snapshots on disk; training, evaluation, resume; Hugging Face checkpoints' configs and
-  frequency grids.
+- ``data``, ``tasks``, ``layouts``, ``checkpoints``, ``evaluation``, ``train``, ``hf`` — corpora,
+  tokenizer and random windows; synthetic tasks; production models' local and global layers,
+  scaled to ours; checkpoints and snapshots on disk; scoring a model (losses, accuracy); training,
+  seeds batched in one program, resume; Hugging Face checkpoints' configs and frequency grids.
 - ``buildplan``, ``seedplan``, ``capture`` — the zoo's time estimate; seeds chosen by power; the
   queries and keys of any transformers RoPE model.
 - ``tiny_models`` — tiny random checkpoints of every family ``capture`` reads (tests, tryouts).

@@ -7,7 +7,7 @@ here first (:func:`measure_rates`), and every model of that shape is estimated a
 the measured seconds per step, plus the probe's first step (compiling) once per model. Models of
 one shape differ only in their encoding, so the estimate is as good as that likeness; the build
 prints the measured time per regime at the end, to compare. The probe's step is the one training
-then uses (``train._train_step`` is cached per model), so its compile is not lost.
+then uses (``train.train_step`` is cached per model), so its compile is not lost.
 
 :func:`plan` and :func:`describe` are pure (items and rates in, numbers and lines out); only
 :func:`measure_rates` touches the machine.
@@ -23,7 +23,7 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
-from ropebook import model, train
+from ropebook import model, runtime, train
 from ropebook.buildrecord import duration
 
 LONG_SECONDS = 30 * 60  # beyond this, the plan says how to split the work
@@ -140,14 +140,14 @@ def measure_rates(chosen: dict[Hashable, Item], steps: int = PROBE_STEPS) -> dic
     rates = {}
     for shape, item in chosen.items():
         mc, tc = item.model_config, item.train_config
-        batch_sharding, replicated = train._shardings(tc.batch_size)
+        batch_sharding, replicated = runtime.data_parallel(tc.batch_size)
         params = model.init_params(jax.random.key(tc.seed), mc)
         params, state = jax.device_put((params, train.make_optimizer(tc).init(params)), replicated)
         tokens = np.random.default_rng(0).integers(
             0, mc.vocab_size, (tc.batch_size, tc.seq_len + 1)
         )
         batch = jax.device_put(tokens.astype(np.int32), batch_sharding)
-        step = train._train_step(mc, tc)
+        step = train.train_step(mc, tc)
         seconds = []
         for _ in range(steps + 1):
             start = time.perf_counter()

@@ -3,7 +3,8 @@
 Two domains let the book ask whether a positional pattern belongs to RoPE or to the text: verse
 has short lines and little nesting, code has deep indentation and long-range brackets. Everything
 is split by *document* (a work, a source file) so held-out text is never a neighbour of training
-text. Run ``python -m ropebook data`` (or :func:`prepare`) to build it all under ``DATA_DIR``.
+text. :func:`sample_windows` cuts the random windows that training, evaluation and the chapters
+read. Run ``python -m ropebook data`` (or :func:`prepare`) to build it all under ``DATA_DIR``.
 """
 
 from __future__ import annotations
@@ -327,6 +328,16 @@ def load_tokens(
     entry = _entry(vocab_size, root)["tokens"][domain][split]
     verify_sha256(root / "derived" / entry["file"], entry["sha256"])
     return np.load(root / "derived" / entry["file"], allow_pickle=False)
+
+
+def sample_windows(
+    tokens: np.ndarray, length: int, batch_size: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``[batch_size, length]`` int32 windows at uniform random starts of a 1-D token array."""
+    if tokens.ndim != 1 or len(tokens) < length + 1:
+        raise ValueError(f"need a 1-D token array longer than {length}, got shape {tokens.shape}")
+    starts = rng.integers(0, len(tokens) - length + 1, size=batch_size)
+    return np.lib.stride_tricks.sliding_window_view(tokens, length)[starts].astype(np.int32)
 
 
 def encode(text: str, *, bos: bool = True, vocab_size: int = DEFAULT_VOCAB) -> np.ndarray:

@@ -1,11 +1,13 @@
-"""Training loop, evaluation and resume.
+"""Training: the optimiser, the step, the loop, checkpoints and resume, and seeds batched in one
+program (:func:`train_seeds`). What a run is scored by lives in :mod:`ropebook.evaluation`.
 
 Everything a run does is a function of ``(model config, train config, tokens)``: the initial
 params come from ``jax.random.key(seed)`` and the batch of step ``s`` from
 ``numpy.random.default_rng([seed, s])``, so an interrupted run resumed from its last checkpoint
 (:mod:`ropebook.checkpoints`: configs, step, history, params and optimiser state) takes exactly
 the steps an uninterrupted run would (bit-exact on CPU) with no sampler state to save. With
-several JAX devices, batches are split data-parallel over a 1-D mesh and params are replicated.
+several JAX devices, batches are split data-parallel over a 1-D mesh and params are replicated
+(:func:`ropebook.runtime.data_parallel`).
 
 The JSON also records each call's *provenance* (:func:`provenance`): what can move the numbers at
 float32 rounding without being part of the run's configs (device count, attention path, JAX
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import os
 import socket
 import time
@@ -31,7 +32,7 @@ import jax.numpy as jnp
 import jaxlib
 import numpy as np
 import optax
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
 from ropebook import attention, checkpoints, model
@@ -40,7 +41,10 @@ from ropebook.checkpoints import (
     CheckpointError,
     load_checkpoint,
 )
+from ropebook.data import sample_windows
+from ropebook.evaluation import answer_outputs, evaluate, evaluate_task
 from ropebook.model import ModelConfig, Params
+from ropebook.runtime import data_parallel
 
 TAIL_EVALS = 5  # validation losses recorded at the end of a run (the within-run jitter) ...
 TAIL_SHARE = 0.1  # ... spread over this share of its steps
@@ -206,32 +210,11 @@ def averaged_params(opt_state: Any) -> Params:
     return opt_state[-1].average
 
 
-def sample_windows(
-    tokens: np.ndarray, length: int, batch_size: int, rng: np.random.Generator
-) -> np.ndarray:
-    """``[batch_size, length]`` int32 windows at uniform random starts of a 1-D token array."""
-    if tokens.ndim != 1 or len(tokens) < length + 1:
-        raise ValueError(f"need a 1-D token array longer than {length}, got shape {tokens.shape}")
-    starts = rng.integers(0, len(tokens) - length + 1, size=batch_size)
-    return np.lib.stride_tricks.sliding_window_view(tokens, length)[starts].astype(np.int32)
-
-
 def batch_at(tokens: np.ndarray, tc: TrainConfig, step: int) -> np.ndarray:
     """The training batch of ``step`` (``[B, seq_len + 1]``): a pure function of (seed, step)."""
     return sample_windows(
         tokens, tc.seq_len + 1, tc.batch_size, np.random.default_rng([tc.seed, step])
     )
-
-
-# ---------------------------------------------------------------- devices
-
-
-def _shardings(batch_size: int) -> tuple[NamedSharding, NamedSharding]:
-    """(batch sharding over a 1-D ``data`` mesh, replicated sharding) on as many devices as divide B."""
-    devices = jax.devices()
-    n = max(k for k in range(1, len(devices) + 1) if batch_size % k == 0)
-    mesh = Mesh(np.asarray(devices[:n]), ("data",))
-    return NamedSharding(mesh, PartitionSpec("data")), NamedSharding(mesh, PartitionSpec())
 
 
 def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
@@ -244,7 +227,7 @@ def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
     :func:`ropebook.attention.decision` for that shape, as in the step), ``jax`` and
     ``jaxlib`` versions, ``host`` and, in a Slurm job, ``slurm_job`` (``JOB_TASK`` in an array).
     """
-    batch_sharding, _ = _shardings(tc.batch_size)
+    batch_sharding, _ = data_parallel(tc.batch_size)
     shape = (tc.batch_size, tc.seq_len, config.n_heads, config.head_dim)
     path = attention.decision(shape, config.dtype, bias=config.encoding_config.has_bias).path
     record = {
@@ -262,7 +245,7 @@ def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
 
 def _step_function(config: ModelConfig, tc: TrainConfig):
     """One optimiser step ``(params, opt_state, batch, intervention) -> (params, opt_state, loss,
-    grad norm)``, not yet jitted: :func:`_train_step` jits it, :func:`_seed_batched_step` vmaps it."""
+    grad norm)``, not yet jitted: :func:`train_step` jits it, :func:`_seed_batched_step` vmaps it."""
     optimizer = make_optimizer(tc)
 
     def loss_fn(params: Params, batch, intervention) -> jnp.ndarray:
@@ -283,168 +266,23 @@ def _step_function(config: ModelConfig, tc: TrainConfig):
 
 
 @functools.lru_cache(maxsize=16)
-def _train_step(config: ModelConfig, tc: TrainConfig):
+def train_step(config: ModelConfig, tc: TrainConfig):
     """The jitted step, cached per run so that resuming in the same process does not recompile."""
     return jax.jit(_step_function(config, tc), donate_argnums=(0, 1))
 
 
 @functools.lru_cache(maxsize=16)
 def _seed_batched_step(config: ModelConfig, tc: TrainConfig):
-    """:func:`_train_step` over a leading seed axis of params, optimiser state and batch. The
+    """:func:`train_step` over a leading seed axis of params, optimiser state and batch. The
     optimiser does not depend on the seed, so ``tc`` is any one seed's config."""
     step = jax.vmap(_step_function(config, tc), in_axes=(0, 0, 0, None))
     return jax.jit(step, donate_argnums=(0, 1))
-
-
-_token_losses = jax.jit(model.token_losses, static_argnames="config")
-
-
-def answer_outputs(
-    params: Params,
-    tokens: jnp.ndarray,
-    targets: jnp.ndarray,
-    config: ModelConfig,
-    intervention: model.Intervention | None = None,
-) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Task outputs at every position of ``tokens [B, T]``: the cross entropy (nats) of
-    ``targets [B, T]`` and whether the most likely token is the target, ``[B, T]`` each."""
-    logits = model.forward(params, tokens, config, intervention=intervention)
-    target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
-    losses = jax.nn.logsumexp(logits, axis=-1) - target_logit
-    return losses, jnp.argmax(logits, axis=-1) == targets
-
-
-_answer_outputs = jax.jit(answer_outputs, static_argnames="config")
-
-
-def task_outputs(
-    params: Params,
-    config: ModelConfig,
-    tokens: np.ndarray,
-    targets: np.ndarray,
-    intervention: model.Intervention | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`answer_outputs` as numpy arrays, split over devices like evaluation batches."""
-    batch_sharding, replicated = _shardings(len(tokens))
-    params, tokens, targets = jax.device_put(
-        (params, tokens, targets), (replicated, batch_sharding, batch_sharding)
-    )
-    losses, correct = _answer_outputs(params, tokens, targets, config, intervention)
-    return np.asarray(losses), np.asarray(correct)
 
 
 def task_batch_at(task, tc: TrainConfig, step: int):
     """The training batch of ``step`` of a task (``ropebook.tasks``): a pure function of
     (seed, step), like :func:`batch_at`."""
     return task.batch(np.random.default_rng([tc.seed, step]), tc.batch_size, tc.seq_len)
-
-
-def evaluate_task(
-    params: Params,
-    config: ModelConfig,
-    task,
-    *,
-    seq_len: int,
-    batch_size: int,
-    n_batches: int,
-    seed: int = 0,
-    intervention: model.Intervention | None = None,
-) -> dict[str, float]:
-    """Mean answer loss (nats; ``ppl`` its exponential) and accuracy (share of answers whose most
-    likely token is right) over ``n_batches`` task batches that depend only on ``seed``, so every
-    model is scored on the same sequences (paired)."""
-    rng = np.random.default_rng([seed, 2**31])
-    loss = correct = count = 0.0
-    for _ in range(n_batches):
-        b = task.batch(rng, batch_size, seq_len)
-        losses, right = task_outputs(params, config, b.tokens, b.targets, intervention)
-        loss += float(losses[b.mask].sum())
-        correct += float(right[b.mask].sum())
-        count += float(b.mask.sum())
-    return {"loss": loss / count, "ppl": math.exp(loss / count), "accuracy": correct / count}
-
-
-def _window_losses(
-    params: Params,
-    config: ModelConfig,
-    windows: np.ndarray,
-    intervention: model.Intervention | None = None,
-) -> np.ndarray:
-    batch_sharding, replicated = _shardings(len(windows))
-    # params trained here live on every device; a batch that does not split evenly uses fewer
-    params, windows = jax.device_put((params, windows), (replicated, batch_sharding))
-    return np.asarray(_token_losses(params, windows, config, intervention))
-
-
-def evaluate(
-    params: Params,
-    config: ModelConfig,
-    tokens: np.ndarray,
-    *,
-    seq_len: int,
-    batch_size: int,
-    n_batches: int,
-    seed: int = 0,
-    intervention: model.Intervention | None = None,
-) -> dict[str, float]:
-    """Mean next-token loss (nats) and perplexity over ``n_batches`` random windows.
-
-    The windows depend only on ``seed`` (training always uses 0), so every model of the zoo is
-    scored on the same text and differences between models are paired.
-    """
-    rng = np.random.default_rng([seed, 2**31])
-    losses = [
-        _window_losses(
-            params, config, sample_windows(tokens, seq_len + 1, batch_size, rng), intervention
-        ).mean()
-        for _ in range(n_batches)
-    ]
-    loss = float(np.mean(losses))
-    return {"loss": loss, "ppl": math.exp(loss)}
-
-
-def window_losses(
-    params: Params,
-    config: ModelConfig,
-    tokens: np.ndarray,
-    *,
-    seq_len: int,
-    batch_size: int,
-    n_batches: int,
-    seed: int = 0,
-) -> np.ndarray:
-    """Each window's mean next-token loss ``[n_batches * batch_size]`` (nats), on the windows
-    :func:`evaluate` scores for the same arguments (their mean is its loss): the unit over which
-    evaluation noise is measured (``ropebook.stats.noise``)."""
-    rng = np.random.default_rng([seed, 2**31])
-    return np.concatenate([
-        _window_losses(params, config, sample_windows(tokens, seq_len + 1, batch_size, rng))
-        .astype(np.float64).mean(axis=-1)
-        for _ in range(n_batches)
-    ])  # fmt: skip
-
-
-def loss_by_position(
-    params: Params,
-    config: ModelConfig,
-    tokens: np.ndarray,
-    *,
-    seq_len: int,
-    n_windows: int,
-    seed: int = 0,
-    batch_size: int = 8,
-    intervention: model.Intervention | None = None,
-) -> np.ndarray:
-    """Mean loss at each position ``[seq_len]`` over ``n_windows`` windows; ``seq_len`` may exceed
-    the training context, which is how the chapters draw length-extrapolation curves."""
-    rng = np.random.default_rng([seed, 2**31 + 1])
-    total = np.zeros(seq_len)
-    for start in range(0, n_windows, batch_size):
-        count = min(batch_size, n_windows - start)
-        total += _window_losses(
-            params, config, sample_windows(tokens, seq_len + 1, count, rng), intervention
-        ).sum(0)
-    return total / n_windows
 
 
 # ---------------------------------------------------------------- the loop
@@ -511,10 +349,10 @@ def train(
     if (task is None) == (train_tokens is None) or task is not None and val_tokens is not None:
         raise ValueError("pass train_tokens (and optionally val_tokens), or a task, not both")
     directory = None if checkpoint_dir is None else Path(checkpoint_dir)
-    batch_sharding, replicated = _shardings(tc.batch_size)
+    batch_sharding, replicated = data_parallel(tc.batch_size)
     run = _start(model_config, tc, directory, initial_params)
     run.params, run.opt_state = jax.device_put((run.params, run.opt_state), replicated)
-    step_fn = _train_step(model_config, tc)
+    step_fn = train_step(model_config, tc)
 
     def advance() -> tuple[jax.Array, jax.Array]:
         if task is None:
@@ -776,7 +614,7 @@ def train_seeds(
                 model_config, m.tc, train_tokens, val_tokens, checkpoint_dir=m.directory,
                 progress=progress, stop_after=level, extra=m.extra, desc=desc,
             )  # fmt: skip
-    batch_sharding, replicated = _shardings(tc.batch_size)
+    batch_sharding, replicated = data_parallel(tc.batch_size)
     seed_batches = NamedSharding(batch_sharding.mesh, PartitionSpec(None, "data"))
     states = [(m.run.params, m.run.opt_state) for m in active]
     state = jax.device_put(jax.tree.map(lambda *seeds: jnp.stack(seeds), *states), replicated)

@@ -511,12 +511,14 @@ def non_increasing(profile) -> np.ndarray:
 
 def window_losses(m, tokens, length: int, n_windows: int) -> np.ndarray:
     """Next-token losses ``[n_windows, length]`` of a model on the held-out windows drawn by
-    ``train.loss_by_position`` with seeds ``0..n_windows-1`` (the same windows for every model)."""
-    from ropebook import train
+    ``evaluation.loss_by_position`` with seeds ``0..n_windows-1`` (the same windows for every model)."""
+    from ropebook import evaluation
 
     return np.stack(
         [
-            train.loss_by_position(m.params, m.config, tokens, seq_len=length, n_windows=1, seed=w)
+            evaluation.loss_by_position(
+                m.params, m.config, tokens, seq_len=length, n_windows=1, seed=w
+            )
             for w in range(n_windows)
         ]
     )

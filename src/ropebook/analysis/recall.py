@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ropebook import checkpoints, model, tasks, train
+from ropebook import checkpoints, evaluation, model, tasks
 from ropebook.analysis import Estimate, interval_text
 
 FACTORS: tuple[int, ...] = (1, 2, 4, 8)  # test lengths, in multiples of the training context
@@ -89,7 +89,7 @@ def score(params, config, batch: tasks.Batch, intervention=None, chunk: int = 8)
             tokens, targets = (
                 np.concatenate([a, np.repeat(a[-1:], chunk - n, 0)]) for a in (tokens, targets)
             )
-        _, correct = train.task_outputs(params, config, tokens, targets, intervention)
+        _, correct = evaluation.task_outputs(params, config, tokens, targets, intervention)
         right[part] = correct[:n] & batch.mask[part]
     return right
 

@@ -215,7 +215,7 @@ def length_sweep(
     """
     from tqdm.auto import tqdm
 
-    from ropebook import train
+    from ropebook import evaluation
 
     jobs = []
     for name, runs in models.items():
@@ -231,7 +231,7 @@ def length_sweep(
             iv = intervention(
                 run.config, method, _scale(method, factor, fixed_scale, dynamic_factor), length
             )
-            curve = train.loss_by_position(
+            curve = evaluation.loss_by_position(
                 run.params, run.config, tokens, seq_len=length, n_windows=n_windows, seed=seed,
                 batch_size=batch_size, intervention=iv,
             )  # fmt: skip
@@ -522,12 +522,12 @@ def passkey_batch(
     """``n`` windows of real text ``length`` tokens long; at ``depth × length`` a random marker
     (``marker_len`` tokens) and key (``key_len`` tokens) are written, and the last
     ``marker_len + key_len`` positions repeat them: the model must copy the key from far back."""
-    from ropebook import train
+    from ropebook import data
 
     span = marker_len + key_len
     if length < 2 * span + 2:
         raise ValueError(f"length {length} too short for a {span}-token marker and key twice")
-    tokens = train.sample_windows(filler, length, n, rng).astype(np.int32)
+    tokens = data.sample_windows(filler, length, n, rng).astype(np.int32)
     planted = rng.integers(1, vocab_size, size=(n, span))
     at = int(depth * length)
     tokens[:, at : at + span] = planted

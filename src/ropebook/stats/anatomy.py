@@ -3,7 +3,7 @@ comes from, and so which lever can shrink it.
 
 Input: two arms (say RoPE and 0.75-RoPE) trained on the same ``n`` seeds, and each run's
 validation loss at its last ``K`` evaluations, every evaluation on the same held-out windows
-(``ropebook.train.window_losses`` gives one evaluation's per-window losses; their mean is the
+(``ropebook.evaluation.window_losses`` gives one evaluation's per-window losses; their mean is the
 evaluation's loss). Everything is in percent: 100 × nats, the log-ratio scale on which the book's
 paired s.d.s live (≈ % of perplexity; :func:`ropebook.stats.power.paired_log_percent`).
 

@@ -100,11 +100,11 @@ def held_out_losses(
     one encoding, each window as long as the training context. The windows depend on ``seed`` only,
     so every model is scored on the same text and differences between encodings are paired
     (:func:`ropebook.stats.noise.paired_differences`, then :func:`ropebook.stats.noise.split`)."""
-    from ropebook import train
+    from ropebook import evaluation
 
     batch = math.gcd(n_windows, 64)  # whole batches of at most 64 windows
     return {
-        m.seed: train.window_losses(
+        m.seed: evaluation.window_losses(
             m.params, m.config, tokens, seq_len=m.config.context, batch_size=batch,
             n_batches=n_windows // batch, seed=seed,
         )
@@ -160,9 +160,9 @@ def extrapolation_curve(
     The first ``L`` positions of a window are themselves a window of length ``L`` for a causal
     model, so :meth:`ExtrapolationCurve.ppl_at` gives the perplexity at every shorter length.
     """
-    from ropebook import train
+    from ropebook import evaluation
 
-    losses = train.loss_by_position(
+    losses = evaluation.loss_by_position(
         params, config, tokens, seq_len=max_factor * config.context, n_windows=n_windows,
         seed=seed, batch_size=batch_size,
     )  # fmt: skip
