@@ -144,7 +144,8 @@ def test_page_shows_the_records(records, tmp_path, monkeypatch):
     )
     outputs = json.dumps(json.loads(page.read_text())["cells"])
     for value in ("Test CPU 9000", "16,384 tokens/s", "2 trained, 131 cached", "did not run setup",
-                  "17 s (the run of 2025-12-30 10:00 UTC)", "9.9.9", "1.7 h"):  # fmt: skip
+                  "17 s (the run of 2025-12-30 10:00 UTC)", "9.9.9", "1.7 h",
+                  "not a first cpu build in one go"):  # fmt: skip
         assert value in outputs, value
 
 
@@ -156,3 +157,54 @@ def test_a_records_folder_inside_the_clone_is_named_relative_to_it():
     assert records.missing("zoo", "the zoo") == (
         "No record of the zoo: `executed/no-such-records/zoo.json` does not exist."
     )
+
+
+PLAN = {"budget": {"build_minutes": 120, "reference_tokens_per_second": 16000}}
+
+
+def first_build(folder, zoo_minutes: float) -> None:
+    """Records of a first cpu build in one go on a machine half the reference's speed."""
+    for stage in buildrecord.STAGES[:6]:
+        seconds = zoo_minutes * 60 if stage == "zoo" else 60.0
+        write(folder, f"stage-{stage}", BUILD, stage=stage, seconds=seconds, command=["make"])
+    write(folder, "zoo", BUILD, profile="cpu", regimes=[
+        {"regime": "lesson", "trained": 48, "cached": 0, "seconds": 1.0, "estimated": 1.0},
+    ])  # fmt: skip
+    write(folder, "chapters", BUILD, profile="cpu", chapters=[
+        {"chapter": "decay", "seconds": 600.0, "ran": True, "finished": BUILD},
+        {"chapter": "recall", "seconds": 1200.0, "ran": True, "finished": BUILD},
+    ])  # fmt: skip
+    write(folder, "machine", BUILD, benchmark={"profile": "cpu", "tokens_per_second": 8000.0})
+
+
+@pytest.mark.parametrize(("zoo_minutes", "verdict"), [(200.0, "held"), (210.0, "not held")])
+def test_a_first_cpu_build_in_one_go_decides_the_budget(tmp_path, zoo_minutes, verdict):
+    first_build(tmp_path, zoo_minutes)
+    spent = show.budget(show.load(tmp_path, BUILD), "cpu", PLAN)
+    # 5 one-minute stages, the zoo, 30 min of chapters, at half the reference's speed
+    assert spent.reference_minutes == pytest.approx((5 + zoo_minutes + 30) / 2)
+    assert spent.first_in_one_go == [] and spent.verdict == verdict
+    assert [r["stage"] for r in spent.rows] == [*buildrecord.STAGES[:6], "chapters"]
+    assert {r["counted"] for r in spent.rows} == {"yes"}
+    measured, _ = show.budget_text(spent)
+    assert measured.startswith(f"{spent.reference_minutes:.1f} reference minutes")
+
+
+def test_a_cached_rebuild_cannot_decide_the_budget_and_says_why(records):
+    write(records, "machine", BUILD, benchmark={"profile": "cpu", "tokens_per_second": 16000.0})
+    spent = show.budget(show.load(records, BUILD), "cpu", PLAN)
+    assert spent.verdict == "not testable here"
+    why = "; ".join(spent.first_in_one_go)
+    assert "stages not run by this build: setup, assets, proofs, machine" in why
+    assert "131 zoo models found in the cache" in why and "1 chapters up to date" in why
+    # counted: the data and zoo stages and the chapter run now (12.5 s + 47 s + 1234 s)
+    assert spent.reference_minutes == pytest.approx((12.5 + 47 + 1234) / 60)
+    counted = {r["stage"]: r["counted"] for r in spent.rows}
+    assert counted["setup"] == f"no: an earlier build ({EARLIER})" and counted["zoo"] == "yes"
+
+
+def test_the_budget_needs_the_profiles_benchmark(records):
+    spent = show.budget(show.load(records, BUILD), "smoke", PLAN)
+    assert spent.reference_minutes is None and spent.verdict == "not testable here"
+    assert "the smoke profile" in spent.first_in_one_go[0]
+    assert show.budget_text(spent)[0].startswith("not measured")

@@ -226,3 +226,111 @@ def version_rows(records: Records) -> list[dict[str, str]]:
     if machine is None:
         return []
     return [{"package": k, "version": v} for k, v in machine["versions"].items()]
+
+
+# ---------------------------------------------------------------- the build's budget
+
+
+@dataclass(frozen=True)
+class Budget:
+    """This build's stages against the book's budget (``data/seed_plan.json``): minutes on the
+    reference CPU, each stage's seconds scaled by this machine's lesson benchmark."""
+
+    rows: list[dict[str, str]]  # per stage: time here, reference minutes, which build ran it
+    reference_minutes: float | None  # the stages this build ran, summed (None: no benchmark)
+    budget_minutes: float
+    reference_tokens_per_second: float
+    first_in_one_go: list[str]  # why this build is not a first cpu build in one go ([]: it is)
+
+    @property
+    def decided(self) -> bool:
+        return not self.first_in_one_go and self.reference_minutes is not None
+
+    @property
+    def verdict(self) -> str:
+        """``held`` within the budget, ``not held`` over it, ``not testable here`` undecided."""
+        if not self.decided:
+            return "not testable here"
+        return "held" if self.reference_minutes <= self.budget_minutes else "not held"
+
+
+def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None) -> Budget:
+    """Read this build's stage records against the plan's budget.
+
+    The stages before the chapters count from their records; the chapters stage from the
+    runner's record of the chapters run so far (this page runs last); the site is built after
+    this page and is not counted. Only a first ``cpu`` build run in one go decides the budget:
+    every stage run by this build, the zoo trained from an empty cache, every chapter run."""
+    from ropebook import seedplan
+
+    plan = plan or seedplan.load_plan()
+    reference = float(plan["budget"]["reference_tokens_per_second"])
+    machine = records.get("machine")
+    bench = (machine or {}).get("benchmark", {})
+    speed = bench.get("tokens_per_second") if bench.get("profile") == profile else None
+    scale = None if not speed else speed / reference / 60  # seconds here → reference minutes
+    timed: list[tuple[str, float, Mapping[str, Any]]] = []
+    for stage in buildrecord.STAGES[: buildrecord.STAGES.index("chapters")]:
+        if (record := records.get(f"stage-{stage}")) is not None:
+            timed.append((stage, float(record["seconds"]), record))
+    chapters = records.get("chapters")
+    ran = [e for e in (chapters or {}).get("chapters", []) if e["ran"]]
+    if chapters is not None:
+        timed.append(("chapters", sum(e["seconds"] or 0.0 for e in ran), chapters))
+    rows, total = [], 0.0
+    for stage, seconds, record in timed:
+        this = records.this_build(record)
+        total += seconds if this else 0.0
+        rows.append(
+            {
+                "stage": stage,
+                "time here": duration(seconds),
+                "reference minutes": "—" if scale is None else f"{seconds * scale:.1f}",
+                "counted": "yes" if this else f"no: {_when(records, record)}",
+            }
+        )
+    not_first = []
+    if profile != "cpu":
+        not_first.append(f"the {profile} profile (the budget is the cpu build's)")
+    if scale is None:
+        not_first.append(f"no {profile}-profile lesson benchmark of this machine")
+    if skipped := [s for s in buildrecord.STAGES[:6] if not _ran(records, f"stage-{s}")]:
+        not_first.append(f"stages not run by this build: {', '.join(skipped)}")
+    zoo = records.get("zoo")
+    if cached := sum(r["cached"] for r in (zoo or {}).get("regimes", [])):
+        not_first.append(f"{cached} zoo models found in the cache")
+    entries = (chapters or {}).get("chapters", [])
+    if chapters is None or (up_to_date := len(entries) - len(ran)):
+        not_first.append(
+            "no record of the chapters" if chapters is None else f"{up_to_date} chapters up to date"
+        )
+    return Budget(
+        rows=rows,
+        reference_minutes=None if scale is None else total * scale,
+        budget_minutes=float(plan["budget"]["build_minutes"]),
+        reference_tokens_per_second=reference,
+        first_in_one_go=not_first,
+    )
+
+
+def _ran(records: Records, name: str) -> bool:
+    record = records.get(name)
+    return record is not None and records.this_build(record)
+
+
+def budget_text(b: Budget) -> tuple[str, str]:
+    """``(measured, to_decide)`` sentences for the page's budget claim."""
+    if b.reference_minutes is None:
+        measured = "not measured: this machine's lesson benchmark is not recorded"
+    else:
+        measured = (
+            f"{b.reference_minutes:.1f} reference minutes for the stages this build ran, the "
+            "site (built after this page) not counted"
+        )
+    if b.first_in_one_go:
+        measured += f"; not a first cpu build in one go ({'; '.join(b.first_in_one_go)})"
+    to_decide = (
+        "a first `make book` of the cpu profile in one go on an idle machine, with an empty "
+        "`ROPEBOOK_CACHE`: this page then decides it from its own records"
+    )
+    return measured, to_decide
