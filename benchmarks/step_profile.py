@@ -13,14 +13,29 @@ CPU's float32 matmul peak measured in the run (``train_throughput.peak_matmul_fl
 the parts do not add up to is the step's glue (residual adds, the gradient all-reduce, fusion
 boundaries, dispatch).
 
+``--by-line`` profiles the step itself instead: JAX's profiler traces ``--steps`` training steps,
+and every XLA operation it timed is charged to the line of the library (``model.py``,
+``attention.py``, ``rope.py``, ``train.py``) that emitted it, read from the compiled program's
+stack frames; backward operations are charged to the forward line they differentiate. Times are
+summed over the XLA devices (each runs its share of every op), so they add up to about the
+devices' count times the step; operations without a stack frame (the gradients' all-reduce,
+which includes a device's wait for the other) are listed as having no source line.
+
     .venv/bin/python benchmarks/step_profile.py [--regimes lesson matched] [--rounds 5]
+    .venv/bin/python benchmarks/step_profile.py --by-line [--steps 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import gzip
+import json
+import re
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from train_throughput import model_flops_per_token, peak_matmul_flops
@@ -152,6 +167,89 @@ def profile(regime: str, profile_name: str, rounds: int, repeats: int, peak: flo
           f"   ({tokens_per_step / step:,.0f} tokens/s; MFU counts attention as full, as train_throughput)")  # fmt: skip
 
 
+LIBRARY_FILES = ("model.py", "attention.py", "rope.py", "encodings.py", "train.py")
+
+
+def source_lines(hlo: str) -> dict[str, str]:
+    """Each operation of a compiled program's text, mapped to the innermost library line
+    (``file:function:line``) in its stack frames ("?" where none is the library's)."""
+
+    def table(name: str) -> str:
+        return re.search(rf"^{name}\n(.*?)\n\n", hlo, re.S | re.M).group(1)
+
+    files = dict(re.findall(r'^(\d+) "(.*)"$', table("FileNames"), re.M))
+    functions = dict(re.findall(r'^(\d+) "(.*)"$', table("FunctionNames"), re.M))
+    locations = {
+        m[1]: f"{files[m[2]].rsplit('/', 1)[-1]}:{functions[m[3]]}:{m[4]}"
+        for m in re.finditer(
+            r"^(\d+) \{file_name_id=(\d+) function_name_id=(\d+) line=(\d+)",
+            table("FileLocations"), re.M,
+        )
+    }  # fmt: skip
+    # a frame's parent is written one above its number (0: none)
+    frames = {
+        m[1]: (m[2], int(m[3] or 0) - 1)
+        for m in re.finditer(
+            r"^(\d+) \{file_location_id=(\d+)(?: parent_frame_id=(\d+))?",
+            table("StackFrames"), re.M,
+        )
+    }  # fmt: skip
+
+    def place(frame: str | None) -> str:
+        while frame in frames:
+            location, parent = frames[frame]
+            if locations[location].split(":")[0] in LIBRARY_FILES:
+                return locations[location]
+            frame = str(parent) if parent > 0 else None
+        return "?"
+
+    ops = re.finditer(r"^\s+(?:ROOT )?%([\w.\-]+) = (?:.*?stack_frame_id=(\d+))?", hlo, re.M)
+    return {m[1]: place(m[2]) if m[2] else "(no source line: collectives, copies)" for m in ops}
+
+
+def by_line(regime: str, profile_name: str, steps: int) -> None:
+    """Trace ``steps`` training steps and print the time of the library's lines."""
+    import jax
+
+    from ropebook import model, runtime, train, zoo
+
+    cfg, tc = zoo.configs("rope", seed=0, profile=profile_name, regime=regime)
+    batch_sharding, replicated = runtime.data_parallel(tc.batch_size)
+    params = jax.device_put(model.init_params(jax.random.key(0), cfg), replicated)
+    state = [params, jax.device_put(train.make_optimizer(tc).init(params), replicated)]
+    tokens = np.random.default_rng(0).integers(0, cfg.vocab_size, (tc.batch_size, cfg.context + 1))
+    tokens = jax.device_put(tokens.astype(np.int32), batch_sharding)
+    step_fn = train.train_step(cfg, tc)
+    lines = source_lines(step_fn.lower(*state, tokens).compile().as_text())
+
+    def run(n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):  # blocking on each: another program between steps must not interleave
+            state[0], state[1], loss, _ = jax.block_until_ready(step_fn(*state, tokens))
+        return (time.perf_counter() - start) / n
+
+    run(3)
+    untraced = run(steps)
+    with tempfile.TemporaryDirectory() as folder:
+        with jax.profiler.trace(folder, create_perfetto_trace=True):
+            run(steps)
+        (trace,) = Path(folder).rglob("*.trace.json.gz")
+        events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    spent: collections.Counter[str] = collections.Counter()
+    top: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for event in events:
+        if event.get("ph") == "X" and event["name"] in lines:
+            line = lines[event["name"]]
+            spent[line] += event["dur"] / steps / 1e3  # µs over the steps → ms per step
+            top[line][event["name"]] += event["dur"] / steps / 1e3
+    print(f"\n{regime} regime ({profile_name} profile): step {untraced * 1e3:.1f} ms untraced, "
+          f"{tc.batch_size * cfg.context / untraced:,.0f} tokens/s; ms per step summed over "
+          f"{len(jax.devices())} XLA devices ({sum(spent.values()):.1f} in all)")  # fmt: skip
+    for line, ms in spent.most_common(20):
+        ops = ", ".join(f"{op} {t:.1f}" for op, t in top[line].most_common(3))
+        print(f"{ms:8.2f}  {line:46s} {ops}")
+
+
 def optax_apply(optimizer, grads, state, params):
     import optax
 
@@ -165,7 +263,13 @@ def main() -> None:
     parser.add_argument("--regimes", nargs="+", default=["lesson", "matched"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--by-line", action="store_true", help="profile the step by source line")
+    parser.add_argument("--steps", type=int, default=10, help="steps traced with --by-line")
     args = parser.parse_args()
+    if args.by_line:
+        for regime in args.regimes:
+            by_line(regime, args.profile, args.steps)
+        return
     peak = peak_matmul_flops()
     print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s")
     for regime in args.regimes:

@@ -271,10 +271,16 @@ def mlp(layer: Params, x: jnp.ndarray) -> jnp.ndarray:
 
 
 def _project_qkv(layer: Params, x: jnp.ndarray, config: ModelConfig) -> tuple[jnp.ndarray, ...]:
-    """One fused matmul, split into ``q, k, v`` of shape ``[B, T, H, D]``."""
+    """One fused matmul, split into ``q, k, v`` of shape ``[B, T, H, D]``.
+
+    Split, not indexed: the gradient of three slices is three zero-padded copies of the whole
+    product summed (8-12 % of a ``cpu`` lesson-model step on 2 cores), of a split one concatenation
+    (the same values bit for bit; ``benchmarks/step_profile.py --by-line`` shows where)."""
     b, t, _ = x.shape
     qkv = (x @ layer["qkv"].astype(x.dtype)).reshape(b, t, 3, config.n_heads, config.head_dim)
-    return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    return tuple(
+        part.reshape(b, t, config.n_heads, config.head_dim) for part in jnp.split(qkv, 3, 2)
+    )
 
 
 def _attend_explicit(
@@ -334,6 +340,29 @@ def attention(
     return out.reshape(b, t, -1) @ layer["out"].astype(x.dtype), internals
 
 
+@jax.custom_vjp
+def unembed(x: jnp.ndarray, embed: jnp.ndarray) -> jnp.ndarray:
+    """The tied output layer's logits ``x @ embed.T`` (``x [..., d]``, ``embed [V, d]``).
+
+    Its gradient is JAX's own, formed so that XLA need not transpose the ``[tokens, V]``
+    gradient of the logits in memory: ``dx = g @ embed`` and ``d embed = (xᵀ g)ᵀ``, where JAX's
+    ``gᵀ x`` made XLA's CPU backend copy ``g`` transposed first. The same values bit for bit
+    (``tests/test_model.py``); see ``benchmarks/README.md`` for the time it saves."""
+    return x @ embed.T
+
+
+def _unembed_forward(x: jnp.ndarray, embed: jnp.ndarray):
+    return x @ embed.T, (x, embed)
+
+
+def _unembed_backward(saved, grad: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    x, embed = saved
+    return grad @ embed, jnp.einsum("...d,...v->dv", x, grad).T
+
+
+unembed.defvjp(_unembed_forward, _unembed_backward)
+
+
 def forward(
     params: Params,
     tokens: jnp.ndarray,
@@ -366,7 +395,7 @@ def forward(
         x = x + mlp(layer, rms_norm(x, layer["mlp_norm"]))
         internals.append(info)
     x = rms_norm(x, params["final_norm"])
-    logits = (x @ params["embed"].T.astype(dtype)).astype(jnp.float32)
+    logits = unembed(x, params["embed"].astype(dtype)).astype(jnp.float32)
     return (logits, internals) if return_internals else logits
 
 
