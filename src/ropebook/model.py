@@ -257,6 +257,32 @@ def init_params(key: jax.Array, config: ModelConfig) -> Params:
     }
 
 
+@jax.custom_vjp
+def linear(x: jnp.ndarray, w: jnp.ndarray) -> jnp.ndarray:
+    """``x @ w`` for ``x [..., i]`` and weights ``w [i, o]``, with JAX's own gradient, formed so
+    that XLA's CPU backend transposes the narrower of ``x`` and the output's gradient ``g`` in
+    memory for the weights' product ``xᵀ g``, not the wider (JAX writes it ``(gᵀ x)ᵀ``, so XLA
+    copied ``g`` transposed: the ``[tokens, vocab]`` logits' gradient, the MLP's hidden one). The
+    same values bit for bit (``tests/test_model.py``); ``benchmarks/README.md`` has the time saved."""
+    return x @ w
+
+
+def _linear_forward(x: jnp.ndarray, w: jnp.ndarray):
+    return x @ w, (x, w)
+
+
+def _linear_backward(saved, grad: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    x, w = saved
+    if x.shape[-1] <= w.shape[-1]:
+        dw = jnp.einsum("...i,...o->io", x, grad)
+    else:
+        dw = jnp.einsum("...o,...i->oi", grad, x).T
+    return grad @ w.T, dw
+
+
+linear.defvjp(_linear_forward, _linear_backward)
+
+
 def rms_norm(x: jnp.ndarray, scale: jnp.ndarray, eps: float = 1e-6) -> jnp.ndarray:
     """RMSNorm, computed in float32 whatever the activation dtype."""
     x32 = x.astype(jnp.float32)
@@ -266,8 +292,8 @@ def rms_norm(x: jnp.ndarray, scale: jnp.ndarray, eps: float = 1e-6) -> jnp.ndarr
 
 def mlp(layer: Params, x: jnp.ndarray) -> jnp.ndarray:
     """ReLU² MLP (see the module docstring for why)."""
-    hidden = jax.nn.relu(x @ layer["up"].astype(x.dtype))
-    return (hidden * hidden) @ layer["down"].astype(x.dtype)
+    hidden = jax.nn.relu(linear(x, layer["up"].astype(x.dtype)))
+    return linear(hidden * hidden, layer["down"].astype(x.dtype))
 
 
 def _project_qkv(layer: Params, x: jnp.ndarray, config: ModelConfig) -> tuple[jnp.ndarray, ...]:
@@ -277,7 +303,7 @@ def _project_qkv(layer: Params, x: jnp.ndarray, config: ModelConfig) -> tuple[jn
     product summed (8-12 % of a ``cpu`` lesson-model step on 2 cores), of a split one concatenation
     (the same values bit for bit; ``benchmarks/step_profile.py --by-line`` shows where)."""
     b, t, _ = x.shape
-    qkv = (x @ layer["qkv"].astype(x.dtype)).reshape(b, t, 3, config.n_heads, config.head_dim)
+    qkv = linear(x, layer["qkv"].astype(x.dtype)).reshape(b, t, 3, config.n_heads, config.head_dim)
     return tuple(
         part.reshape(b, t, config.n_heads, config.head_dim) for part in jnp.split(qkv, 3, 2)
     )
@@ -337,30 +363,7 @@ def attention(
     else:
         out = attend(q_rot, k_rot, v, bias, window=window, chunk=chunk)
     b, t = x.shape[:2]
-    return out.reshape(b, t, -1) @ layer["out"].astype(x.dtype), internals
-
-
-@jax.custom_vjp
-def unembed(x: jnp.ndarray, embed: jnp.ndarray) -> jnp.ndarray:
-    """The tied output layer's logits ``x @ embed.T`` (``x [..., d]``, ``embed [V, d]``).
-
-    Its gradient is JAX's own, formed so that XLA need not transpose the ``[tokens, V]``
-    gradient of the logits in memory: ``dx = g @ embed`` and ``d embed = (xᵀ g)ᵀ``, where JAX's
-    ``gᵀ x`` made XLA's CPU backend copy ``g`` transposed first. The same values bit for bit
-    (``tests/test_model.py``); see ``benchmarks/README.md`` for the time it saves."""
-    return x @ embed.T
-
-
-def _unembed_forward(x: jnp.ndarray, embed: jnp.ndarray):
-    return x @ embed.T, (x, embed)
-
-
-def _unembed_backward(saved, grad: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-    x, embed = saved
-    return grad @ embed, jnp.einsum("...d,...v->dv", x, grad).T
-
-
-unembed.defvjp(_unembed_forward, _unembed_backward)
+    return linear(out.reshape(b, t, -1), layer["out"].astype(x.dtype)), internals
 
 
 def forward(
@@ -395,7 +398,7 @@ def forward(
         x = x + mlp(layer, rms_norm(x, layer["mlp_norm"]))
         internals.append(info)
     x = rms_norm(x, params["final_norm"])
-    logits = unembed(x, params["embed"].astype(dtype)).astype(jnp.float32)
+    logits = linear(x, params["embed"].T.astype(dtype)).astype(jnp.float32)
     return (logits, internals) if return_internals else logits
 
 
