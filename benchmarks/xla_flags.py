@@ -30,6 +30,9 @@ CONFIGS: dict[str, str] = {
     "YNNPACK dots": "--xla_cpu_experimental_ynn_fusion_type=dot",
     "512-bit vectors, XNNPACK dots": "--xla_cpu_prefer_vector_width=512 "
     "--xla_cpu_experimental_xnn_fusion_type=dot",
+    "each device's ops on one thread": "--xla_cpu_multi_thread_eigen=false",
+    "no parallel codegen split": "--xla_cpu_parallel_codegen_split_count=1",
+    "concurrency-optimised scheduler": "--xla_cpu_enable_concurrency_optimized_scheduler=true",
 }
 
 WORKER = """

@@ -16,9 +16,11 @@ spells the maths out and returns every intermediate for the chapters. On CPU, fl
 without a score bias (every rotary encoding, NoPE) attend through a fused C++ kernel where it
 was measured faster (:mod:`ropebook.attention`).
 With it, a fused ``qkv`` matmul and one XLA device per core (:mod:`ropebook.runtime`), a
-training step of the ``cpu`` zoo model runs 1.04–1.15× as fast as the same model in PyTorch
+training step of the ``cpu`` zoo model runs 1.04–1.18× as fast as the same model in PyTorch
 eager with ``scaled_dot_product_attention`` on 2 CPU cores (median over launches,
-``benchmarks/train_throughput.py``; the README has the table).
+``benchmarks/train_throughput.py``; ``benchmarks/README.md`` has the tables). Two forms below
+exist only so that XLA's CPU backend moves less memory, the same values bit for bit:
+:func:`linear`'s gradient and :func:`_project_qkv`'s split (1.06× a step, 2026-11-28).
 
 Layers may differ (:class:`LayerConfig`, ``ModelConfig.layers``): each its own encoding, θ and p,
 and local attention to a sliding window or within a chunk, so that production layouts such as
@@ -300,8 +302,8 @@ def _project_qkv(layer: Params, x: jnp.ndarray, config: ModelConfig) -> tuple[jn
     """One fused matmul, split into ``q, k, v`` of shape ``[B, T, H, D]``.
 
     Split, not indexed: the gradient of three slices is three zero-padded copies of the whole
-    product summed (8-12 % of a ``cpu`` lesson-model step on 2 cores), of a split one concatenation
-    (the same values bit for bit; ``benchmarks/step_profile.py --by-line`` shows where)."""
+    product summed, of a split one concatenation (the same values bit for bit;
+    ``benchmarks/step_profile.py --by-line`` shows where a step's time goes)."""
     b, t, _ = x.shape
     qkv = linear(x, layer["qkv"].astype(x.dtype)).reshape(b, t, 3, config.n_heads, config.head_dim)
     return tuple(
