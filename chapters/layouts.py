@@ -78,6 +78,7 @@ glue("layouts.n_seeds", len(seeds), display=False)
 glue("layouts.seed_list", ", ".join(map(str, seeds)), display=False)
 
 # %% [markdown]
+# (layouts-production)=
 # ## The production layouts
 #
 # What each model's `transformers` configuration class sets by default (our pinned version;

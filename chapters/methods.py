@@ -248,8 +248,9 @@ for name, value in {
 # {glue:text}`methods.headline.difference`: **{glue:text}`methods.headline.verdict`**
 # ({glue:text}`methods.headline.reading`). Their seeds detect an effect of
 # {glue:text}`methods.headline.mde` % of perplexity. What would decide it:
-# {glue:text}`methods.headline.to_decide`. The p-RoPE chapter records this claim with the others;
-# the [scorecard](scorecard.ipynb) lists, for every open claim of the book, what would decide it.
+# {glue:text}`methods.headline.to_decide`. The [headline chapter](p_rope_headline.ipynb) records
+# this claim; the [scorecard](scorecard.ipynb) lists, for every open claim of the book, what would
+# decide it.
 
 # %% [markdown]
 # ## Where the noise comes from
@@ -601,11 +602,11 @@ for key, row in by_recipe.items():
 # {glue:text}`methods.study.candidate.paper_inside`. The paper's claim is an ordering at Gemma 2B's
 # scale, so an interval that excludes its gap bounds the effect in our small models rather than
 # refuting it. Neither row is this build's verdict, which the
-# {ref}`p-RoPE chapter <p-rope-matched>` gives.
+# {ref}`headline chapter <p-rope-matched>` gives.
 
 # %% [markdown]
 # The same pair under today's recipe was also trained on a GPU, on many more seeds (the
-# {ref}`p-RoPE chapter <p-rope-gpu-headline>` sets it beside this build's result), and
+# {ref}`headline chapter <p-rope-gpu-headline>` sets it beside this build's result), and
 # {glue:text}`methods.same_spec.seeds` of its seeds are the very specs the recipe study trained
 # on this project's CPU: same initial weights, same batches, same code, other hardware and
 # libraries. How far apart does one spec land on the two machines, against two seeds of a spec

@@ -143,7 +143,7 @@ def test_confirmation_reads_the_fresh_seeds_only(tmp_path):
     assert candidate.sd_ratio == anatomy.paired_sd_ratio(differences[1], differences[0])
     assert candidate.paired_sd.value == pytest.approx(np.std(differences[1], ddof=1))
     assert recipes.confirmation(synthetic(np.random.default_rng(6), n=3)) is None
-    # the headline on every seed each recipe has, as the p_rope chapter tabulates its own runs
+    # the headline on every seed each recipe has, as the p_rope_headline chapter tabulates its own runs
     assert recipes.seeds_of(loaded, "half the peak LR") == list(range(14))
     assert recipes.seeds_of(loaded, "twice the batch") == list(range(8))
     names = {"p-rope-0.75": "p", "rope": "r"}

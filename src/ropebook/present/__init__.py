@@ -19,7 +19,7 @@ calls the measurement, then hands its result to the presentation:
 One module per idea, each named after its measurement module:
 
 - :mod:`~ropebook.present.ablation` — p-RoPE's Tables 1 and 2, extrapolation curves, paired
-  comparisons (``chapters/p_rope.py``, ``chapters/p_sweep.py``);
+  comparisons (``chapters/p_rope.py``, ``p_rope_headline.py``, ``p_sweep.py``);
 - :mod:`~ropebook.present.biases` — the CABLE head grids, bias curves, Toeplitz, reach,
   perplexity and ordering tables, extrapolation charts (``chapters/pe_zoo.py``);
 - :mod:`~ropebook.present.decide` — what would decide an undecided claim (seeds that would

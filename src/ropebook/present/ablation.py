@@ -1,5 +1,6 @@
 """The p-RoPE chapters' tables, charts and sentences, from the numbers of
 :mod:`ropebook.analysis.ablation`: one function per table or figure of ``chapters/p_rope.py``
+and ``chapters/p_rope_headline.py``
 and ``chapters/p_sweep.py`` (length extrapolation and the p sweep), and the models' names.
 
 Tables are lists of records for :func:`ropebook.plots.table`, charts are Altair; the values

@@ -65,7 +65,7 @@ def headline_rows(
     confidence: float = 0.95,
 ) -> list[dict]:
     """The headline comparison (the study's arms) under today's recipe and the candidate named
-    for confirmation, each on every seed it was trained on, as the p_rope chapter's resolution
+    for confirmation, each on every seed it was trained on, as the p_rope_headline chapter's resolution
     table shows its own runs, with where and when the study measured it."""
     candidate = recipes.confirmed_recipe(results)
     return [

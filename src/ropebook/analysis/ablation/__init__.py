@@ -38,6 +38,7 @@ from ropebook.analysis.ablation.constructions import (
 )
 from ropebook.analysis.ablation.runs import (
     DOMAINS,
+    PAIRS,
     PAPER_TABLE2,
     SWEEP,
     ExtrapolationCurve,
@@ -90,6 +91,7 @@ from ropebook.analysis.ablation.seeds import (
 __all__ = [
     "ALL_PLANES",
     "DOMAINS",
+    "PAIRS",
     "PAPER_TABLE2",
     "FAST_PLANES",
     "FREE_PLANES",

@@ -70,6 +70,17 @@ PAPER_TABLE2: dict[str, dict[str, float]] = {
         "FlanV2": (6.6429, 6.4429, 6.4593, 6.4683, 6.4562, 6.5111, 6.4422),
     }.items()
 }  # fmt: skip
+# The paper's orderings of Table 2, tested seed by seed: (its better encoding, its worse rival,
+# the claim's id), the last the sanity check RoPE over NoPE.
+PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("p-rope-0.75", "rope", "p075_vs_rope"),
+    ("p-rope-0.75", "rope-500k", "p075_vs_500k"),
+    ("p-rope-0.75", "rope-reversed-0.75", "reversed_vs_p"),
+    ("p-rope-0.75", "rope-partial-0.75", "partial_vs_p"),
+    ("p-rope-0.75", "p-rope-0.25", "p075_vs_p025"),
+    ("p-rope-0.25", "nope", "p025_vs_nope"),
+    ("rope", "nope", "rope_vs_nope"),
+)
 # The p sweep on Shakespeare, p -> zoo model: from NoPE (p = 0, nothing rotates) to RoPE (p = 1).
 SWEEP: dict[float, str] = {
     0.0: "nope", 0.25: "p-rope-0.25", 0.5: "p-rope-0.5", 0.75: "p-rope-0.75", 1.0: "rope"
