@@ -1,7 +1,7 @@
 """The p-RoPE chapters' tables, charts and sentences, from the numbers of
-:mod:`ropebook.analysis.ablation`: one function per table or figure of ``chapters/p_rope.py``
-and ``chapters/p_rope_headline.py``
-and ``chapters/p_sweep.py`` (length extrapolation and the p sweep), and the models' names.
+:mod:`ropebook.analysis.ablation`: one function per table or figure of ``chapters/p_rope.py``,
+``chapters/p_rope_headline.py`` (the headline where the slow planes turn) and
+``chapters/p_sweep.py`` (length extrapolation and the p sweep), and the models' names.
 
 Tables are lists of records for :func:`ropebook.plots.table`, charts are Altair; the values
 the chapter's Markdown cells glue (:func:`table1_differences`, :func:`ordering_counts`,
