@@ -72,20 +72,20 @@ CLAIMS = claims.ClaimSet(
 #
 # The lesson regime of the [p-RoPE chapter](p_rope.ipynb) cannot test claims about slow
 # frequencies: its slowest planes turn by a few hundredths of a turn over the context, so freeing
-# them changes almost nothing. The
-# *matched* regime (see the first chapter) gives every head 16 planes (head dimension 32) and
-# sets θ so that its slowest plane turns as often over our training context as Gemma 7B's
-# slowest plane does over 8k tokens; θ = 500k, which the paper describes as 50× its base, becomes
-# 50× our base (the p-RoPE chapter's table {ref}`p-rope-table2` gives how far its freed planes turn).
+# them changes almost nothing. The *matched* regime (see the first chapter) gives every head 16
+# planes (head dimension 32) and sets θ so that its slowest plane turns as often over our training
+# context as Gemma 7B's slowest plane does over 8k tokens; θ = 500k, which the paper describes as
+# 50× its base, becomes 50× our base (how far each model's freed planes turn: the
+# {ref}`p-RoPE chapter's Table 2 <p-rope-table2>`).
 
 # %% [markdown]
 # The seven encodings trained in the matched regime on Shakespeare (same seeds, batches and
-# initial weights per seed; 3× the lesson regime's steps), compared seed by seed as in the p-RoPE
-# chapter ({ref}`p-rope-orderings`). For
-# each of the paper's orderings the table gives the paper's gap, our paired difference, its
-# standard deviation over seeds, and the **smallest effect our seeds can detect** (paired t-test,
-# 95 % two-sided, 80 % power). Where the interval contains zero the run cannot decide, and the
-# last column says how large the effect can be.
+# initial weights per seed; 3× the lesson regime's steps), compared seed by seed as the p-RoPE
+# chapter compares them ({ref}`p-rope-orderings`). For each of the paper's orderings the table
+# gives the paper's gap, our paired difference, its standard deviation over seeds, and the
+# **smallest effect our seeds can detect** (paired t-test, 95 % two-sided, 80 % power). Where the
+# interval contains zero the run cannot decide, and the last column says how large the effect can
+# be.
 
 # %%
 matched = ablation.load_runs(zoo.TABLE2, ["shakespeare"], profile=profile, regime="matched")
