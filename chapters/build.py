@@ -104,8 +104,8 @@ CLAIMS = claims.ClaimSet(
         rule=claims.given,
     )
 )
-CLAIMS.record("build.budget", spent.verdict, measured, basis=show.machine_text(records),
-              to_decide=to_decide)  # fmt: skip
+basis = show.machine_text(records).rstrip(".")  # the claim table adds its own full stop
+CLAIMS.record("build.budget", spent.verdict, measured, basis=basis, to_decide=to_decide)
 table_or_missing(spent.rows, "stage-setup", "any stage (`make book`)")
 
 # %% tags=["remove-input"]
