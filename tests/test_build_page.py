@@ -164,7 +164,7 @@ PLAN = {"budget": {"build_minutes": 120, "reference_tokens_per_second": 16000}}
 
 def first_build(folder, zoo_minutes: float) -> None:
     """Records of a first cpu build in one go on a machine half the reference's speed."""
-    for stage in buildrecord.STAGES[:6]:
+    for stage in show.BEFORE_CHAPTERS:
         seconds = zoo_minutes * 60 if stage == "zoo" else 60.0
         write(folder, f"stage-{stage}", BUILD, stage=stage, seconds=seconds, command=["make"])
     write(folder, "zoo", BUILD, profile="cpu", regimes=[
@@ -183,8 +183,8 @@ def test_a_first_cpu_build_in_one_go_decides_the_budget(tmp_path, zoo_minutes, v
     spent = show.budget(show.load(tmp_path, BUILD), "cpu", PLAN)
     # 5 one-minute stages, the zoo, 30 min of chapters, at half the reference's speed
     assert spent.reference_minutes == pytest.approx((5 + zoo_minutes + 30) / 2)
-    assert spent.first_in_one_go == [] and spent.verdict == verdict
-    assert [r["stage"] for r in spent.rows] == [*buildrecord.STAGES[:6], "chapters"]
+    assert spent.not_first_in_one_go == [] and spent.verdict == verdict
+    assert [r["stage"] for r in spent.rows] == [*show.BEFORE_CHAPTERS, "chapters"]
     assert {r["counted"] for r in spent.rows} == {"yes"}
     measured, _ = show.budget_text(spent)
     assert measured.startswith(f"{spent.reference_minutes:.1f} reference minutes")
@@ -194,7 +194,7 @@ def test_a_cached_rebuild_cannot_decide_the_budget_and_says_why(records):
     write(records, "machine", BUILD, benchmark={"profile": "cpu", "tokens_per_second": 16000.0})
     spent = show.budget(show.load(records, BUILD), "cpu", PLAN)
     assert spent.verdict == "not testable here"
-    why = "; ".join(spent.first_in_one_go)
+    why = "; ".join(spent.not_first_in_one_go)
     assert "stages not run by this build: setup, assets, proofs, machine" in why
     assert "131 zoo models found in the cache" in why and "1 chapters up to date" in why
     # counted: the data and zoo stages and the chapter run now (12.5 s + 47 s + 1234 s)
@@ -206,5 +206,5 @@ def test_a_cached_rebuild_cannot_decide_the_budget_and_says_why(records):
 def test_the_budget_needs_the_profiles_benchmark(records):
     spent = show.budget(show.load(records, BUILD), "smoke", PLAN)
     assert spent.reference_minutes is None and spent.verdict == "not testable here"
-    assert "the smoke profile" in spent.first_in_one_go[0]
+    assert "the smoke profile" in spent.not_first_in_one_go[0]
     assert show.budget_text(spent)[0].startswith("not measured")

@@ -14,6 +14,8 @@ from ropebook import REPO_ROOT, buildrecord
 from ropebook.buildrecord import duration
 
 DETAILED = ("machine", "zoo", "chapters")  # the records commands write besides their stage's
+# make book's stages before the chapters, each with its own stage record
+BEFORE_CHAPTERS = buildrecord.STAGES[: buildrecord.STAGES.index("chapters")]
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ def stage_rows(records: Records) -> list[dict[str, str]]:
     how long it took, what it did), then the chapters stage, of which this page is the last
     step (its chapters so far, from the runner's record)."""
     rows = []
-    for stage in buildrecord.STAGES[: buildrecord.STAGES.index("chapters")]:
+    for stage in BEFORE_CHAPTERS:
         record = records.get(f"stage-{stage}")
         if record is not None:
             rows.append(
@@ -240,11 +242,11 @@ class Budget:
     reference_minutes: float | None  # the stages this build ran, summed (None: no benchmark)
     budget_minutes: float
     reference_tokens_per_second: float
-    first_in_one_go: list[str]  # why this build is not a first cpu build in one go ([]: it is)
+    not_first_in_one_go: list[str]  # why not a first cpu build in one go ([]: it is one)
 
     @property
     def decided(self) -> bool:
-        return not self.first_in_one_go and self.reference_minutes is not None
+        return not self.not_first_in_one_go and self.reference_minutes is not None
 
     @property
     def verdict(self) -> str:
@@ -270,7 +272,7 @@ def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None
     speed = bench.get("tokens_per_second") if bench.get("profile") == profile else None
     scale = None if not speed else speed / reference / 60  # seconds here → reference minutes
     timed: list[tuple[str, float, Mapping[str, Any]]] = []
-    for stage in buildrecord.STAGES[: buildrecord.STAGES.index("chapters")]:
+    for stage in BEFORE_CHAPTERS:
         if (record := records.get(f"stage-{stage}")) is not None:
             timed.append((stage, float(record["seconds"]), record))
     chapters = records.get("chapters")
@@ -294,7 +296,7 @@ def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None
         not_first.append(f"the {profile} profile (the budget is the cpu build's)")
     if scale is None:
         not_first.append(f"no {profile}-profile lesson benchmark of this machine")
-    if skipped := [s for s in buildrecord.STAGES[:6] if not _ran(records, f"stage-{s}")]:
+    if skipped := [s for s in BEFORE_CHAPTERS if not _ran(records, f"stage-{s}")]:
         not_first.append(f"stages not run by this build: {', '.join(skipped)}")
     zoo = records.get("zoo")
     if cached := sum(r["cached"] for r in (zoo or {}).get("regimes", [])):
@@ -309,7 +311,7 @@ def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None
         reference_minutes=None if scale is None else total * scale,
         budget_minutes=float(plan["budget"]["build_minutes"]),
         reference_tokens_per_second=reference,
-        first_in_one_go=not_first,
+        not_first_in_one_go=not_first,
     )
 
 
@@ -327,8 +329,8 @@ def budget_text(b: Budget) -> tuple[str, str]:
             f"{b.reference_minutes:.1f} reference minutes for the stages this build ran, the "
             "site (built after this page) not counted"
         )
-    if b.first_in_one_go:
-        measured += f"; not a first cpu build in one go ({'; '.join(b.first_in_one_go)})"
+    if b.not_first_in_one_go:
+        measured += f"; not a first cpu build in one go ({'; '.join(b.not_first_in_one_go)})"
     to_decide = (
         "a first `make book` of the cpu profile in one go on an idle machine, with an empty "
         "`ROPEBOOK_CACHE`: this page then decides it from its own records"
