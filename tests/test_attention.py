@@ -286,7 +286,23 @@ def test_kernel_of_the_other_vector_width_agrees_too():
     assert result.stdout.split() == [other]
 
 
-def test_auto_takes_the_faster_path_by_the_fastest_of_its_timings(tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def quiet_machine(monkeypatch):
+    """No other process uses the CPUs while ``auto`` times (whatever else runs beside the tests)."""
+    clock = iter(range(1, 10**6))
+    monkeypatch.setattr(attention, "cpu_seconds", lambda: (float(next(clock)), 0.0, 0.0))
+
+
+def busy_machine(monkeypatch, share: float) -> None:
+    """Other processes use ``share`` of the CPUs: each reading is a second later, and the
+    machine's busy seconds run ahead of this process's by ``share`` x cores a second."""
+    clock, cores = iter(range(1, 10**6)), os.cpu_count() or 1
+    monkeypatch.setattr(attention, "cpu_seconds", lambda: (t := float(next(clock)), share * cores * t, 0.0))  # fmt: skip
+
+
+def test_auto_takes_the_faster_path_by_the_fastest_of_its_timings(
+    tmp_path, monkeypatch, capsys, quiet_machine
+):
     monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
     monkeypatch.setattr(attention, "_choices", {})
     calls = []
@@ -301,7 +317,9 @@ def test_auto_takes_the_faster_path_by_the_fastest_of_its_timings(tmp_path, monk
     assert "500.00 ms" in capsys.readouterr().err  # says which and why
 
 
-def test_auto_decision_is_cached_and_forced_modes_ignore_it(tmp_path, monkeypatch, capsys):
+def test_auto_decision_is_cached_and_forced_modes_ignore_it(
+    tmp_path, monkeypatch, capsys, quiet_machine
+):
     monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
     monkeypatch.setattr(attention, "_choices", {})
     shape = (2, 16, 2, 16)
@@ -325,7 +343,40 @@ def test_auto_decision_is_cached_and_forced_modes_ignore_it(tmp_path, monkeypatc
     assert attention.choice_file(shape) != choice.file  # another kernel build: measured anew
 
 
-def test_damaged_decision_is_named_and_measured_again(tmp_path, monkeypatch):
+def test_a_decision_timed_on_a_busy_machine_is_timed_again_until_a_quieter_one(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
+    shape = (2, 16, 2, 16)
+    calls = []
+
+    def timer(faster):
+        def time(path, shape):
+            calls.append(path)
+            return 1.0 if path == faster else 2.0
+
+        return time
+
+    def run(share, faster):  # a new process each time: the file is all it remembers
+        monkeypatch.setattr(attention, "_choices", {})
+        busy_machine(monkeypatch, share)
+        calls.clear()
+        return attention.choose(shape, timer=timer(faster))
+
+    busy = run(0.9, "xla")  # timed while others kept 90 % of the CPUs busy
+    assert busy.path == "xla" and busy.contended
+    assert busy.others_busy == pytest.approx(0.9, abs=0.01)
+    assert "used 90 % of the CPUs (measured again by the next run)" in capsys.readouterr().err
+    busier = run(1.0, "fused")  # timed again; busier still, so the first decision stands
+    assert len(calls) == 6 and busier.path == "xla" and not busier.measured_now
+    quiet = run(0.05, "fused")  # timed again on a quieter machine: replaced
+    assert len(calls) == 6 and quiet.path == "fused" and quiet.measured_now and not quiet.contended
+    record = json.loads(attention.choice_file(shape).read_text())
+    assert record["path"] == "fused" and record["others_busy"] == pytest.approx(0.05, abs=0.01)
+    assert run(0.9, "xla").path == "fused" and calls == []  # quiet enough: never timed again
+
+
+def test_damaged_decision_is_named_and_measured_again(tmp_path, monkeypatch, quiet_machine):
     monkeypatch.setattr(ropebook, "CACHE_DIR", tmp_path)
     monkeypatch.setattr(attention, "_choices", {})
     shape = (2, 16, 2, 16)

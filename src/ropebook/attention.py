@@ -61,6 +61,9 @@ the rest of a training step is the same program either way. It does so once per 
 instruction sets, shape, device count, JAX version and kernel build, stores the decision as
 JSON beside the kernel, and prints it once per process with both timings. A path therefore
 changes only where a new measurement is made; a run's numbers are fixed by the decision file.
+A timing taken while other processes kept the CPUs busy (more than :data:`CONTENDED` of them,
+read from ``/proc/stat``) can pick the wrong path for good, so such a decision records how busy
+they were and is measured again by later runs until one is taken on a quieter machine.
 """
 
 from __future__ import annotations
@@ -326,6 +329,7 @@ def xla_attention(
 
 PATHS = ("fused", "xla")
 ROUNDS = 3  # timings per path, alternating; the fastest of each counts (others load the CPU)
+CONTENDED = 0.25  # others' share of the CPUs above which a decision is measured again later
 Timer = Callable[[str, tuple[int, ...]], float]  # (path, [B, T, H, D]) -> s per forward+backward
 
 
@@ -338,11 +342,19 @@ class Choice:
     shape: tuple[int, ...]
     file: Path
     measured_now: bool
+    others_busy: float | None = None  # share of the CPUs other processes used while it was timed
+
+    @property
+    def contended(self) -> bool:
+        return self.others_busy is not None and self.others_busy > CONTENDED
 
     def __str__(self) -> str:
         other = "xla" if self.path == "fused" else "fused"
         names = {"fused": "the fused kernel", "xla": "XLA's attention"}
         when = "measured now" if self.measured_now else "measured earlier"
+        if self.others_busy is not None:
+            when += f" while other processes used {100 * self.others_busy:.0f} % of the CPUs"
+            when += " (measured again by the next run)" if self.contended else ""
         return (
             f"ropebook attention for {list(self.shape)} float32: {names[self.path]} "
             f"({1e3 * self.seconds[self.path]:.2f} ms per forward+backward against "
@@ -385,7 +397,9 @@ def _read_choice(file: Path, shape: tuple[int, ...]) -> Choice | None:
         seconds = {path: float(data["seconds"][path]) for path in PATHS}
         if data["path"] not in PATHS or tuple(data["shape"]) != shape:
             raise ValueError(f"path {data['path']!r}, shape {data['shape']!r}")
-        return Choice(data["path"], seconds, shape, file, measured_now=False)
+        others = data.get("others_busy")
+        others = None if others is None else float(others)
+        return Choice(data["path"], seconds, shape, file, measured_now=False, others_busy=others)
     except (OSError, ValueError, KeyError, TypeError) as error:
         warnings.warn(
             f"{file}: damaged attention decision ({error}); measuring again", stacklevel=2
@@ -400,28 +414,56 @@ def choose(shape: tuple[int, ...], *, timer: Timer | None = None) -> Choice:
     (:func:`choice_file`): ``timer`` (default :func:`time_attention`) times a forward+backward of
     each path, :data:`ROUNDS` times alternating, and the faster minimum wins. The decision is
     written to a JSON file beside the compiled kernel (atomically) and reused from then on,
-    without timing; it is printed once per process, with both timings.
+    without timing; it is printed once per process, with both timings. A decision timed while
+    other processes used more than :data:`CONTENDED` of the CPUs is timed again by the next
+    process, and replaced if that timing was less contended.
     """
     shape = tuple(int(n) for n in shape)
     file = choice_file(shape)
     if file in _choices:
         return _choices[file]
     choice = _read_choice(file, shape)
-    if choice is None:
-        timer = timer or time_attention
-        seconds = {path: math.inf for path in PATHS}
-        for _ in range(ROUNDS):
-            for path in PATHS:
-                seconds[path] = min(seconds[path], float(timer(path, shape)))
-        path = min(PATHS, key=seconds.__getitem__)  # a tie keeps the kernel
-        choice = Choice(path, seconds, shape, file, measured_now=True)
-        record = {"path": path, "seconds": seconds, "shape": list(shape), "cpu": _cpu_model(),
-                  "jax": jax.__version__, "kernel": library_path().name}  # fmt: skip
-        file.parent.mkdir(parents=True, exist_ok=True)
-        io.write_json_atomic(file, record)
+    if choice is None or choice.contended:
+        measured = _measure(shape, file, timer or time_attention)
+        if choice is None or (measured.others_busy or 0.0) <= (choice.others_busy or 0.0):
+            choice = measured
+            record = {"path": choice.path, "seconds": choice.seconds, "shape": list(shape),
+                      "others_busy": choice.others_busy, "cpu": _cpu_model(),
+                      "jax": jax.__version__, "kernel": library_path().name}  # fmt: skip
+            file.parent.mkdir(parents=True, exist_ok=True)
+            io.write_json_atomic(file, record)
     print(choice, file=sys.stderr, flush=True)
     _choices[file] = choice
     return choice
+
+
+def _measure(shape: tuple[int, ...], file: Path, timer: Timer) -> Choice:
+    """Time both paths :data:`ROUNDS` times alternating; the faster minimum wins (a tie keeps
+    the kernel). Also reads how busy other processes kept the CPUs meanwhile."""
+    seconds = {path: math.inf for path in PATHS}
+    before = cpu_seconds()
+    for _ in range(ROUNDS):
+        for path in PATHS:
+            seconds[path] = min(seconds[path], float(timer(path, shape)))
+    after = cpu_seconds()
+    others = None
+    if before is not None and after is not None and after[0] > before[0]:
+        wall, machine, own = (a - b for a, b in zip(after, before, strict=True))
+        others = min(1.0, max(0.0, (machine - own) / (wall * (os.cpu_count() or 1))))
+    path = min(PATHS, key=seconds.__getitem__)
+    return Choice(path, seconds, shape, file, measured_now=True, others_busy=others)
+
+
+def cpu_seconds() -> tuple[float, float, float] | None:
+    """Seconds of wall clock, of CPU time the whole machine spent busy (``/proc/stat``) and of
+    this process's CPU time; ``None`` where the machine's are unreadable (not Linux)."""
+    try:
+        fields = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + fields[4]  # idle and waiting for I/O
+    busy = (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
+    return time.perf_counter(), busy, time.process_time()
 
 
 def time_attention(path: str, shape: tuple[int, ...], repeats: int = 3) -> float:
