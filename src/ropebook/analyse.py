@@ -333,6 +333,20 @@ def analyse_checkpoint(
     )
 
 
+def next_token_loss(model, texts: Sequence[np.ndarray]) -> float:
+    """Mean next-token cross entropy (nats) of ``model`` on ``texts`` (1-D token ids, each text
+    weighing the same): whether a checkpoint predicts the prompts it is read on, i.e. is a
+    working language model and not random (uniform guessing scores ln of the vocabulary)."""
+    import torch
+
+    losses = []
+    with torch.no_grad():
+        for ids in texts:
+            batch = torch.as_tensor(np.asarray(ids, np.int64))[None]
+            losses.append(float(model(batch, labels=batch).loss))
+    return float(np.mean(losses))
+
+
 def grid_groups(grids: Sequence) -> list[tuple[str, list[int]]]:
     """Distinct per-layer grids as ``(description, layers)``, in order of first layer."""
     groups: dict[str, list[int]] = {}
