@@ -87,3 +87,10 @@ def test_combine_parts():
     assert claims.combine(["not held", "cannot decide"]) == "not held"
     assert claims.combine(["cannot decide", "cannot decide"]) == "cannot decide"
     assert claims.combine(["held", "not testable here"]) == "not testable here"
+
+
+def test_combine_the_parts_that_could_be_tested():
+    assert claims.combine_testable(["not testable here", "held"]) == "held"
+    assert claims.combine_testable(["cannot decide", "not testable here"]) == "cannot decide"
+    assert claims.combine_testable(["not held", "held"]) == "partly"
+    assert claims.combine_testable(["not testable here"] * 2) == "not testable here"

@@ -509,3 +509,26 @@ def test_token_labels():
     assert labels[0] == "<bos>"
     assert "".join(labels[1:]) == repr(text)[1:-1]  # short tokens: nothing cut
     assert show.token_labels([0, 0]) == ["<bos>", "<bos>"]
+
+
+def test_a_checkpoints_scan_reads_transformers_own_attention():
+    """``scan_checkpoint`` on a transformers model (4 query heads over 2 KV heads): its mean target
+    weights are those of transformers' own eager attention, and query heads sharing a KV head
+    share its key chunk norms."""
+    torch = pytest.importorskip("torch")
+    from ropebook import tiny_models
+
+    checkpoint = tiny_models.tiny_random_model("llama", seed=3)
+    windows = np.random.default_rng(0).integers(3, checkpoint.config.vocab_size, (3, 12))
+    scan = heads.scan_checkpoint(checkpoint, windows, batch_size=2)
+    checkpoint.set_attn_implementation("eager")
+    with torch.no_grad():
+        attentions = checkpoint(torch.as_tensor(windows), output_attentions=True).attentions
+    assert scan.shape == (2, 4) and scan.n_windows == 3 and scan.seq_len == 12
+    for layer, attention in enumerate(attentions):
+        for kind in heads.KINDS:
+            expected = heads.target_weights(attention.numpy(), kind).mean(axis=(0, 2))
+            np.testing.assert_allclose(scan.score[kind][layer], expected, rtol=1e-5)
+    np.testing.assert_array_equal(scan.k_norms[:, 0], scan.k_norms[:, 1])
+    np.testing.assert_array_equal(scan.k_norms[:, 2], scan.k_norms[:, 3])
+    assert not np.allclose(scan.k_norms[:, 0], scan.k_norms[:, 2])

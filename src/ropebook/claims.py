@@ -110,6 +110,14 @@ def combine(verdicts) -> str:
     return "not held" if "not held" in verdicts else "cannot decide"
 
 
+def combine_testable(verdicts) -> str:
+    """:func:`combine` over the parts that could be tested: a part with nothing to measure (a
+    model with no positional head, say) says nothing about the claim, so it is left out rather
+    than making the whole claim untestable; ``not testable here`` only if every part is."""
+    tested = [v for v in verdicts if v != "not testable here"]
+    return combine(tested) if tested else "not testable here"
+
+
 def given(evidence: str) -> str:
     """The evidence is already a verdict, decided by a library function (checked here)."""
     if evidence not in VERDICTS:

@@ -387,41 +387,92 @@ class HeadScan:
 
 
 def scan_model(params, config, windows, *, batch_size: int = 4) -> HeadScan:
-    """Measure every head of a :mod:`ropebook.model` model on ``windows [B, T]`` of tokens.
-
-    Works batch by batch and layer by layer, keeping only running sums, so memory stays at one
-    layer's ``[batch, H, T, T]`` attention whatever the model size (hence one loop that updates
-    every statistic in place rather than one pass per statistic).
-    """
+    """Measure every head of a :mod:`ropebook.model` model on ``windows [B, T]`` of tokens, batch
+    by batch (:func:`scan_internals`)."""
     from ropebook import model
 
     windows = np.asarray(windows)
-    n_layers, n_heads, t = config.n_layers, config.n_heads, windows.shape[-1]
     forward = jax.jit(lambda p, x: model.forward(p, x, config, return_internals=True)[1])
-    shape = (n_layers, n_heads)
-    # Running sums per kind: target weight, its minimum, weight and count on repeated rows,
-    # the largest excess over 1/r, and the target cosine (activation / Cauchy-Schwarz bound).
-    acc = {
-        kind: {
-            "w": np.zeros(shape),
-            "min": np.ones(shape),
-            "rep_w": np.zeros(shape),
-            "rep_n": np.zeros(shape),
-            "excess": np.full(shape, -np.inf),
-            "cos": np.zeros(shape),
-        }
-        for kind in KINDS
-    }
-    q_sum = np.zeros((n_layers, n_heads, config.head_dim // 2))
-    k_sum = np.zeros_like(q_sum)
-    rows = np.arange(1, t)
-    for start in range(0, len(windows), batch_size):
-        tokens = windows[start : start + batch_size]
-        internals = forward(params, jnp.asarray(tokens))
+
+    def batches():
+        for start in range(0, len(windows), batch_size):
+            tokens = windows[start : start + batch_size]
+            yield tokens, forward(params, jnp.asarray(tokens)), config.pairing
+
+    return scan_internals(batches())
+
+
+def scan_checkpoint(checkpoint, windows, *, batch_size: int = 4) -> HeadScan:
+    """:func:`scan_model` for a transformers RoPE model (from :func:`ropebook.capture.load`), read
+    through :func:`ropebook.capture.capture`: each layer's KV heads are repeated to the query heads
+    that read them, chunks paired as its rotary module pairs them. Every layer must rotate every
+    plane (a p-RoPE, partial-rotary or NoPE layer has no fastest-first chunk order to read)."""
+    from ropebook import capture
+
+    windows = np.asarray(windows)
+
+    def batches():
+        for start in range(0, len(windows), batch_size):
+            tokens = windows[start : start + batch_size]
+            found = capture.capture(checkpoint, tokens)
+            pairings = {grid.pairing for grid in found.grids}
+            if len(pairings) != 1 or any(
+                grid.partial or grid.n_rotated == 0 for grid in found.grids
+            ):
+                raise ValueError(
+                    "scan_checkpoint reads models whose every layer rotates every plane"
+                )
+            yield tokens, [_per_query_head(layer) for layer in found.layers], pairings.pop()
+
+    return scan_internals(batches())
+
+
+def _per_query_head(layer: dict) -> dict:
+    """A captured layer with its keys repeated from KV heads to query heads (GQA)."""
+    group = layer["q"].shape[2] // layer["k"].shape[2]
+    out = {name: layer[name] for name in ("q", "q_rot", "probs")}
+    out.update({name: np.repeat(layer[name], group, axis=2) for name in ("k", "k_rot")})
+    return out
+
+
+def scan_internals(batches) -> HeadScan:
+    """Every head's statistics from ``(tokens [B, T], internals, pairing)`` batches, where
+    ``internals`` is one dict per layer with ``q``, ``k`` (before rotation), ``q_rot``, ``k_rot``
+    ``[B, T, H, D]`` and ``probs [B, H, T, T]``.
+
+    Keeps only running sums, so memory stays at one layer's ``[batch, H, T, T]`` attention
+    whatever the model size (hence one loop that updates every statistic in place rather than one
+    pass per statistic).
+    """
+    acc = q_sum = k_sum = None
+    n_windows = t = 0
+    for tokens, internals, pairing in batches:
+        tokens = np.asarray(tokens)
+        if acc is None:
+            t = tokens.shape[-1]
+            n_heads, head_dim = np.shape(internals[0]["q"])[2:]
+            shape = (len(internals), n_heads)
+            # Running sums per kind: target weight, its minimum, weight and count on repeated
+            # rows, the largest excess over 1/r, and the target cosine (activation / CS bound).
+            acc = {
+                kind: {
+                    "w": np.zeros(shape),
+                    "min": np.ones(shape),
+                    "rep_w": np.zeros(shape),
+                    "rep_n": np.zeros(shape),
+                    "excess": np.full(shape, -np.inf),
+                    "cos": np.zeros(shape),
+                }
+                for kind in KINDS
+            }
+            q_sum = np.zeros((*shape, head_dim // 2))
+            k_sum = np.zeros_like(q_sum)
+            rows = np.arange(1, t)
+        n_windows += len(tokens)
         counts = {kind: repeat_counts(tokens, kind)[:, None, :] for kind in KINDS}  # [B, 1, T-1]
         for layer, info in enumerate(internals):
-            q_sum[layer] += chunk_norms(info["q"], config.pairing).sum(axis=(0, 1))
-            k_sum[layer] += chunk_norms(info["k"], config.pairing).sum(axis=(0, 1))
+            q_sum[layer] += chunk_norms(info["q"], pairing).sum(axis=(0, 1))
+            k_sum[layer] += chunk_norms(info["k"], pairing).sum(axis=(0, 1))
             probs = np.asarray(info["probs"])  # [B, H, T, T]
             q_rot = np.asarray(info["q_rot"], np.float64)  # [B, T, H, D]
             k_rot = np.asarray(info["k_rot"], np.float64)
@@ -439,7 +490,9 @@ def scan_model(params, config, windows, *, batch_size: int = 4) -> HeadScan:
                 qs, ks = q_rot[:, rows], k_rot[:, rows - OFFSET[kind]]  # [B, T-1, H, D]
                 norms = np.linalg.norm(qs, axis=-1) * np.linalg.norm(ks, axis=-1)
                 a["cos"][layer] += ((qs * ks).sum(-1) / np.maximum(norms, 1e-12)).sum(axis=(0, 1))
-    n_rows = len(windows) * (t - 1)
+    if acc is None:
+        raise ValueError("no windows to scan")
+    n_rows = n_windows * (t - 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return HeadScan(
             score={k: acc[k]["w"] / n_rows for k in KINDS},
@@ -447,9 +500,9 @@ def scan_model(params, config, windows, *, batch_size: int = 4) -> HeadScan:
             repeated={k: acc[k]["rep_w"] / acc[k]["rep_n"] for k in KINDS},
             repeat_excess={k: acc[k]["excess"] for k in KINDS},
             cosine={k: acc[k]["cos"] / n_rows for k in KINDS},
-            q_norms=q_sum / (len(windows) * t),
-            k_norms=k_sum / (len(windows) * t),
-            n_windows=len(windows),
+            q_norms=q_sum / (n_windows * t),
+            k_norms=k_sum / (n_windows * t),
+            n_windows=n_windows,
             seq_len=t,
         )
 
@@ -523,13 +576,16 @@ PAPER_TABLE_5 = {
 }
 
 
-def verdict_above(values, threshold: float, digits: int) -> tuple[str, Estimate | None]:
-    """Verdict that the mean of ``values`` (heads pooled over seeds) lies above ``threshold``:
-    ``held`` / ``partly`` / ``not held`` from the 95% interval, ``not testable here`` when there
-    are no values (no positional head to measure), with the estimate (``None`` then)."""
+def verdict_above(
+    values, threshold: float, digits: int, unit: str = PAIRED_UNIT
+) -> tuple[str, Estimate | None]:
+    """Verdict that the mean of ``values`` (heads, by default pooled over seeds) lies above
+    ``threshold``: ``held`` / ``partly`` / ``not held`` from the 95% interval, ``not testable
+    here`` when there are no values (no positional head to measure), with the estimate (``None``
+    then)."""
     if len(values) == 0:
         return "not testable here", None
-    estimate = interval_text(values, digits, PAIRED_UNIT)
+    estimate = interval_text(values, digits, unit)
     verdict = verdict_from_interval(*estimate.bounds, threshold=threshold)
     return verdict, estimate
 

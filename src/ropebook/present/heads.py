@@ -380,6 +380,42 @@ def fast_share_rows(shares: list[FastShare]) -> list[dict]:
     ]
 
 
+def checkpoint_heads_table(shares: list[FastShare], scan: HeadScan) -> list[dict]:
+    """A real checkpoint's positional heads, one row each: mean attention on the target, the
+    fast-plane share against the rest of its layer, and the target cosine (Tables 3-5)."""
+    return [
+        {
+            "kind": s.kind,
+            "head": f"L{s.layer} H{s.head}",
+            "mean α": float(scan.score[s.kind][s.layer, s.head]),
+            "fast share": s.share,
+            "rest of layer": s.rest,
+            "difference": s.gap,
+            "a / CS bound": float(scan.cosine[s.kind][s.layer, s.head]),
+        }
+        for s in shares
+    ]
+
+
+def two_parts(ours, real, spec: str) -> str:
+    """What a claim's two parts measured (:class:`~ropebook.analysis.Estimate` or ``None`` each):
+    the book's RoPE models, over seeds, and the real checkpoint, over its heads."""
+
+    def part(estimate) -> str:
+        return f"{estimate.mean:{spec}} {estimate.text}" if estimate else "no positional head"
+
+    return f"book's RoPE models: {part(ours)}; SmolLM2-135M: {part(real)}"
+
+
+def real_heads_text(real_scans: dict, n_positional: int) -> str:
+    """How many of the real checkpoint's heads are positional, or that none was read."""
+    if not real_scans:
+        return "no real checkpoint was read"
+    (scan,) = real_scans.values()
+    layers, per_layer = scan.shape
+    return f"{n_positional} of SmolLM2's {layers * per_layer} heads are positional"
+
+
 def activation_table(activations: TargetActivations) -> list[dict]:
     """Tables 3-5: one row per query of :func:`~ropebook.analysis.heads.target_activations`."""
     a = activations
