@@ -51,13 +51,15 @@ map_tokens = 40  # in [2, inf): tokens shown in the attention maps
 lift_threshold = 0.1  # in [0, 1): attention lift on a previous apostrophe for an apostrophe head
 n_seeds = 0  # in [0, inf): 0: the profile's seeds; n: zoo seeds 0 .. n-1 (trained once, cached)
 regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
+checkpoint = "profile"  # "profile" (smollm2; none on smoke), "smollm2", "none" or a local HF folder
+checkpoint_windows = 128  # in [2, inf): held-out windows of the real checkpoint, half to select
 
 # %% tags=["hide-input"]
 
 import numpy as np
 from IPython.display import display
 
-from ropebook import claims, data, plots, rope, zoo
+from ropebook import claims, data, plots, real_model, rope, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies
 from ropebook.analysis import semantic as sem
@@ -389,6 +391,29 @@ print(
 )
 
 # %% [markdown]
+# The same scan runs on a trained LLM, SmolLM2-135M (read in the
+# [real-checkpoints chapter](real_checkpoints.ipynb)): `checkpoint_windows` windows of `context`
+# of its own tokens from the same held-out works, each led by its BOS token, half to select and
+# half to measure, with the apostrophe tokens of its own vocabulary. The three head claims below
+# are decided on both kinds of model wherever each can be read (its rows are marked SmolLM2; its
+# intervals are over windows of one model).
+
+# %%
+real_folder = real_model.resolve(checkpoint, profile)
+real_selected, real_measured = (
+    sem.checkpoint_scans(real_folder, checkpoint_windows, context, seed, max_distance=max_distance)
+    if real_folder
+    else ({}, {})
+)
+real_apostrophe = sem.apostrophe_heads(real_selected, real_measured) if real_folder else None
+real_content = sem.content_heads(real_measured) if real_folder else None
+print(
+    f"SmolLM2-135M: {real_measured[0].n_class_prev} measuring queries follow an apostrophe token"
+    if real_folder
+    else f"no real checkpoint on the {profile} profile (checkpoint={checkpoint!r})"
+)
+
+# %% [markdown]
 # For each seed, the head with the largest lift on the selection half, and its lift on both
 # halves (the interval is over the measuring windows), then what else it does: its attention on
 # a previous apostrophe and on another previous token, the lift at all distances, how positional
@@ -396,17 +421,25 @@ print(
 
 # %%
 apostrophe = sem.apostrophe_heads(rope_selected, rope_measured)
-display(plots.table(apostrophe.lift_rows))
-plots.table(apostrophe.profile_rows)
+display(plots.table(show.with_checkpoint(apostrophe.lift_rows, real_apostrophe, "lift_rows")))
+plots.table(show.with_checkpoint(apostrophe.profile_rows, real_apostrophe, "profile_rows"))
 
 # %% tags=["remove-input"]
 lift = apostrophe.lift
 over = "seeds" if len(seeds) > 1 else "windows of one seed"  # what the intervals are over
+real_lift = real_apostrophe.lift if real_apostrophe else None
+real_part = show.checkpoint_part(real_lift, "best head's lift")
 _ = CLAIMS.record(
     "semantic_channels.apostrophe_head",
-    sem.interval_verdict(lift.low, lift.high, lift_threshold),
-    f"best rope head's lift on held-out windows {lift.mean:.3f}",
-    interval=lift.text,
+    claims.combine_testable(
+        [sem.interval_verdict(lift.low, lift.high, lift_threshold)]
+        + (
+            [sem.interval_verdict(real_lift.low, real_lift.high, lift_threshold)]
+            if real_lift
+            else []
+        )
+    ),
+    f"best rope head's lift on held-out windows {lift.mean:.3f} {lift.text}{real_part}",
     seeds=len(seeds),
     to_decide=decide.interval_to_decide(
         lift, lift_threshold, what=f"the lift's distance from {lift_threshold}", samples=over
@@ -458,16 +491,27 @@ plots.table(show.raw_score_table(apostrophe_scores, shown.is_class, ours))
 
 # %%
 band_rows, low_key = sem.apostrophe_bands(rope_measured, apostrophe.heads)
-plots.table(band_rows)
+real_bands = sem.apostrophe_bands(real_measured, real_apostrophe.heads) if real_folder else None
+plots.table(band_rows + (show.checkpoint_rows(real_bands[0]) if real_bands else []))
 
 # %% tags=["remove-input"]
 apostrophe_found = np.isfinite(lift.low) and lift.low > lift_threshold
+real_found = real_lift is not None and np.isfinite(real_lift.low) and real_lift.low > lift_threshold
+real_low = real_bands[1] if real_found else None
 _ = CLAIMS.record(
     "semantic_channels.apostrophe_low_freq",
-    sem.interval_verdict(low_key.low, low_key.high, flat_share)
-    if apostrophe_found
-    else "not testable here",
-    f"slowest-quarter share of key norm {low_key.mean:.2f} (flat {flat_share:.2f})",
+    claims.combine_testable(
+        [
+            sem.interval_verdict(low_key.low, low_key.high, flat_share)
+            if apostrophe_found
+            else "not testable here",
+            sem.interval_verdict(real_low.low, real_low.high, flat_share)
+            if real_found
+            else "not testable here",
+        ]
+    ),
+    f"slowest-quarter share of key norm {low_key.mean:.2f} (flat {flat_share:.2f})"
+    + show.checkpoint_part(real_low, "its apostrophe head's"),
     interval=low_key.text,
     seeds=len(seeds),
     to_decide=decide.interval_to_decide(
@@ -495,7 +539,7 @@ _ = CLAIMS.record(
 
 # %%
 content = sem.content_heads(rope_measured)
-display(plots.table(content.rows))
+display(plots.table(content.rows + show.checkpoint_rows(real_content.rows if real_content else [])))
 c_layer, c_head = content.heads[seeds[0]]
 content_scores = show.head_figure(
     models["rope", seeds[0]], shown, c_layer, c_head, grid,
@@ -505,11 +549,20 @@ content_scores = show.head_figure(
 
 # %% tags=["remove-input"]
 share = content.query_share
+real_share = real_content.query_share if real_content else None
 _ = CLAIMS.record(
     "semantic_channels.semantic_head",
-    sem.interval_verdict(share.low, share.high, flat_share),
+    claims.combine_testable(
+        [sem.interval_verdict(share.low, share.high, flat_share)]
+        + (
+            [sem.interval_verdict(real_share.low, real_share.high, flat_share)]
+            if real_share
+            else []
+        )
+    ),
     f"most content-driven rope head: slowest-quarter share of query norm {share.mean:.2f} "
-    f"(flat {flat_share:.2f})",
+    f"{share.text} (flat {flat_share:.2f})"
+    + show.checkpoint_part(real_share, "its most content-driven head's"),
     interval=share.text,
     seeds=len(seeds),
     to_decide=decide.interval_to_decide(

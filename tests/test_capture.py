@@ -367,3 +367,21 @@ def test_gemma4_multimodal_checkpoint(tmp_path):
     grids = capture.capture(model, tokens).grids
     assert [g.encoding for g in grids] == ["RoPE", "p-RoPE"]
     assert "head_dim 16 / 32 (per layer)" in capture.describe(model)
+
+
+def test_per_query_head_scores_are_the_models_own():
+    """The scores ``per_query_head`` rebuilds from the rotated queries and keys give the model's
+    own attention under a softmax, and each query head reads its KV group's keys."""
+    model = tiny_models.tiny_random_model("llama", seed=2)  # 4 query heads over 2 KV heads
+    tokens = np.random.default_rng(0).integers(0, model.config.vocab_size, (2, 9))
+    layer = capture.capture(model, tokens).layers[1]
+    heads = capture.per_query_head(layer)
+    scores = heads["scores"]
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    np.testing.assert_allclose(probs, layer["probs"], atol=1e-6)
+    assert np.all(np.isneginf(scores[..., np.triu_indices(9, 1)[0], np.triu_indices(9, 1)[1]]))
+    for name in ("k", "k_rot", "v"):
+        assert heads[name].shape == layer["q"].shape[:3] + (layer[name].shape[-1],)
+        np.testing.assert_array_equal(heads[name][:, :, 1], layer[name][:, :, 0])
+        np.testing.assert_array_equal(heads[name][:, :, 2], layer[name][:, :, 1])

@@ -220,6 +220,31 @@ def test_bos_windows_start_with_bos_and_copy_text():
     assert windows.shape == (5, 8) and np.all(windows[:, 0] == 0)
     for w in windows:
         assert np.all(np.diff(w[1:]) == 1) and w[1] >= 10  # consecutive, from the long document
+    other = semantic.bos_windows(docs, 8, 5, np.random.default_rng(0), bos=7)  # a checkpoint's BOS
+    assert np.all(other[:, 0] == 7) and np.array_equal(other[:, 1:], windows[:, 1:])
+
+
+def test_a_checkpoints_semantic_scan_reads_transformers_own_attention():
+    """``scan_semantic_checkpoint`` on a transformers model (4 query heads over 2 KV heads): the
+    attention on a previous class token and on another previous token are transformers' own."""
+    torch = pytest.importorskip("torch")
+    from ropebook import tiny_models
+
+    checkpoint = tiny_models.tiny_random_model("llama", seed=5)
+    windows = np.random.default_rng(1).integers(3, 20, (4, 16))
+    windows[:, 0] = 1
+    class_ids = np.arange(3, 8)
+    scan = semantic.scan_semantic_checkpoint(checkpoint, windows, class_ids, max_distance=4)
+    checkpoint.set_attn_implementation("eager")
+    with torch.no_grad():
+        attentions = checkpoint(torch.as_tensor(windows), output_attentions=True).attentions
+    mask = np.isin(windows, class_ids)
+    for layer, attention in enumerate(attentions):
+        on, off, (n_on, n_off) = semantic.previous_class_attention(attention.numpy(), mask)
+        np.testing.assert_allclose(scan.prev_on[layer], on / n_on, rtol=1e-5)
+        np.testing.assert_allclose(scan.prev_off[layer], off / n_off, rtol=1e-5)
+        np.testing.assert_allclose(scan.bos_mass[layer], attention.numpy()[:, :, 1:, 0].mean((0, 2)), rtol=1e-5)  # fmt: skip
+    assert scan.n_windows == 4 and scan.seq_len == 16 and scan.q_norms.shape == (2, 4, 8)
 
 
 def test_worst_case_alpha_with_one_key_is_one():

@@ -732,6 +732,39 @@ def capture(model, tokens, *, probs: bool = True, positions=None) -> Capture:
     return Capture(logits.float().cpu().numpy(), layers, grids)
 
 
+def per_query_head(layer: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One captured layer per query head: keys and values repeated from their KV heads to the
+    query heads that read them (grouped-query attention), and ``scores [B, H, T, T]``, the scaled
+    dot products ``q_rot · k_rot / sqrt(D)`` with ``-inf`` above the diagonal: the model's own
+    pre-softmax scores wherever it adds nothing to them (no soft-capping, bias or window)."""
+    group = layer["q"].shape[2] // layer["k"].shape[2]
+    out = dict(layer)
+    for name in ("k", "k_rot", "v"):
+        out[name] = np.repeat(layer[name], group, axis=2)
+    t, d = layer["q"].shape[1], layer["q"].shape[-1]
+    scores = np.einsum("bqhd,bkhd->bhqk", layer["q_rot"], out["k_rot"]) / np.sqrt(d)
+    out["scores"] = np.where(np.tri(t, dtype=bool), scores, -np.inf)
+    return out
+
+
+def per_head_batches(model, windows, *, batch_size: int = 4):
+    """``(tokens, layers, pairing)`` for each batch of ``windows [W, T]``: the model captured
+    (:func:`capture`), its layers :func:`per_query_head`, and the pairing every layer shares.
+    For readings that take every plane of a head in fastest-first order, so a model with a
+    layer that leaves planes unrotated (p-RoPE, partial rotary, NoPE) is refused."""
+    windows = np.asarray(windows)
+    for start in range(0, len(windows), batch_size):
+        tokens = windows[start : start + batch_size]
+        found = capture(model, tokens)
+        pairings = {grid.pairing for grid in found.grids}
+        if len(pairings) != 1 or any(grid.partial or not grid.n_rotated for grid in found.grids):
+            raise CaptureError(
+                f"{type(model).__name__}: these readings need every layer to rotate every plane, "
+                f"paired alike ({describe(model)})"
+            )
+        yield tokens, [per_query_head(layer) for layer in found.layers], pairings.pop()
+
+
 def runner(model, *, probs: bool = False):
     """``run(tokens) -> internals`` for :func:`ropebook.analysis.frequencies.measure`."""
 

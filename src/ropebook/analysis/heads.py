@@ -404,35 +404,11 @@ def scan_model(params, config, windows, *, batch_size: int = 4) -> HeadScan:
 
 def scan_checkpoint(checkpoint, windows, *, batch_size: int = 4) -> HeadScan:
     """:func:`scan_model` for a transformers RoPE model (from :func:`ropebook.capture.load`), read
-    through :func:`ropebook.capture.capture`: each layer's KV heads are repeated to the query heads
-    that read them, chunks paired as its rotary module pairs them. Every layer must rotate every
-    plane (a p-RoPE, partial-rotary or NoPE layer has no fastest-first chunk order to read)."""
+    through :func:`ropebook.capture.per_head_batches` (KV heads repeated to the query heads that
+    read them, chunks paired as its rotary module pairs them)."""
     from ropebook import capture
 
-    windows = np.asarray(windows)
-
-    def batches():
-        for start in range(0, len(windows), batch_size):
-            tokens = windows[start : start + batch_size]
-            found = capture.capture(checkpoint, tokens)
-            pairings = {grid.pairing for grid in found.grids}
-            if len(pairings) != 1 or any(
-                grid.partial or grid.n_rotated == 0 for grid in found.grids
-            ):
-                raise ValueError(
-                    "scan_checkpoint reads models whose every layer rotates every plane"
-                )
-            yield tokens, [_per_query_head(layer) for layer in found.layers], pairings.pop()
-
-    return scan_internals(batches())
-
-
-def _per_query_head(layer: dict) -> dict:
-    """A captured layer with its keys repeated from KV heads to query heads (GQA)."""
-    group = layer["q"].shape[2] // layer["k"].shape[2]
-    out = {name: layer[name] for name in ("q", "q_rot", "probs")}
-    out.update({name: np.repeat(layer[name], group, axis=2) for name in ("k", "k_rot")})
-    return out
+    return scan_internals(capture.per_head_batches(checkpoint, windows, batch_size=batch_size))
 
 
 def scan_internals(batches) -> HeadScan:

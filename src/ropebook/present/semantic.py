@@ -178,6 +178,24 @@ def apostrophe_summary(documents, class_ids, decode, n_examples: int = 6) -> str
     )
 
 
+def checkpoint_rows(rows: list[dict], name: str = "SmolLM2") -> list[dict]:
+    """A real checkpoint's rows of a per-seed table, its name where the seed goes."""
+    return [{**row, "seed": name} for row in rows]
+
+
+def with_checkpoint(rows: list[dict], real, field: str) -> list[dict]:
+    """The book's rows of a reading, then the real checkpoint's (``real``: the same reading of
+    the checkpoint, or ``None`` when none was read)."""
+    return rows + (checkpoint_rows(getattr(real, field)) if real is not None else [])
+
+
+def checkpoint_part(estimate, what: str) -> str:
+    """The real checkpoint's part of a claim's measured text ("" when none was read)."""
+    if estimate is None:
+        return ""
+    return f"; SmolLM2-135M: {what} {estimate.mean:.3f} {estimate.text}"
+
+
 def head_scatter(measured: dict[int, SemanticScan], title: str):
     """Every head of one model (per seed): apostrophe lift against position R²."""
     rows = [

@@ -42,6 +42,7 @@ from ropebook.analysis.semantic.scan import (
     ShownWindow,
     bos_mass_by_position,
     bos_windows,
+    checkpoint_scans,
     class_attention_by_distance,
     class_token_ids,
     densest_window,
@@ -54,6 +55,7 @@ from ropebook.analysis.semantic.scan import (
     rotated_chunk_terms,
     scan_models,
     scan_semantic,
+    scan_semantic_checkpoint,
     sink_chunk_contributions,
 )
 from ropebook.analysis.semantic.theory import (
@@ -128,6 +130,8 @@ __all__ = [
     "sink_chunk_contributions",
     "SemanticScan",
     "scan_semantic",
+    "scan_semantic_checkpoint",
+    "checkpoint_scans",
     "bos_windows",
     "scan_models",
     "bos_mass_by_position",

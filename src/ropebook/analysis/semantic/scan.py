@@ -207,35 +207,63 @@ class SemanticScan:
 def scan_semantic(
     params, config, windows, class_ids, *, max_distance: int = 32, batch_size: int = 2
 ) -> SemanticScan:
-    """Measure every head of a :mod:`ropebook.model` model on ``windows [W, T]`` (BOS first).
+    """Measure every head of a :mod:`ropebook.model` model on ``windows [W, T]`` (BOS first),
+    batch by batch (:func:`scan_semantic_internals`)."""
+    import jax
+    import jax.numpy as jnp
+
+    from ropebook import model
+
+    windows = np.asarray(windows)
+    forward = jax.jit(lambda p, x: model.forward(p, x, config, return_internals=True)[1])
+
+    def batches():
+        for start in range(0, len(windows), batch_size):
+            tokens = windows[start : start + batch_size]
+            yield tokens, forward(params, jnp.asarray(tokens)), config.pairing
+
+    return scan_semantic_internals(batches(), windows, class_ids, max_distance=max_distance)
+
+
+def scan_semantic_checkpoint(
+    checkpoint, windows, class_ids, *, max_distance: int = 32, batch_size: int = 2
+) -> SemanticScan:
+    """:func:`scan_semantic` for a transformers RoPE model (from :func:`ropebook.capture.load`),
+    read through :func:`ropebook.capture.per_head_batches`."""
+    from ropebook import capture
+
+    batches = capture.per_head_batches(checkpoint, windows, batch_size=batch_size)
+    return scan_semantic_internals(batches, windows, class_ids, max_distance=max_distance)
+
+
+def scan_semantic_internals(batches, windows, class_ids, *, max_distance: int = 32) -> SemanticScan:
+    """Every head's statistics from ``(tokens, internals, pairing)`` batches of ``windows [W,
+    T]`` in order, ``internals`` one dict per layer with ``q``, ``k``, ``q_rot``, ``k_rot``
+    ``[B, T, H, D]``, ``scores`` and ``probs`` ``[B, H, T, T]``.
 
     Keeps running sums only, one layer's ``[batch, H, T, T]`` attention at a time, so windows
     longer than the training context (the extrapolation runs) fit in memory. (Longer than one
     screen because every statistic is accumulated in the same pass over batches and layers: a
     pass per statistic would run the model once per statistic.)
     """
-    import jax
-    import jax.numpy as jnp
-
-    from ropebook import model
     from ropebook.analysis import chunk_norms
 
     windows = np.asarray(windows)
     n_windows, t = windows.shape
-    n_layers, n_heads, k_chunks = config.n_layers, config.n_heads, config.head_dim // 2
     class_mask = np.isin(windows, np.asarray(class_ids))
-    forward = jax.jit(lambda p, x: model.forward(p, x, config, return_internals=True)[1])
-    lh = (n_layers, n_heads)
-    on, off, lift_sum, r2 = np.zeros(lh), np.zeros(lh), np.zeros(lh), np.zeros(lh)
-    n_on = n_off = 0
-    bos_mass = np.zeros((n_windows, *lh))
-    win_lift = np.full((n_windows, *lh), np.nan)
-    preference, q_norms, k_norms = (np.zeros((n_windows, *lh, k_chunks)) for _ in range(3))
-    bos_chunks, rest_chunks = np.zeros((*lh, k_chunks)), np.zeros((*lh, k_chunks))
-    for start in range(0, n_windows, batch_size):
-        tokens = windows[start : start + batch_size]
-        mask = class_mask[start : start + batch_size]
-        internals = forward(params, jnp.asarray(tokens))
+    on = off = lift_sum = r2 = bos_mass = win_lift = None
+    preference = q_norms = k_norms = bos_chunks = rest_chunks = None
+    n_on = n_off = start = 0
+    for tokens, internals, pairing in batches:
+        if on is None:
+            n_heads, head_dim = np.shape(internals[0]["q"])[2:]
+            lh, k_chunks = (len(internals), n_heads), head_dim // 2
+            on, off, lift_sum, r2 = np.zeros(lh), np.zeros(lh), np.zeros(lh), np.zeros(lh)
+            bos_mass = np.zeros((n_windows, *lh))
+            win_lift = np.full((n_windows, *lh), np.nan)
+            preference, q_norms, k_norms = (np.zeros((n_windows, *lh, k_chunks)) for _ in range(3))
+            bos_chunks, rest_chunks = np.zeros((*lh, k_chunks)), np.zeros((*lh, k_chunks))
+        mask = class_mask[start : start + len(tokens)]
         for layer, info in enumerate(internals):
             probs = np.asarray(info["probs"], np.float64)
             o, f, counts = previous_class_attention(probs, mask)
@@ -251,13 +279,14 @@ def scan_semantic(
             lift_sum[layer] += distance_lift(by_distance) * len(tokens)
             r2[layer] += position_explained(np.asarray(info["scores"])) * len(tokens)
             bos_mass[start : start + len(tokens), layer] = probs[:, :, 1:, 0].mean(-1)
-            bos, rest = sink_chunk_contributions(info["q_rot"], info["k_rot"], config.pairing)
+            bos, rest = sink_chunk_contributions(info["q_rot"], info["k_rot"], pairing)
             bos_chunks[layer] += bos.mean(1).sum(0)
             rest_chunks[layer] += rest.mean(1).sum(0)
             batch = slice(start, start + len(tokens))
             preference[batch, layer] = (bos - rest).mean(1)
-            q_norms[batch, layer] = chunk_norms(info["q"], config.pairing).mean(1)
-            k_norms[batch, layer] = chunk_norms(info["k"], config.pairing).mean(1)
+            q_norms[batch, layer] = chunk_norms(info["q"], pairing).mean(1)
+            k_norms[batch, layer] = chunk_norms(info["k"], pairing).mean(1)
+        start += len(tokens)
     return SemanticScan(
         prev_on=on / max(n_on, 1),
         prev_off=off / max(n_off, 1),
@@ -280,14 +309,19 @@ def scan_semantic(
 
 
 def bos_windows(
-    texts_tokens: list[np.ndarray], length: int, n_windows: int, rng: np.random.Generator
+    texts_tokens: list[np.ndarray],
+    length: int,
+    n_windows: int,
+    rng: np.random.Generator,
+    bos: int = 0,
 ) -> np.ndarray:
-    """``[n_windows, length]`` int32 windows: BOS (id 0) then ``length - 1`` consecutive tokens
-    from a random document (uniform over documents long enough) at a random offset."""
+    """``[n_windows, length]`` int32 windows: ``bos`` (the book's BOS id 0 by default) then
+    ``length - 1`` consecutive tokens from a random document (uniform over documents long
+    enough) at a random offset."""
     docs = [np.asarray(d) for d in texts_tokens if len(d) >= length]
     if not docs:
         raise ValueError(f"no document has {length} tokens")
-    out = np.zeros((n_windows, length), np.int32)
+    out = np.full((n_windows, length), bos, np.int32)
     for w in range(n_windows):
         doc = docs[rng.integers(len(docs))]
         start = rng.integers(0, len(doc) - (length - 1) + 1)
@@ -302,6 +336,32 @@ def scan_models(models: dict, windows, class_ids, *, max_distance: int = 32) -> 
         key: scan_semantic(m.params, m.config, windows, class_ids, max_distance=max_distance)
         for key, m in models.items()
     }
+
+
+def checkpoint_scans(
+    folder, n_windows: int, length: int, seed: int, *, max_distance: int = 32
+) -> tuple[dict[int, SemanticScan], dict[int, SemanticScan]]:
+    """A real checkpoint's scans on the selection and the measuring half of ``n_windows``
+    windows, as the chapter scans the book's models (``{0: scan}`` each): the book's held-out
+    Shakespeare in the checkpoint's own tokenizer, each window led by its BOS token, the
+    apostrophe class read from its own vocabulary."""
+    from transformers import AutoTokenizer
+
+    from ropebook import capture, data
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    model = capture.load(folder)
+    texts = [text for _, text in data.load_texts("shakespeare", "test")]
+    documents = [np.asarray(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    class_ids = class_token_ids(tokenizer.decode, len(tokenizer))
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else 0
+    halves = []
+    for stream in (71, 72):  # the chapter's selection and measuring streams
+        rng = np.random.default_rng([seed, stream])
+        windows = bos_windows(documents, length, n_windows // 2, rng, bos=bos)
+        scan = scan_semantic_checkpoint(model, windows, class_ids, max_distance=max_distance)
+        halves.append({0: scan})
+    return halves[0], halves[1]
 
 
 # ---------------------------------------------------------------- past the training length
