@@ -36,13 +36,16 @@ loss_threshold = 0.005  # in (0, inf): nats; a smaller loss change counts as non
 attention_threshold = 0.02  # in (0, 1): a smaller drop in an attention score counts as none
 training_windows = 16  # in [2, inf): windows per snapshot for the map along training
 window_seed = 0  # in [0, inf): numpy Generator seed for windows and sequences
+checkpoint = "profile"  # "profile" (smollm2; none on smoke), "smollm2", "none" or a local HF folder
+checkpoint_windows = 8  # in [2, inf): held-out windows of the real checkpoint, each unrotated plane
+checkpoint_tokens = 128  # in [2, inf): next tokens scored per window (its own tokenizer)
 
 # %% tags=["hide-input"]
 import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import claims, data, plots
+from ropebook import analyse, capture, claims, data, plots, real_model
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import planes
 from ropebook.present import decide
@@ -203,17 +206,43 @@ plots.table(show.class_counts(classes))
 training = planes.map_over_training(models["flagship"], windows[:training_windows])
 display(show.training_heatmaps(training))
 
+# %% [markdown]
+# ## Unrotating the planes of a trained LLM
+#
+# Oka et al.'s and Khan et al.'s claims were made on large pretrained models, so they are also
+# read on one: SmolLM2-135M (the [real-checkpoints chapter](real_checkpoints.ipynb); 32 planes per
+# head, θ = 100,000). Each plane in turn stops turning in every layer (its frequency set to 0 in
+# the model's rotary module), and the next-token loss is scored on `checkpoint_windows` held-out
+# windows of `checkpoint_tokens` + 1 of its own tokens, paired with the intact model. (Removing a
+# plane would need a hook inside its attention; unrotating needs none.) Per plane, fastest first:
+# its frequency, its share of the query and key norm, and the change in loss with its interval
+# over windows:
+
+# %%
+real_folder = real_model.resolve(checkpoint, profile)
+if real_folder is None:
+    real_map = None
+    print(f"no real checkpoint on the {profile} profile (checkpoint={checkpoint!r})")
+else:
+    real = capture.load(real_folder)
+    _, texts = analyse.prompt_texts(checkpoint_windows, checkpoint_tokens + 1)
+    _, real_ids = analyse.tokenize(
+        real_folder, texts, checkpoint_tokens + 1, real.config.vocab_size
+    )
+    real_map = planes.checkpoint_plane_map(real, np.stack(real_ids), "SmolLM2-135M")
+    display(plots.table(show.unrotation_rows(real_map)))
+
 # %% tags=["remove-input"]
-limit = max(1, int(round(0.1 * maps["matched"].n_planes)))
 CLASS_KEYS = dict(zip(("positional", "semantic", "both", "used", "unused", "undecided"),
                       planes.CLASSES, strict=True))  # fmt: skip
 
 
-def decide_claim(rule):
-    """Verdict, measured text and what would decide one claim on both regimes (the latter from
-    the regimes it leaves open)."""
-    parts = {r: rule(m) for r, m in maps.items()}
-    verdict = claims.combine([v for v, _, _ in parts.values()])
+def decide_claim(rule, on_checkpoint: bool = False):
+    """Verdict, measured text and what would decide one claim on both regimes and, for the
+    unrotation claims, the real checkpoint (a part with nothing to measure is left out)."""
+    read = maps | ({"SmolLM2-135M": real_map} if on_checkpoint and real_map else {})
+    parts = {r: rule(m) for r, m in read.items()}
+    verdict = claims.combine_testable([v for v, _, _ in parts.values()])
     measured = "; ".join(f"{r}: {text}" for r, (_, text, _) in parts.items())
     to_decide = "; ".join(
         f"{r}: {how}" for r, (v, _, how) in parts.items() if v in claims.UNDECIDED
@@ -313,6 +342,7 @@ def oka(m):
 
 
 def khan(m):
+    limit = max(1, int(round(0.1 * m.n_planes)))
     estimates = m.estimates("unrotated")
     bounds = planes.count_bounds(estimates, loss_threshold)
     open_planes = {  # planes whose interval contains the threshold: each must be placed
@@ -347,9 +377,10 @@ basis = (
     + f"; {n_windows} windows × {config.context + 1} tokens, {n_sequences} induction sequences "
     f"per model; paired per seed and window"
 )
+basis += f"; SmolLM2-135M: {checkpoint_windows} windows" if real_map else ""
 for cid, rule in (("barbero", barbero), ("hong", hong), ("chiang", chiang), ("oka", oka),
                   ("khan", khan)):  # fmt: skip
-    verdict, measured, to_decide = decide_claim(rule)
+    verdict, measured, to_decide = decide_claim(rule, on_checkpoint=cid in ("oka", "khan"))
     CLAIMS.record(
         f"plane_map.{cid}", verdict, measured, seeds=len(maps["matched"].seeds), basis=basis,
         to_decide=to_decide,

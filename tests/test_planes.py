@@ -163,3 +163,37 @@ def test_count_verdict_reads_sure_and_possible_counts():
     assert planes.count_verdict((0, 1), limit=1) == "held"
     assert planes.count_verdict((2, 3), limit=1) == "not held"
     assert planes.count_verdict((1, 3), limit=1) == "cannot decide"
+
+
+def test_a_checkpoints_planes_unrotated_in_its_rotary_module():
+    """``checkpoint_plane_map`` on a transformers model: the intact losses are transformers' own,
+    unrotating plane k is turning it at g = 0 (its rotated queries equal the unrotated ones there,
+    and every other plane still turns), and the model is left as it was."""
+    torch = pytest.importorskip("torch")
+    from ropebook import capture, tiny_models
+
+    checkpoint = tiny_models.tiny_random_model("llama", seed=4)
+    windows = np.random.default_rng(2).integers(0, checkpoint.config.vocab_size, (3, 10))
+    ids = torch.as_tensor(windows)
+    with torch.no_grad():
+        before = checkpoint(ids).logits
+        own = [float(checkpoint(ids[w : w + 1], labels=ids[w : w + 1]).loss) for w in range(3)]
+    plane_map = planes.checkpoint_plane_map(checkpoint, windows, "tiny")
+    np.testing.assert_allclose(plane_map.intact["unrotated"][0], own, rtol=1e-5)
+    with torch.no_grad():
+        np.testing.assert_array_equal(checkpoint(ids).logits, before)  # restored
+    (rotary,) = [m for m in checkpoint.modules() if "inv_freq" in dict(m.named_buffers())]
+    half = plane_map.n_planes
+    for k in (0, half - 1):
+        rotary.inv_freq[k] = 0.0
+        layer = capture.capture(checkpoint, windows[:, :-1]).layers[0]
+        rotary.inv_freq.copy_(torch.as_tensor(plane_map.frequencies, dtype=rotary.inv_freq.dtype))
+        dims = [k, k + half]
+        np.testing.assert_allclose(layer["q_rot"][..., dims], layer["q"][..., dims], atol=1e-6)
+        other = [(k + 1) % half, (k + 1) % half + half]
+        assert not np.allclose(layer["q_rot"][:, 1:, :, other], layer["q"][:, 1:, :, other])
+    assert plane_map.delta("unrotated").shape == (
+        1,
+        half,
+        3,
+    ) and plane_map.norm_share.sum() == pytest.approx(1)

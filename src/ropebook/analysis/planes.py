@@ -236,6 +236,59 @@ def map_planes(
     )
 
 
+def checkpoint_plane_map(checkpoint, windows, name: str) -> PlaneMap:
+    """A transformers RoPE model's map (from :func:`ropebook.capture.load`) for the change that
+    needs no hook inside its attention: each plane **unrotated**, its frequency set to 0 in the
+    rotary module's ``inv_freq`` (restored after), on ``windows [W, T+1]`` (loss on every next
+    token). Holds the ``unrotated`` metric only, as one seed; the q/k norm share is read from
+    the intact model's queries and keys (:func:`ropebook.capture.capture`). Every layer must
+    rotate every plane on one grid (one ``inv_freq``)."""
+    import torch
+
+    from ropebook import capture
+    from ropebook.analysis import chunk_norms
+
+    windows = np.asarray(windows)
+    buffers = [b for m in checkpoint.modules() for n, b in m.named_buffers(recurse=False)
+               if n == "inv_freq"]  # fmt: skip
+    if not buffers or any(not torch.equal(b, buffers[0]) for b in buffers):
+        raise ValueError(f"{name}: planes can be unrotated only on a single rotary grid")
+    ((_, layers, pairing),) = capture.per_head_batches(
+        checkpoint, windows[:, :-1], batch_size=len(windows)
+    )
+    norms = sum(chunk_norms(x[kind], pairing).mean(axis=(0, 1, 2)) for x in layers for kind in "qk")
+    frequencies = buffers[0].double().cpu().numpy()
+
+    def losses() -> np.ndarray:  # [W] mean next-token loss per window
+        with torch.no_grad():
+            ids = torch.as_tensor(windows, dtype=torch.long)
+            logp = torch.log_softmax(checkpoint(input_ids=ids, use_cache=False).logits.float(), -1)
+            picked = logp[:, :-1].gather(-1, ids[:, 1:, None])[..., 0]
+        return -picked.mean(-1).double().numpy()
+
+    intact, changed = losses(), []
+    for k in range(len(frequencies)):
+        saved = [b.clone() for b in buffers]
+        try:
+            for b in buffers:
+                b[k] = 0.0
+            changed.append(losses())
+        finally:
+            for b, old in zip(buffers, saved, strict=True):
+                b.copy_(old)
+    return PlaneMap(
+        name=name,
+        seeds=(0,),
+        planes=np.arange(len(frequencies)),
+        frequencies=frequencies,
+        turns=frequencies * (windows.shape[1] - 1) / (2 * np.pi),
+        intact={"unrotated": intact[None]},
+        changed={"unrotated": np.stack(changed)[None]},
+        norm_share=(norms / norms.sum())[None],
+        heads=[{}],
+    )
+
+
 @functools.cache
 def _jitted_losses():
     import jax

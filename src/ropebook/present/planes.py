@@ -35,6 +35,22 @@ def plane_rows(plane_map: PlaneMap, classes: list[str], digits: int = 3) -> list
     return rows
 
 
+def unrotation_rows(plane_map: PlaneMap, digits: int = 4) -> list[dict]:
+    """One row per plane of a checkpoint's map (:func:`~ropebook.analysis.planes.checkpoint_plane_map`):
+    frequency, q/k norm share and the loss change when it is unrotated, with its interval."""
+    rows = []
+    for i, e in enumerate(plane_map.estimates("unrotated", digits)):
+        rows.append(
+            {
+                "plane": int(plane_map.planes[i]),
+                "g (rad/token)": f"{plane_map.frequencies[i]:.3g}",
+                "q/k norm share": f"{plane_map.norm_share[:, i].mean():.3f}",
+                "Δ loss unrotated (nats)": f"{e.mean:+.{digits}f} [{e.low:+.{digits}f}, {e.high:+.{digits}f}]",
+            }
+        )
+    return rows
+
+
 def _points(maps: dict[str, PlaneMap]) -> list[dict]:
     rows = []
     for model, m in maps.items():
