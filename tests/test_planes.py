@@ -192,8 +192,6 @@ def test_a_checkpoints_planes_unrotated_in_its_rotary_module():
         np.testing.assert_allclose(layer["q_rot"][..., dims], layer["q"][..., dims], atol=1e-6)
         other = [(k + 1) % half, (k + 1) % half + half]
         assert not np.allclose(layer["q_rot"][:, 1:, :, other], layer["q"][:, 1:, :, other])
-    assert plane_map.delta("unrotated").shape == (
-        1,
-        half,
-        3,
-    ) and plane_map.norm_share.sum() == pytest.approx(1)
+    assert plane_map.delta("unrotated").shape == (1, half, 3)
+    assert np.all(plane_map.delta("unrotated")[0, 0] != 0)  # the fastest plane's turn mattered
+    assert plane_map.norm_share.sum() == pytest.approx(1)
