@@ -52,7 +52,7 @@ lift_threshold = 0.1  # in [0, 1): attention lift on a previous apostrophe for a
 n_seeds = 0  # in [0, inf): 0: the profile's seeds; n: zoo seeds 0 .. n-1 (trained once, cached)
 regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
 checkpoint = "profile"  # "profile" (smollm2; none on smoke), "smollm2", "none" or a local HF folder
-checkpoint_windows = 128  # in [2, inf): held-out windows of the real checkpoint, half to select
+checkpoint_windows = 64  # in [2, inf): held-out windows of the real checkpoint, half to select
 
 # %% tags=["hide-input"]
 
