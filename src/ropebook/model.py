@@ -425,3 +425,14 @@ def loss_fn(params: Params, tokens: jnp.ndarray, config: ModelConfig) -> jnp.nda
 
 def n_params(params: Params) -> int:
     return sum(int(x.size) for x in jax.tree_util.tree_leaves(params))
+
+
+def internal_batches(params: Params, config: ModelConfig, windows, *, batch_size: int):
+    """``(tokens, internals, pairing)`` for each batch of ``windows [W, T]``: the model's
+    per-layer internals (:func:`forward` with ``return_internals``, one compiled program), the
+    book's counterpart of :func:`ropebook.capture.per_head_batches` for the analyses' scans."""
+    windows = np.asarray(windows)
+    run = jax.jit(lambda p, x: forward(p, x, config, return_internals=True)[1])
+    for start in range(0, len(windows), batch_size):
+        tokens = windows[start : start + batch_size]
+        yield tokens, run(params, jnp.asarray(tokens)), config.pairing

@@ -391,15 +391,7 @@ def scan_model(params, config, windows, *, batch_size: int = 4) -> HeadScan:
     by batch (:func:`scan_internals`)."""
     from ropebook import model
 
-    windows = np.asarray(windows)
-    forward = jax.jit(lambda p, x: model.forward(p, x, config, return_internals=True)[1])
-
-    def batches():
-        for start in range(0, len(windows), batch_size):
-            tokens = windows[start : start + batch_size]
-            yield tokens, forward(params, jnp.asarray(tokens)), config.pairing
-
-    return scan_internals(batches())
+    return scan_internals(model.internal_batches(params, config, windows, batch_size=batch_size))
 
 
 def scan_checkpoint(checkpoint, windows, *, batch_size: int = 4) -> HeadScan:

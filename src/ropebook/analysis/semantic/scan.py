@@ -209,20 +209,10 @@ def scan_semantic(
 ) -> SemanticScan:
     """Measure every head of a :mod:`ropebook.model` model on ``windows [W, T]`` (BOS first),
     batch by batch (:func:`scan_semantic_internals`)."""
-    import jax
-    import jax.numpy as jnp
-
     from ropebook import model
 
-    windows = np.asarray(windows)
-    forward = jax.jit(lambda p, x: model.forward(p, x, config, return_internals=True)[1])
-
-    def batches():
-        for start in range(0, len(windows), batch_size):
-            tokens = windows[start : start + batch_size]
-            yield tokens, forward(params, jnp.asarray(tokens)), config.pairing
-
-    return scan_semantic_internals(batches(), windows, class_ids, max_distance=max_distance)
+    batches = model.internal_batches(params, config, windows, batch_size=batch_size)
+    return scan_semantic_internals(batches, windows, class_ids, max_distance=max_distance)
 
 
 def scan_semantic_checkpoint(
