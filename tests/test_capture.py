@@ -385,3 +385,17 @@ def test_per_query_head_scores_are_the_models_own():
         assert heads[name].shape == layer["q"].shape[:3] + (layer[name].shape[-1],)
         np.testing.assert_array_equal(heads[name][:, :, 1], layer[name][:, :, 0])
         np.testing.assert_array_equal(heads[name][:, :, 2], layer[name][:, :, 1])
+
+
+@pytest.mark.parametrize("family", ["mistral", "gemma4_text", "gpt_neox"])
+def test_whole_head_readings_refuse_local_partial_or_unrotated_layers(family):
+    """Mistral attends through a sliding window, Gemma 4's global layers rotate a quarter of their
+    planes, Pythia a quarter of its dims: readings over every plane and the whole causal window
+    (``per_head_batches``) refuse them by name; Llama passes."""
+    tokens = np.random.default_rng(0).integers(3, 90, (1, 12))
+    with pytest.raises(capture.CaptureError, match="every layer global and rotating every plane"):
+        next(capture.per_head_batches(tiny_models.tiny_random_model(family), tokens))
+    (_, layers, pairing) = next(
+        capture.per_head_batches(tiny_models.tiny_random_model("llama"), tokens)
+    )
+    assert pairing == "half" and len(layers) == 2 and "scores" in layers[0]

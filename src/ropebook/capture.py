@@ -750,17 +750,20 @@ def per_query_head(layer: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def per_head_batches(model, windows, *, batch_size: int = 4):
     """``(tokens, layers, pairing)`` for each batch of ``windows [W, T]``: the model captured
     (:func:`capture`), its layers :func:`per_query_head`, and the pairing every layer shares.
-    For readings that take every plane of a head in fastest-first order, so a model with a
-    layer that leaves planes unrotated (p-RoPE, partial rotary, NoPE) is refused."""
+    For readings that take every plane of a head in fastest-first order over the whole causal
+    window, so a model with a layer that leaves planes unrotated (p-RoPE, partial rotary, NoPE)
+    or attends locally (a sliding window, chunks) is refused."""
     windows = np.asarray(windows)
     for start in range(0, len(windows), batch_size):
         tokens = windows[start : start + batch_size]
         found = capture(model, tokens)
         pairings = {grid.pairing for grid in found.grids}
-        if len(pairings) != 1 or any(grid.partial or not grid.n_rotated for grid in found.grids):
+        if len(pairings) != 1 or any(
+            grid.partial or not grid.n_rotated or grid.window or grid.chunk for grid in found.grids
+        ):
             raise CaptureError(
-                f"{type(model).__name__}: these readings need every layer to rotate every plane, "
-                f"paired alike ({describe(model)})"
+                f"{type(model).__name__}: these readings need every layer global and rotating "
+                f"every plane, paired alike ({describe(model)})"
             )
         yield tokens, [per_query_head(layer) for layer in found.layers], pairings.pop()
 

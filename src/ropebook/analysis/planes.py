@@ -266,16 +266,15 @@ def checkpoint_plane_map(checkpoint, windows, name: str) -> PlaneMap:
             picked = logp[:, :-1].gather(-1, ids[:, 1:, None])[..., 0]
         return -picked.mean(-1).double().numpy()
 
-    intact, changed = losses(), []
+    intact, changed, saved = losses(), [], buffers[0].clone()
     for k in range(len(frequencies)):
-        saved = [b.clone() for b in buffers]
         try:
             for b in buffers:
                 b[k] = 0.0
             changed.append(losses())
         finally:
-            for b, old in zip(buffers, saved, strict=True):
-                b.copy_(old)
+            for b in buffers:
+                b.copy_(saved)
     return PlaneMap(
         name=name,
         seeds=(0,),
