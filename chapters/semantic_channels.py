@@ -431,14 +431,7 @@ real_lift = real_apostrophe.lift if real_apostrophe else None
 real_part = show.checkpoint_part(real_lift, "best head's lift")
 _ = CLAIMS.record(
     "semantic_channels.apostrophe_head",
-    claims.combine_testable(
-        [sem.interval_verdict(lift.low, lift.high, lift_threshold)]
-        + (
-            [sem.interval_verdict(real_lift.low, real_lift.high, lift_threshold)]
-            if real_lift
-            else []
-        )
-    ),
+    sem.parts_verdict([lift, real_lift], lift_threshold),
     f"best rope head's lift on held-out windows {lift.mean:.3f} {lift.text}{real_part}",
     seeds=len(seeds),
     to_decide=decide.interval_to_decide(
@@ -552,14 +545,7 @@ share = content.query_share
 real_share = real_content.query_share if real_content else None
 _ = CLAIMS.record(
     "semantic_channels.semantic_head",
-    claims.combine_testable(
-        [sem.interval_verdict(share.low, share.high, flat_share)]
-        + (
-            [sem.interval_verdict(real_share.low, real_share.high, flat_share)]
-            if real_share
-            else []
-        )
-    ),
+    sem.parts_verdict([share, real_share], flat_share),
     f"most content-driven rope head: slowest-quarter share of query norm {share.mean:.2f} "
     f"{share.text} (flat {flat_share:.2f})"
     + show.checkpoint_part(real_share, "its most content-driven head's"),

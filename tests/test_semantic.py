@@ -646,3 +646,10 @@ def test_model_runs_share_windows_and_head_figure_returns_masked_scores():
     lower = np.tril(np.ones((6, 6), bool))
     np.testing.assert_allclose(scores[lower], expected[lower], rtol=1e-6)
     assert np.isnan(scores[~lower]).all()
+
+
+def test_a_claim_read_on_several_models_combines_the_parts_read():
+    above, across = semantic.Estimate(0.3, 0.2, 0.4, "", 3), semantic.Estimate(0.1, 0.0, 0.2, "", 3)
+    assert semantic.parts_verdict([above, None], 0.1) == "held"  # the checkpoint not read
+    assert semantic.parts_verdict([across, above], 0.1) == "partly"
+    assert semantic.parts_verdict([None, None], 0.1) == "not testable here"

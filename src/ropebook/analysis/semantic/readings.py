@@ -35,6 +35,17 @@ def interval_verdict(low: float, high: float, threshold: float) -> str:
     return claims.verdict_from_interval(low, high, threshold=threshold)
 
 
+def parts_verdict(estimates, threshold: float) -> str:
+    """One verdict for a claim read on several models (the book's, a real checkpoint's): each
+    read part's :func:`interval_verdict` against ``threshold``, combined over the parts that could
+    be tested (``None``: a model not read)."""
+    from ropebook import claims
+
+    return claims.combine_testable(
+        [interval_verdict(e.low, e.high, threshold) for e in estimates if e is not None]
+    )
+
+
 # ---------------------------------------------------------------- apostrophe and content heads
 
 
