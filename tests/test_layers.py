@@ -33,7 +33,8 @@ MAX_LINES = 850
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the package and its paths, process settings, file formats, the build's records, the papers,
     # RoPE's maths, statistics
-    ("ropebook", "ropebook.paths", "ropebook.runtime", "ropebook.io", "ropebook.buildrecord",
+    ("ropebook", "ropebook.paths", "ropebook.runtime", "ropebook.workers", "ropebook.io",
+     "ropebook.buildrecord",
      "ropebook.citations", "ropebook.rope", "ropebook.stats"),
     # positional encodings, the book's claims, context-extension methods
     ("ropebook.encodings", "ropebook.claims", "ropebook.scaling"),

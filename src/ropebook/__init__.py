@@ -4,9 +4,9 @@ One module per idea, on floors: a module imports modules of its own floor or bel
 and no import circle joins two modules (``tests/test_layers.py`` reads every import, those inside
 functions included, and holds the floors below to it). Bottom to top:
 
-- ``paths``, ``runtime``, ``io``, ``buildrecord``, ``citations``, ``rope``, ``stats`` — where the
-  repository, data and cache live; process settings (allocator, one XLA device per core, compile
-  cache); atomic writes and checksums; the build's records; the papers; RoPE's maths; statistics
+- ``paths``, ``runtime``, ``workers``, ``io``, ``buildrecord``, ``citations``, ``rope``,
+  ``stats`` — where the repository, data and cache live; process settings (allocator, one XLA
+  device per core, compile cache, pinned cores); the zoo's worker processes; atomic writes and checksums; the build's records; the papers; RoPE's maths; statistics
   (power, noise). This ``__init__`` stands here too: it re-exports the paths and applies the
   runtime settings before JAX starts.
 - ``encodings``, ``claims``, ``scaling`` — every positional encoding by name; claim specs, verdict
@@ -47,5 +47,6 @@ __all__ = ["CACHE_DIR", "DATA_DIR", "REPO_ROOT", "__version__"]
 from ropebook import runtime  # noqa: E402
 
 runtime.tune_allocator()
+runtime.pin_cores()
 runtime.split_cpu_devices()
 runtime.deterministic_gpu()

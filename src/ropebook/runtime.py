@@ -66,7 +66,26 @@ def tune_allocator() -> bool:
     return _tuned
 
 
-_DEVICE_FLAG = "--xla_force_host_platform_device_count"
+DEVICE_FLAG = "--xla_force_host_platform_device_count"
+
+
+def pin_cores() -> set[int] | None:
+    """Restrict this process to the cores listed in ``ROPEBOOK_CPU_CORES`` (e.g. ``"1"`` or
+    ``"0,2"``), as :mod:`ropebook.workers` asks of each worker (a child pins itself: a
+    ``preexec_fn`` would run Python between fork and exec in a process with JAX's threads).
+    Returns the cores, or ``None`` without the variable; a bad list is named in a ``ValueError``.
+    """
+    text = os.environ.get("ROPEBOOK_CPU_CORES", "").strip()
+    if not text:
+        return None
+    try:
+        chosen = {int(part) for part in text.split(",")}
+        os.sched_setaffinity(0, chosen)
+    except (ValueError, OSError) as error:
+        raise ValueError(
+            f"ROPEBOOK_CPU_CORES={text!r} is not a list of this machine's cores: {error}"
+        ) from None
+    return chosen
 
 
 def split_cpu_devices(count: int | None = None) -> int:
@@ -85,9 +104,9 @@ def split_cpu_devices(count: int | None = None) -> int:
             f"{os.environ.get('ROPEBOOK_CPU_DEVICES', count)!r}"
         )
     flags = os.environ.get("XLA_FLAGS", "")
-    if _DEVICE_FLAG in flags:
-        return int(flags.split(_DEVICE_FLAG + "=")[1].split()[0])
-    os.environ["XLA_FLAGS"] = f"{flags} {_DEVICE_FLAG}={count}".strip()
+    if DEVICE_FLAG in flags:
+        return int(flags.split(DEVICE_FLAG + "=")[1].split()[0])
+    os.environ["XLA_FLAGS"] = f"{flags} {DEVICE_FLAG}={count}".strip()
     return count
 
 

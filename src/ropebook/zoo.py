@@ -46,7 +46,17 @@ from typing import Any
 
 import numpy as np
 
-from ropebook import CACHE_DIR, buildplan, buildrecord, checkpoints, layouts, seedplan, tasks, train
+from ropebook import (
+    CACHE_DIR,
+    buildplan,
+    buildrecord,
+    checkpoints,
+    layouts,
+    seedplan,
+    tasks,
+    train,
+    workers,
+)
 from ropebook.model import ModelConfig, Params
 
 ZOO_FORMAT = 1  # part of every spec hash: bump it when model or training maths change
@@ -387,28 +397,51 @@ def load(
     ``regime`` picks the spectrum regime (:data:`REGIMES`); ``overrides`` replace profile fields
     (e.g. ``steps=...``) or encoding fields (``rope_base``). An interrupted training run resumes
     from its last checkpoint. Flagship models keep snapshots: :meth:`TrainedModel.snapshot`.
+    Another process training the same model holds its lock: this call waits for it, then loads.
     """
     job = _job(name, seed, profile, domain, regime, overrides)
+    model = _load(job, regime, progress=progress, wait=True)
+    assert model is not None  # waiting always ends with the model
+    return model
+
+
+def train_if_free(
+    name: str, *, seed: int, profile: str, domain: str, regime: str, **overrides: Any
+) -> TrainedModel | None:
+    """:func:`load` without its progress bar, unless another process holds the model (is training
+    it): then ``None`` at once. The zoo's worker processes share their jobs this way."""
+    job = _job(name, seed, profile, domain, regime, overrides)
+    return _load(job, regime, progress=False, wait=False)
+
+
+def is_done(directory: Path) -> bool:
+    """Whether a model's cache folder holds a complete checkpoint (read without its lock)."""
+    return (directory / checkpoints.CHECKPOINT_JSON).exists() and bool(
+        checkpoints.read_metadata(directory).get("complete")
+    )
+
+
+def _load(job: _Job, regime: str, *, progress: bool, wait: bool) -> TrainedModel | None:
     directory = Path(CACHE_DIR) / "zoo" / job.spec_hash
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:  # one trainer per model across processes
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        done = (directory / checkpoints.CHECKPOINT_JSON).exists() and checkpoints.read_metadata(
-            directory
-        )
-        trained_now = not (done and done.get("complete"))
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            return None
+        trained_now = not is_done(directory)
         if trained_now:
             train.train(
                 job.model_config, job.train_config, *(job.splits or (None,)),
                 checkpoint_dir=directory, progress=progress, extra={"spec": job.spec},
-                desc=f"{name} s{seed} {domain}", task=job.task,
+                desc=f"{job.name} s{job.seed} {job.domain}", task=job.task,
             )  # fmt: skip
         params, _, meta = checkpoints.load_checkpoint(directory)
     return TrainedModel(
-        name=name, params=params, config=job.model_config, history=meta["history"],
+        name=job.name, params=params, config=job.model_config, history=meta["history"],
         tokens_seen=meta["tokens_seen"], seconds=meta["seconds"], path=directory,
-        spec_hash=job.spec_hash, profile=profile, seed=seed, domain=domain, regime=regime,
-        trained_now=trained_now,
+        spec_hash=job.spec_hash, profile=job.profile, seed=job.seed, domain=job.domain,
+        regime=regime, trained_now=trained_now,
     )  # fmt: skip
 
 
@@ -433,11 +466,7 @@ def load_seeds(
             for folder in sorted(folders.values()):  # one lock order for every process
                 folder.mkdir(parents=True, exist_ok=True)
                 fcntl.flock(stack.enter_context(open(folder / ".lock", "w")), fcntl.LOCK_EX)
-            todo = [
-                job for job in jobs
-                if not ((folders[job.seed] / checkpoints.CHECKPOINT_JSON).exists()
-                        and checkpoints.read_metadata(folders[job.seed]).get("complete"))
-            ]  # fmt: skip
+            todo = [job for job in jobs if not is_done(folders[job.seed])]
             if len(todo) > 1:
                 train.train_seeds(
                     todo[0].model_config, [job.train_config for job in todo], *todo[0].splits,
@@ -615,6 +644,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard", default="0/1", metavar="I/N", help="train the I-th of N shares")
     parser.add_argument("--steps", type=int, help="train each model this many steps (another spec)")
     parser.add_argument(
+        "--workers", default="1", metavar="N|auto",
+        help="train on N worker processes, each pinned to one core with one device, sharing the "
+        "jobs (auto: one per core on a CPU, 1 on a GPU); see ropebook.workers",
+    )  # fmt: skip
+    parser.add_argument("--queue", action="store_true", help=argparse.SUPPRESS)  # a worker
+    parser.add_argument(
         "--status", action="store_true",
         help="train nothing: say which models are done, running (lock held), interrupted or "
         "missing in the cache; exit status 0 only if all are done",
@@ -627,8 +662,11 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {} if args.steps is None else {"steps": args.steps}
     try:
         shard = parse_shard(args.shard)
+        n_workers = workers.count(args.workers)
     except ValueError as error:
         parser.error(str(error))
+    if n_workers > 1 and shard != (0, 1):
+        parser.error("--workers shares the jobs among processes itself: leave out --shard")
     seeds = tuple(args.seeds) if args.seeds else None
     if args.names:
         seeds = seeds or PROFILES[args.profile].seeds
@@ -654,16 +692,21 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:16])
         return 0
+    if args.queue:
+        return _train_free(jobs, args.profile, overrides)
     start = time.perf_counter()
     items = [_plan_item(*job, args.profile, overrides) for job in jobs]
     chosen = buildplan.probes(items)
     rates = buildplan.measure_rates(chosen)
     how = f"from {buildplan.PROBE_STEPS} training steps of one model per shape, timed now"
     print("\n".join(buildplan.describe(buildplan.plan(items, rates), how=how, shard=args.shard)))
-    batched: dict[Job, float] = {}  # seeds trained in one program first (ROPEBOOK_SEED_BATCH)
-    if train.seed_batching():
-        batched = train_seed_groups(jobs, args.profile, overrides)
     progress = buildplan.Progress(items, rates)
+    batched: dict[Job, float] = {}  # trained before the loop below, with their seconds
+    if n_workers > 1:
+        batched = _train_on_workers(args, jobs, items, progress, n_workers)
+    elif train.seed_batching():  # seeds trained in one program (ROPEBOOK_SEED_BATCH)
+        batched = train_seed_groups(jobs, args.profile, overrides)
+    reported = set(batched) if n_workers > 1 else set()  # the workers' polling moved the bar
     rows = []
     regimes = {p.regime: {"trained": 0, "cached": 0, "seconds": 0.0, "estimated": p.seconds}
                for p in buildplan.plan(items, rates)}  # fmt: skip
@@ -675,7 +718,8 @@ def main(argv: list[str] | None = None) -> int:
         steps = m.tokens_seen // (item.train_config.batch_size * item.train_config.seq_len)
         trained = m.trained_now or job in batched
         seconds = time.perf_counter() - began + batched.get(job, 0.0)
-        progress.done(item, seconds, trained=trained, steps=steps)
+        if job not in reported:
+            progress.done(item, seconds, trained=trained, steps=steps)
         status = "trained" if trained else "cached"
         new = not item.cached  # trained by this build (here, by a seed group or another shard)
         regimes[regime]["trained" if new else "cached"] += 1
@@ -702,9 +746,61 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not (args.names or args.domains or args.regimes or overrides) and shard == (0, 1):
         counts = [{"regime": regime, **n} for regime, n in regimes.items()]
-        record = {"profile": args.profile, "regimes": counts}  # the book's zoo, for its build page
+        record = {"profile": args.profile, "regimes": counts, "workers": n_workers}  # build page
         print(f"recorded: {buildrecord.write('zoo', record)}")
     return 0
+
+
+def _train_free(jobs: list[Job], profile: str, overrides: dict[str, Any]) -> int:
+    """``--queue``, a worker's loop: train, in order, each model that is neither done nor held
+    by another process (:func:`train_if_free`), one line each; leave when none is left."""
+    for name, seed, domain, regime in jobs:
+        where = dict(seed=seed, profile=profile, domain=domain, regime=regime, **overrides)
+        if is_done(Path(CACHE_DIR) / "zoo" / spec_hash(name, **where)):
+            continue
+        model = train_if_free(name, **where)
+        if model is not None and model.trained_now:
+            print(f"worker on core {workers.cores()}: trained {name} seed={seed} {domain} "
+                  f"{regime} in {model.seconds:.0f} s (val ppl {model.val_ppl:.2f})", flush=True)  # fmt: skip
+    return 0
+
+
+def _train_on_workers(
+    args: argparse.Namespace, jobs: list[Job], items: list[buildplan.Item],
+    progress: buildplan.Progress, n: int,
+) -> dict[Job, float]:  # fmt: skip
+    """Train ``jobs`` on ``n`` worker processes (:mod:`ropebook.workers`), moving ``progress`` as
+    models complete; each model they trained, with its training seconds over ``n`` (its share
+    of the wall time, what one process's time per model compares with)."""
+    arguments = ["--profile", args.profile]
+    for flag, values in (("--names", args.names), ("--seeds", args.seeds),
+                         ("--domains", args.domains), ("--regimes", args.regimes)):  # fmt: skip
+        arguments += [flag, *map(str, values)] if values else []
+    arguments += ["--steps", str(args.steps)] if args.steps is not None else []
+    overrides = {} if args.steps is None else {"steps": args.steps}
+    folders = {
+        (n_, s, d, r): Path(CACHE_DIR) / "zoo" / spec_hash(n_, seed=s, profile=args.profile,
+                                                           domain=d, regime=r, **overrides)
+        for n_, s, d, r in jobs
+    }  # fmt: skip
+    trained: dict[Job, float] = {}
+
+    def poll() -> None:
+        for job, item in zip(jobs, items, strict=True):
+            if item.cached or job in trained or not is_done(folders[job]):
+                continue
+            meta = checkpoints.read_metadata(folders[job])
+            trained[job] = meta["seconds"] / n
+            steps = meta["tokens_seen"] // (
+                item.train_config.batch_size * item.train_config.seq_len
+            )
+            progress.done(item, trained[job], trained=True, steps=steps)
+
+    print(f"training on {n} worker processes, one per core", flush=True)
+    for i, code in enumerate(workers.wait(workers.start(arguments, n), poll)):
+        if code:
+            print(f"worker {i} exited with status {code}; this process trains what it left")
+    return trained
 
 
 def _plan_item(
@@ -712,9 +808,5 @@ def _plan_item(
 ) -> buildplan.Item:
     """A job as the build plan sees it: its configs, and whether the cache has it complete."""
     job = _job(name, seed, profile, domain, regime, overrides)
-    directory = Path(CACHE_DIR) / "zoo" / job.spec_hash
-    done = (directory / checkpoints.CHECKPOINT_JSON).exists() and checkpoints.read_metadata(
-        directory
-    )
-    cached = bool(done and done.get("complete"))
+    cached = is_done(Path(CACHE_DIR) / "zoo" / job.spec_hash)
     return buildplan.Item(regime, cached, job.model_config, job.train_config)
