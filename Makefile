@@ -58,7 +58,7 @@ machine: setup
 	$(STAGE) machine -- $(PY) -m ropebook machine
 
 zoo: setup data
-	$(STAGE) zoo -- $(PY) -m ropebook zoo --profile $(PROFILE)
+	$(STAGE) zoo -- $(PY) -m ropebook zoo --profile $(PROFILE) --workers auto
 
 # Sources to notebooks. Saving from Jupyter (or `jupytext --sync`) rewrites a source byte for
 # byte under jupytext.toml (tests/test_jupytext_roundtrip.py), so either side can be edited.

@@ -9,7 +9,7 @@ each in a fresh temporary ``ROPEBOOK_CACHE`` (compilation included), and prints 
 each model's training seconds and validation perplexity under both layouts, and their ratio.
 
     .venv/bin/python benchmarks/zoo_layout.py [--names nope rope rope-500k p-rope-0.25
-        p-rope-0.5 p-rope-0.75] [--regime lesson] [--workers 2]
+        p-rope-0.5 p-rope-0.75] [--regime lesson] [--domain shakespeare] [--workers 2]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ROW = re.compile(r"^(\S+)\s+(\d+)\s+\S+\s+\S+\s+(trained|cached)\s+([\d.]+)\s+[\
 def zoo_command(args, shard: str) -> list[str]:
     return [
         sys.executable, "-m", "ropebook", "zoo", "--profile", "cpu", "--names", *args.names,
-        "--seeds", "0", "--regimes", args.regime, "--shard", shard,
+        "--seeds", "0", "--regimes", args.regime, "--domains", args.domain, "--shard", shard,
     ]  # fmt: skip
 
 
@@ -72,6 +72,9 @@ def main() -> None:
         default=["nope", "rope", "rope-500k", "p-rope-0.25", "p-rope-0.5", "p-rope-0.75"],
     )  # fmt: skip
     parser.add_argument("--regime", default="lesson")
+    parser.add_argument(
+        "--domain", default="shakespeare", help="recall or kback with --regime task"
+    )
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     args = parser.parse_args()
     if args.workers > len(os.sched_getaffinity(0)):

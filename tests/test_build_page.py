@@ -45,6 +45,13 @@ def records(tmp_path):
     return folder
 
 
+def test_the_zoo_stage_says_it_ran_on_worker_processes(records):
+    regimes = [{"regime": "task", "trained": 3, "cached": 0, "seconds": 30.0, "estimated": 40.0}]
+    write(records, "zoo", BUILD, profile="cpu", regimes=regimes, workers=2)
+    stages = {row["stage"]: row for row in show.stage_rows(show.load(records, BUILD))}
+    assert stages["zoo"]["what it did"] == "cpu profile: 3 trained, 0 cached, on 2 worker processes"
+
+
 def test_tables_show_the_records_values(records):
     found = show.load(records, BUILD)
     machine = {row[""]: row["value"] for row in show.machine_rows(found)}

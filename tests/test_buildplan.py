@@ -55,7 +55,7 @@ def test_describe_says_how_to_split_only_a_long_build():
     assert not any("--shard" in line for line in lines)
     text = "\n".join(buildplan.describe(long, how="from a test", shard="1/4"))
     assert "shard 1/4" in text and "~3.2 h for 11 models" in text
-    assert "--shard I/N" in text and "cluster/" in text
+    assert "--shard I/N" in text and "cluster/" in text and "--workers auto" in text
 
 
 def test_task_models_stopping_at_a_criterion_are_estimated_as_a_bound():

@@ -129,7 +129,8 @@ def describe(plans: list[RegimePlan], *, how: str, shard: str = "0/1") -> list[s
             "  That is long; to split it, run N processes or machines sharing one ROPEBOOK_CACHE,",
             "  each with `python -m ropebook zoo --shard I/N` (I = 0..N-1; every model trains once),",
             "  or submit the Slurm job array in cluster/ (README: 'Training the zoo on several",
-            "  processes or machines'); `make book` then loads the cached models.",
+            "  processes or machines'); `make book` then loads the cached models. On one machine,",
+            "  `--workers auto` (as `make zoo` runs it) trains on one worker process per core.",
         ]
     return lines
 

@@ -631,7 +631,9 @@ def main(argv: list[str] | None = None) -> int:
     With ``--names``, trains those names on ``--domains`` (default Shakespeare); without, the
     default jobs of :func:`default_jobs`, optionally restricted to ``--domains``. With
     ``--shard I/N``, only the I-th of N disjoint shares of those jobs: N processes (or machines
-    sharing one ``ROPEBOOK_CACHE``) train the zoo together, each model exactly once. Before
+    sharing one ``ROPEBOOK_CACHE``) train the zoo together, each model exactly once; with
+    ``--workers N`` (``auto``: one per core on a CPU) this process starts N such processes itself,
+    pinned one per core, sharing the jobs (:mod:`ropebook.workers`). Before
     training it prints the plan, per regime: models cached and to train, and the time estimated
     from a few steps timed here (:mod:`ropebook.buildplan`); one bar runs over the whole build.
     """

@@ -99,7 +99,8 @@ def _stage_detail(records: Records, stage: str, record: Mapping[str, Any]) -> st
         regimes = zoo["regimes"]
         trained = sum(r["trained"] for r in regimes)
         cached = sum(r["cached"] for r in regimes)
-        return f"{zoo['profile']} profile: {trained} trained, {cached} cached"
+        on = f", on {zoo['workers']} worker processes" if zoo.get("workers", 1) > 1 else ""
+        return f"{zoo['profile']} profile: {trained} trained, {cached} cached{on}"
     return "`" + " ".join(record["command"]) + "`"
 
 
