@@ -34,10 +34,11 @@
 # 4. the picture barely changes with the **input domain** (Italian, Chinese, code, arithmetic).
 #
 # Llama 3.1 8B {cite:p}`llama2024herd` shows the same (App. C, Figs 10–11). We measure all four
-# on the book's RoPE model and add a control the paper could not run (the same architecture
-# trained *without* RoPE); the [next page](real_checkpoints.ipynb) reads real checkpoints — Llama,
-# Gemma and the other RoPE models transformers runs — with the same analysis. The analysis lives
-# in `ropebook.analysis.frequencies` (imported as `fq`), its figures and tables in
+# on the book's RoPE model, the edge-layer and value readings also on a trained LLM
+# (SmolLM2-135M), and add a control the paper could not run (the same architecture trained
+# *without* RoPE); the [next page](real_checkpoints.ipynb) reads real checkpoints — Llama, Gemma
+# and the other RoPE models transformers runs — with the same analysis. The analysis lives in
+# `ropebook.analysis.frequencies` (imported as `fq`), its figures and tables in
 # `ropebook.present.frequencies` (`show`); the cells below call them.
 
 # %% tags=["parameters"]
@@ -52,13 +53,15 @@ positional_mass = 0.5  # in [0, 1]: attention on one offset from which a head is
 domain_similarity = 0.9  # in [-1, 1]: profile correlation from which domains are "very similar"
 regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
 prompt_seed = 0  # in [0, inf): numpy Generator seed of the arithmetic prompts
+checkpoint = "profile"  # "profile" (smollm2; none on smoke), "smollm2", "none" or a local HF folder
+checkpoint_tokens = 128  # in [2, inf): tokens per prompt, in the checkpoint's own tokenizer
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import claims, plots, zoo
+from ropebook import analyse, claims, plots, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies as fq
 from ropebook.present import decide
@@ -251,20 +254,6 @@ edge = fq.edge_layer_reading(usage, band)
 # %% tags=["hide-input"]
 edge_measured = show.edge_layer_measured(edge)
 print(edge_measured, "→", edge.verdict)
-deep_profiles = {p: zoo.PROFILES[p].n_layers for p in zoo.PROFILES if zoo.PROFILES[p].n_layers >= 3}
-CLAIMS.record(
-    "frequency_usage.edge_layers",
-    edge.verdict,
-    edge_measured,
-    interval=edge.gap.text if edge.gap else None,
-    seeds=n_seeds,
-    to_decide=decide.interval_to_decide(edge.gap, 0.0, what="the measured gap")
-    if edge.gap
-    else f"models with at least 3 layers (first, last and one between); these have "
-    f"{config.n_layers}, the "
-    + " and ".join(f"{p} profile's {n}" for p, n in deep_profiles.items())
-    + f" (python -m ropebook run frequency_usage --profile {next(iter(deep_profiles))})",
-)
 
 # %% [markdown]
 # ## Reading 2: values show no frequency structure
@@ -286,15 +275,75 @@ values_verdict, values_stats = fq.flat_verdict(trend[model_name, "v"], flat_boun
 print(f"flat means |trend| < {flat_bound:.3f}; values of '{model_name}': {values_verdict}")
 plots.table(show.trend_table(trend, low, list(runs), flat_bound))
 
+# %% [markdown]
+# ### The same two readings in a trained LLM: SmolLM2-135M
+#
+# Gemma 7B was trained on trillions of tokens; the book's models are small and briefly trained.
+# So both readings also run on the [real-checkpoints chapter](real_checkpoints.ipynb)'s model,
+# SmolLM2-135M-Instruct {cite:p}`allal2025smollm2` (its layers, heads and grid are printed
+# there), on the same `n_prompts` held-out passages in its own tokenizer (`checkpoint_tokens`
+# tokens each), one prompt at a time. Its intervals run over prompts: one trained model, so they
+# say how steady the reading is from text to text, not from training run to training run. Each
+# claim then combines the parts that could be measured, the book's model and SmolLM2.
+
+# %%
+real_read = analyse.read_checkpoint(checkpoint, profile, n_prompts, checkpoint_tokens)
+real_usages = [analyse.analyse_checkpoint(real_read[0], [ids]).usage for ids in real_read[1]] if real_read else []  # fmt: skip
+edges = {f"'{model_name}' (mean of {n_seeds} seed{'s' * (n_seeds > 1)})": edge}
+real_edge_verdict = real_values_verdict = "not testable here"
+real_edge_text = real_values_text = real_basis = ""
+if real_usages:
+    real_edge = fq.edge_layer_reading(real_usages, band)
+    real_edge_verdict = real_edge.verdict
+    edges[f"SmolLM2-135M (mean of {len(real_usages)} prompts)"] = real_edge
+    real_bound = fq.flat_bound(real_usages[0].q.shape[0], real_usages[0].n_chunks)
+    real_values_verdict, real_values = fq.flat_verdict(fq.trends(real_usages, "v"), real_bound)
+    real_edge_text = f"; SmolLM2-135M: {real_edge.gap.mean:+.3f} {real_edge.gap.text_over('prompts')}"  # fmt: skip
+    real_values_text = (
+        f"; SmolLM2-135M: values' trend {real_values.mean:+.3f} "
+        f"{real_values.text_over('prompts')}, flat bound ±{real_bound:.3f}"
+    )
+    real_basis = f"; SmolLM2-135M-Instruct, {len(real_usages)} prompts"
+    print(f"SmolLM2: {show.edge_layer_measured(real_edge)} → {real_edge_verdict}")
+    print(f"{real_values_text[2:]} → {real_values_verdict}")
+else:
+    print(f"no real checkpoint on the {profile} profile (checkpoint={checkpoint!r})")
+show.plot_edge_layers(edges)
+plt.show()
+
+# %% [markdown]
+# The gap is an average over the middle layers: the figure shows whether the first and last
+# layers are the *strongest* users of the fastest band, as the paper's wording has it, or only
+# above the middle layers' mean while some middle layer matches them.
+
 # %% tags=["remove-input"]
+deep_profiles = {p: zoo.PROFILES[p].n_layers for p in zoo.PROFILES if zoo.PROFILES[p].n_layers >= 3}
+book_basis = f"{n_seeds} seed(s) of '{model_name}', {zoo.budget(profile)}{real_basis}"
+CLAIMS.record(
+    "frequency_usage.edge_layers",
+    claims.combine_testable([edge.verdict, real_edge_verdict]),
+    f"book's model: {edge_measured}{real_edge_text}",
+    interval=edge.gap.text if edge.gap else None,
+    basis=book_basis,
+    to_decide=decide.interval_to_decide(edge.gap, 0.0, what="the measured gap")
+    if edge.gap
+    else f"models with at least 3 layers (first, last and one between); these have "
+    f"{config.n_layers}, the "
+    + " and ".join(f"{p} profile's {n}" for p, n in deep_profiles.items())
+    + f" (python -m ropebook run frequency_usage --profile {next(iter(deep_profiles))})",
+)  # fmt: skip
+real_values_text = (
+    f"; SmolLM2-135M: values' trend {real_values.mean:+.3f} {real_values.text_over('prompts')}, "
+    f"flat bound ±{real_bound:.3f}" if real_usages else ""
+)  # fmt: skip
 CLAIMS.record(
     "frequency_usage.values_flat",
-    values_verdict,
-    f"values' trend (Spearman of norm vs chunk index) {values_stats.mean:+.2f}, flat bound "
-    f"±{flat_bound:.2f}; queries {trend[model_name, 'q'].mean():+.2f}, keys "
-    f"{trend[model_name, 'k'].mean():+.2f}",
+    claims.combine_testable([values_verdict, real_values_verdict]),
+    f"book's model: values' trend (Spearman of norm vs chunk index) {values_stats.mean:+.2f}, "
+    f"flat bound ±{flat_bound:.2f}; queries {trend[model_name, 'q'].mean():+.2f}, keys "
+    f"{trend[model_name, 'k'].mean():+.2f}{real_values_text}",
     interval=values_stats.text,
-    seeds=n_seeds,
+    basis=book_basis,
     to_decide=decide.interval_to_decide(
         values_stats, decide.nearest_bound(values_stats.mean, flat_bound),
         what=f"the trend's distance from the flat bound ±{flat_bound:.2f}",

@@ -65,7 +65,7 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import analyse, capture, claims, data, model, plots, real_model, rope, zoo
+from ropebook import analyse, claims, data, model, plots, rope, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import heads, probes
 from ropebook.present import decide
@@ -566,15 +566,12 @@ plots.table(show_heads.cauchy_schwarz_rows(cosines))
 # its target activation as a fraction of the Cauchy–Schwarz bound:
 
 # %%
-real_folder = real_model.resolve(checkpoint, profile)
-if real_folder is None:
+real_read = analyse.read_checkpoint(checkpoint, profile, checkpoint_windows, checkpoint_tokens)
+if real_read is None:
     real_scans, real_shares = {}, []
     print(f"no real checkpoint on the {profile} profile (checkpoint={checkpoint!r})")
 else:
-    real = capture.load(real_folder)
-    _, texts = analyse.prompt_texts(checkpoint_windows, checkpoint_tokens)
-    _, real_ids = analyse.tokenize(real_folder, texts, checkpoint_tokens, real.config.vocab_size)
-    real_scans = {("rope", 0): heads.scan_checkpoint(real, np.stack(real_ids))}
+    real_scans = {("rope", 0): heads.scan_checkpoint(real_read[0], np.stack(real_read[1]))}
     real_shares = heads.positional_fast_shares(real_scans, head_threshold, fast_fraction)
     rows = show_heads.checkpoint_heads_table(real_shares, real_scans["rope", 0])
     display(plots.table(rows) if rows else "no head of the checkpoint reaches the threshold")

@@ -312,6 +312,20 @@ def test_edge_layer_reading():
     assert middle.verdict == "not held"
 
 
+def test_edge_readings_over_prompts_say_so_and_plot_at_relative_depth():
+    fast, slow = [3.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 3.0]
+    prompts = [usage_of(np.array([fast, slow, slow, fast])[:, None] * w) for w in (1.0, 2.0)]
+    four = fq.edge_layer_reading(prompts, 0.25)  # scaling a usage leaves its shares alone
+    assert four.gap.text_over("prompts") == "95% CI [0.333, 0.333] over 2 prompts"
+    assert four.gap.text == "95% CI [0.333, 0.333] over 2 seeds"
+    three = fq.edge_layer_reading([usage_of(np.array([fast, slow, fast])[:, None])], 0.25)
+    figure = show.plot_edge_layers({"four layers": four, "three layers": three})
+    lines = figure.axes[0].get_lines()  # per model: its layers, then its first and last circled
+    np.testing.assert_allclose(lines[0].get_xdata(), [0, 1 / 3, 2 / 3, 1])
+    np.testing.assert_allclose(lines[1].get_ydata(), [0.5, 0.5])
+    np.testing.assert_allclose(lines[2].get_xdata(), [0, 0.5, 1])
+
+
 def test_head_high_share_repeats_keys_over_their_query_group():
     q = np.ones((1, 4, 4))  # fastest-band share 1/4 for every query head
     k = np.array([[[1.0, 0, 0, 0], [1.0, 1, 1, 1]]])  # kv head 0 all fast (share 1), head 1: 1/4

@@ -36,8 +36,8 @@ def test_smollm2_is_the_pinned_model_and_reads_as_a_working_language_model(smoll
     assert info.path == smollm2
     # a working model, so its query and key weights were un-permuted from GGUF's interleaved
     # pairs correctly: far below uniform guessing on the book's held-out Shakespeare, and a fact
-    _, texts = analyse.prompt_texts(4, 64)
-    _, ids = analyse.tokenize(smollm2, texts, 64, config.vocab_size)
+    read, ids = analyse.read_checkpoint("smollm2", "smoke", 4, 64)  # as the chapters read it
+    assert read.config.to_dict() == config.to_dict() and [len(i) for i in ids] == [64] * 4
     assert analyse.next_token_loss(model, ids) < math.log(config.vocab_size) - 4
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(smollm2), local_files_only=True)
     prompt = tokenizer("The capital of France is", return_tensors="pt").input_ids
@@ -97,6 +97,7 @@ def test_the_chapters_checkpoint_parameter(tmp_path, monkeypatch):
     fake_conversion(monkeypatch, [])
     assert real_model.resolve("profile", "smoke") is None  # the smoke build fetches nothing
     assert real_model.resolve("none", "cpu") is None
+    assert analyse.read_checkpoint("none", "cpu", 4, 64) is None
     assert real_model.resolve("profile", "cpu") == real_model.folder()
     assert real_model.resolve("smollm2", "smoke") == real_model.folder()
     assert real_model.resolve(str(tmp_path), "cpu") == tmp_path

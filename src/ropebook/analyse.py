@@ -152,6 +152,22 @@ def tokenize(path: Path | str, texts: Sequence[str], tokens: int, vocab_size: in
     return how, ids
 
 
+def read_checkpoint(checkpoint: str, profile: str, n: int, tokens: int):
+    """The checkpoint a chapter's ``checkpoint`` parameter names
+    (:func:`ropebook.real_model.resolve`), loaded by :func:`ropebook.capture.load`, and ``n``
+    passages of :func:`prompt_texts` in its own tokenizer, cut to ``tokens``: ``(model, ids)``,
+    or ``None`` where the parameter names no checkpoint (``none``; ``profile`` on smoke)."""
+    from ropebook import real_model
+
+    folder = real_model.resolve(checkpoint, profile)
+    if folder is None:
+        return None
+    model = capture.load(folder)
+    _, texts = prompt_texts(n, tokens)
+    _, ids = tokenize(folder, texts, tokens, model.config.get_text_config().vocab_size)
+    return model, ids
+
+
 # ---------------------------------------------------------------------------------------------
 # the analysis
 

@@ -65,6 +65,21 @@ def plot_layer_maps(
     return fig
 
 
+def plot_edge_layers(readings: dict[str, EdgeLayerReading]):
+    """Each model's fastest-band share per layer (mean over its replicates: seeds or prompts)
+    against its relative depth, first and last layers marked: models of any depth on one axis."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.0), constrained_layout=True)
+    for label, reading in readings.items():
+        share = reading.per_layer.mean(axis=0)
+        depth = np.linspace(0, 1, len(share))
+        (line,) = ax.plot(depth, share, marker=".", label=label)
+        ax.plot(depth[[0, -1]], share[[0, -1]], "o", ms=9, mfc="none", color=line.get_color())
+    ax.set(xlabel="relative depth (first layer 0, last 1; circled)",
+           ylabel="fastest-band share of q and k", title="Fastest band per layer")  # fmt: skip
+    ax.legend(fontsize=8)
+    return fig
+
+
 def wrap_title(title: str, width: int = 55) -> str | list[str]:
     """A chart title as one line, or as lines of at most ``width`` characters (Vega-Lite draws
     a list as several lines) so a long title does not widen the chart: broken before a final

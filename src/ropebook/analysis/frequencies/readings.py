@@ -38,9 +38,13 @@ class SeedInterval:
     @property
     def text(self) -> str | None:
         """How a claim prints the interval; ``None`` with one seed (there is no interval)."""
+        return self.text_over("seeds")
+
+    def text_over(self, unit: str) -> str | None:
+        """:attr:`text` for samples of another kind (``"prompts"`` of one trained model, say)."""
         if self.n < 2:
             return None
-        return f"95% CI [{self.low:.3f}, {self.high:.3f}] over {self.n} seeds"
+        return f"95% CI [{self.low:.3f}, {self.high:.3f}] over {self.n} {unit}"
 
 
 def over_seeds(samples) -> SeedInterval:
