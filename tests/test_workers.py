@@ -84,19 +84,19 @@ def _zoo(cache: Path, *args: str, env: dict[str, str] | None = None) -> str:
 
 @pytest.mark.slow
 def test_workers_train_each_model_once_as_a_one_device_process_does(tmp_path):
-    names = ["--names", "rope", "alibi", "nope", "--seeds", "0", "1", "--steps", "12"]
+    names = ["--names", "rope", "alibi", "--seeds", "0", "1", "--steps", "12"]  # both attentions
     output = _zoo(tmp_path / "workers", *names, "--workers", "2")
     assert "training on 2 worker processes" in output
     lines = output.splitlines()
     table = [r for r in map(str.split, lines) if len(r) > 4 and r[0] != "worker"]
     assert sorted((r[0], r[1]) for r in table if r[4] == "trained") == sorted(
-        (n, s) for n in ("rope", "alibi", "nope") for s in "01"
+        (n, s) for n in ("rope", "alibi") for s in "01"
     )
-    assert sum(line.startswith("worker on core [") for line in lines) == 6  # one line a model
+    assert sum(line.startswith("worker on core [") for line in lines) == 4  # one line a model
     one_device = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     _zoo(tmp_path / "one", *names, env=one_device | {"ROPEBOOK_CPU_DEVICES": "1"})
     folders = sorted((tmp_path / "workers" / "zoo").iterdir())
-    assert len(folders) == 6
+    assert len(folders) == 4
     for folder in folders:
         meta = checkpoints.read_metadata(folder)
         assert [p["devices"] for p in meta["provenance"]] == [1]  # trained once, on one device
