@@ -6,9 +6,10 @@ functions included, and holds the floors below to it). Bottom to top:
 
 - ``paths``, ``runtime``, ``workers``, ``io``, ``buildrecord``, ``citations``, ``rope``,
   ``stats`` — where the repository, data and cache live; process settings (allocator, one XLA
-  device per core, compile cache, pinned cores); the zoo's worker processes; atomic writes and checksums; the build's records; the papers; RoPE's maths; statistics
-  (power, noise). This ``__init__`` stands here too: it re-exports the paths and applies the
-  runtime settings before JAX starts.
+  device per core, compile cache, pinned cores); the zoo's worker processes, one per core; atomic
+  writes and checksums; the build's records; the papers; RoPE's maths; statistics (power, noise).
+  This ``__init__`` stands here too: it re-exports the paths and applies the runtime settings
+  before JAX starts.
 - ``encodings``, ``claims``, ``scaling`` — every positional encoding by name; claim specs, verdict
   rules and records; context extension (PI, NTK, YaRN, ...), equal to transformers' own.
 - ``attention`` — causal attention by XLA's ops or a fused C++ kernel, and the measured choice.
