@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ropebook import buildplan, zoo
+from ropebook import buildplan, zoo, zoo_command
 
 
 def _item(name: str, regime: str, cached: bool, **overrides) -> buildplan.Item:
@@ -80,7 +80,10 @@ def test_summary_puts_measured_beside_estimated():
 def test_smoke_zoo_prints_counts_and_estimate_before_training(tiny_zoo, capsys):
     zoo.load("rope", profile="smoke", progress=False)  # cached before the build
     capsys.readouterr()
-    assert zoo.main(["--profile", "smoke", "--names", "rope", "nope", "--seeds", "0", "1"]) == 0
+    assert (
+        zoo_command.main(["--profile", "smoke", "--names", "rope", "nope", "--seeds", "0", "1"])
+        == 0
+    )
     out = capsys.readouterr().out
     plan_line = next(line for line in out.splitlines() if line.strip().startswith("lesson"))
     assert plan_line.split()[1:5] == ["1", "cached,", "3", "to"]

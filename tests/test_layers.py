@@ -58,8 +58,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ropebook.plots",),
     # charts, tables and sentences of the measurements
     ("ropebook.present",),
-    # symbolic proofs, the built site's checks, the command line
-    ("ropebook.proofs", "ropebook.sitecheck", "ropebook.__main__"),
+    # symbolic proofs, the built site's checks, the command lines
+    ("ropebook.proofs", "ropebook.sitecheck", "ropebook.zoo_command", "ropebook.__main__"),
 )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from ropebook import REPO_ROOT, runtime, zoo
+from ropebook import REPO_ROOT, runtime, zoo, zoo_command
 
 
 def test_allocator_keeps_large_buffers_so_steps_stop_page_faulting():
@@ -42,13 +42,13 @@ def test_compilation_cache_writes_programs_to_its_folder(tmp_path):
 def test_shards_are_disjoint_and_cover_every_job():
     jobs = zoo.default_jobs("cpu")
     for count in (1, 2, 3, 7):
-        shares = [zoo.shard_jobs(jobs, i, count) for i in range(count)]
+        shares = [zoo_command.shard_jobs(jobs, i, count) for i in range(count)]
         assert sorted(j for s in shares for j in s) == sorted(jobs)
         assert sum(len(s) for s in shares) == len(jobs)
-    assert zoo.parse_shard("1/4") == (1, 4)
+    assert zoo_command.parse_shard("1/4") == (1, 4)
     for bad in ("4/4", "-1/2", "a/b", "1"):
         with pytest.raises(ValueError, match="I/N"):
-            zoo.parse_shard(bad)
+            zoo_command.parse_shard(bad)
 
 
 def _zoo(cache, *args: str) -> subprocess.Popen:

@@ -15,7 +15,7 @@ import pytest
 from test_provenance import PARAM_ATOL, VAL_LOSS_RTOL
 from test_train import TRAIN, VAL, assert_trees_equal, schedule, tiny
 
-from ropebook import buildplan, checkpoints, train, zoo
+from ropebook import buildplan, checkpoints, train, zoo, zoo_command
 
 SEEDS = (0, 3, 5)
 CONFIGS = [schedule(12, seed=s, eval_every=6, checkpoint_every=5) for s in SEEDS]
@@ -223,7 +223,7 @@ def test_zoo_counts_the_seeds_it_trained_in_one_program(tiny_zoo, monkeypatch, c
     monkeypatch.setattr(zoo, "train_seed_groups", spy_groups)
     monkeypatch.setattr(buildplan.Progress, "done", spy_done)
     jobs = [("rope", s, "shakespeare", "lesson") for s in (0, 1)]
-    assert zoo.main(["--profile", "smoke", "--names", "rope", "--seeds", "0", "1"]) == 0
+    assert zoo_command.main(["--profile", "smoke", "--names", "rope", "--seeds", "0", "1"]) == 0
     assert list(groups[0]) == jobs and all(seconds > 0 for seconds in groups[0].values())
     assert [trained for _, trained in done] == [True, True]
     assert all(seconds >= groups[0][job] for (seconds, _), job in zip(done, jobs, strict=True))
@@ -231,7 +231,7 @@ def test_zoo_counts_the_seeds_it_trained_in_one_program(tiny_zoo, monkeypatch, c
     for seed in (0, 1):
         assert re.search(rf"rope\s+{seed}\s+shakespeare\s+lesson\s+trained", out), out
     done.clear()
-    assert zoo.main(["--profile", "smoke", "--names", "rope", "--seeds", "0", "1"]) == 0
+    assert zoo_command.main(["--profile", "smoke", "--names", "rope", "--seeds", "0", "1"]) == 0
     assert groups[1] == {} and [trained for _, trained in done] == [False, False]
     assert len(re.findall(r"shakespeare\s+lesson\s+cached", capsys.readouterr().out)) == 2
 

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-from ropebook import REPO_ROOT, checkpoints, runtime, train, workers, zoo
+from ropebook import REPO_ROOT, checkpoints, runtime, train, workers, zoo, zoo_command
 
 
 def test_count_reads_a_positive_number_or_auto():
@@ -65,10 +65,10 @@ def test_train_if_free_leaves_a_model_that_another_process_holds(tiny_zoo, monke
 
 def test_workers_and_shards_do_not_mix(capsys):
     with pytest.raises(SystemExit):
-        zoo.main(["--profile", "smoke", "--workers", "2", "--shard", "0/2"])
+        zoo_command.main(["--profile", "smoke", "--workers", "2", "--shard", "0/2"])
     assert "leave out --shard" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        zoo.main(["--profile", "smoke", "--workers", "none"])
+        zoo_command.main(["--profile", "smoke", "--workers", "none"])
     assert "--workers must be a positive integer or 'auto'" in capsys.readouterr().err
 
 
@@ -86,7 +86,7 @@ def _zoo(cache: Path, *args: str, env: dict[str, str] | None = None) -> str:
 def test_workers_train_each_model_once_as_a_one_device_process_does(tmp_path):
     names = ["--names", "rope", "alibi", "--seeds", "0", "1", "--steps", "12"]  # both attentions
     output = _zoo(tmp_path / "workers", *names, "--workers", "2")
-    assert "training on 2 worker processes" in output
+    assert "training 4 models on 2 worker processes" in output
     lines = output.splitlines()
     table = [r for r in map(str.split, lines) if len(r) > 4 and r[0] != "worker"]
     assert sorted((r[0], r[1]) for r in table if r[4] == "trained") == sorted(
@@ -106,3 +106,23 @@ def test_workers_train_each_model_once_as_a_one_device_process_does(tmp_path):
         assert losses == {k: [r["loss"] for r in rows] for k, rows in want_meta["history"].items()}
         for got, expected in zip(jax.tree.leaves(params), jax.tree.leaves(want), strict=True):
             np.testing.assert_array_equal(got, expected)
+
+
+def test_train_on_workers_trains_what_the_cache_lacks_for_a_later_load(tmp_path, monkeypatch):
+    """The library path a chapter takes for the models it adds (the recall chapter's seeds)."""
+    monkeypatch.setenv("ROPEBOOK_CACHE", str(tmp_path))  # the workers' cache, and
+    monkeypatch.setattr(zoo, "CACHE_DIR", tmp_path)  # this process's
+    where = dict(profile="smoke", overrides={"steps": 4, "warmup": 1})
+    jobs = [("rope", 0, "recall", "task"), ("nope", 0, "recall", "task")]
+    assert zoo.train_on_workers(jobs, n=1, **where) == {}  # one worker: the caller's load trains
+    assert zoo.train_on_workers(jobs[:1], n=2, **where) == {}  # one model: likewise
+    assert not (tmp_path / "zoo").exists() or not any((tmp_path / "zoo").iterdir())
+    seen = []
+    trained = zoo.train_on_workers(jobs, n=2, on_trained=lambda j, m: seen.append(j), **where)
+    assert sorted(trained) == sorted(jobs) == sorted(seen)
+    for name, seed, domain, regime in jobs:
+        model = zoo.load(name, seed=seed, domain=domain, regime=regime, profile="smoke",
+                         **where["overrides"])  # fmt: skip
+        assert not model.trained_now and model.tokens_seen > 0
+        assert trained[name, seed, domain, regime] == pytest.approx(model.seconds / 2)
+    assert zoo.train_on_workers(jobs, n=2, **where) == {}  # all cached: no worker starts

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ropebook import REPO_ROOT, zoo
+from ropebook import REPO_ROOT, zoo_command
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "book.yml"
 
@@ -59,7 +59,7 @@ def test_workflow_builds_with_make_and_publishes_the_site():
 
 def test_zoo_key_follows_the_models_specs(capsys):
     def key(*args: str) -> str:
-        assert zoo.main(["--profile", "smoke", "--key", *args]) == 0
+        assert zoo_command.main(["--profile", "smoke", "--key", *args]) == 0
         return capsys.readouterr().out.strip()
 
     first = key()

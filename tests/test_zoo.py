@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ropebook import buildplan, checkpoints, io, seedplan, tasks, train, zoo
+from ropebook import buildplan, checkpoints, io, seedplan, tasks, train, zoo, zoo_command
 
 
 def forbid_training(monkeypatch) -> None:
@@ -74,7 +74,7 @@ def test_corrupt_cache_entry_fails_naming_the_file(tiny_zoo):
 
 
 def test_main_trains_the_requested_models_and_prints_a_table(tiny_zoo, capsys):
-    assert zoo.main(["--profile", "smoke", "--names", "alibi", "fire", "--seeds", "0"]) == 0
+    assert zoo_command.main(["--profile", "smoke", "--names", "alibi", "fire", "--seeds", "0"]) == 0
     out = capsys.readouterr().out
     assert "val ppl" in out and "2 models" in out
     lines = out.splitlines()
@@ -202,7 +202,7 @@ def test_status_says_done_running_interrupted_missing_and_damaged(tiny_zoo, monk
     zoo.load("rope", profile="smoke", progress=False)  # resumes and finishes it
     assert zoo.cache_state(folder) == ("done", 6)
     args = ["--status", "--profile", "smoke", "--names", "rope", "nope", "--seeds", "0"]
-    assert zoo.main(args) == 1  # nope is missing
+    assert zoo_command.main(args) == 1  # nope is missing
     out = capsys.readouterr().out.splitlines()
     assert out[1].split()[4:6] == ["done", "6/6"] and out[2].split()[4:6] == ["missing", "0/6"]
     assert out[-1] == f"2 models in {tiny_zoo / 'zoo'}: 1 done, 1 missing"

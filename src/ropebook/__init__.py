@@ -29,8 +29,8 @@ functions included, and holds the floors below to it). Bottom to top:
   idea; analysing one's own checkpoint; the production layouts trained on language (a study).
 - ``plots`` — figure helpers shared by chapters (Altair, vendored for offline use).
 - ``present`` — the charts, tables and sentences of the measurements (same module names).
-- ``proofs``, ``sitecheck``, ``__main__`` — sympy statements per chapter; checks of the built
-  site; the command line.
+- ``proofs``, ``sitecheck``, ``zoo_command``, ``__main__`` — sympy statements per chapter; checks
+  of the built site; the zoo's command line; the command line.
 
 Data flows one way: data → zoo (train) → chapters (analyse, prove, plot, glue claims) → pipeline
 → the book; the library never imports a chapter, and chapters never train ad hoc (they ask the

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, module, text in (
         ("proofs", "proofs", "check every registered sympy statement"),
         ("data", "data", "fetch, verify and tokenise the corpora"),
-        ("zoo", "zoo", "train (or load from cache) every zoo model of a profile"),
+        ("zoo", "zoo_command", "train (or load from cache) every zoo model of a profile"),
         ("check-site", "sitecheck", "check a built site for external assets and error outputs"),
         ("analyse", "analyse", "frequency-usage figures and a summary for a local checkpoint"),
         ("recipes", "recipes", "train the recipe candidates on paired seeds, write their results"),

@@ -1,10 +1,11 @@
-"""The zoo on one worker process per CPU core (``python -m ropebook zoo --workers N|auto``).
+"""The zoo on one worker process per CPU core (``python -m ropebook zoo --workers N|auto``, and
+the models a chapter adds: :func:`ropebook.zoo.train_on_workers`).
 
 One process over all cores splits every batch over one XLA device per core and all-reduces the
 gradients each step; the devices drift apart within a step, so one waits for the other at the
 all-reduce, and every model's compilation leaves all cores but one idle. Workers instead train
 whole models, each pinned to one core with one device: no all-reduce, and one compiles while
-another trains. They share the job list through the models' cache locks
+another trains. They read one file of jobs and share it through the models' cache locks
 (:func:`ropebook.zoo.train_if_free`): each takes, in order, the next model no other process
 holds, so models of unequal length (task runs stop at their criterion) balance themselves.
 
@@ -20,7 +21,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from pathlib import Path
 
 from ropebook import runtime
 
@@ -52,11 +54,12 @@ def environment(core: int) -> dict[str, str]:
     return env
 
 
-def start(arguments: Sequence[str], n: int) -> list[subprocess.Popen]:
-    """``n`` processes of ``python -m ropebook zoo <arguments> --queue``, the i-th pinned to
-    this process's i-th core (round robin if there are fewer cores than workers)."""
+def start(queue: Path, n: int) -> list[subprocess.Popen]:
+    """``n`` processes of ``python -m ropebook zoo --queue <queue>`` (the jobs' file
+    :func:`ropebook.zoo.train_on_workers` wrote), the i-th pinned to this process's i-th core
+    (round robin if there are fewer cores than workers)."""
     available = cores()
-    command = [sys.executable, "-m", "ropebook", "zoo", *arguments, "--queue"]
+    command = [sys.executable, "-m", "ropebook", "zoo", "--queue", str(queue)]
     return [
         subprocess.Popen(command, env=environment(available[i % len(available)])) for i in range(n)
     ]

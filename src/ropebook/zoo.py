@@ -4,6 +4,8 @@ Chapters never train ad hoc; they call :func:`load`, which trains the model if t
 it (resuming an interrupted run) and otherwise loads it in a second, after checking its sha256.
 A model's cache folder is ``CACHE_DIR/zoo/<spec_hash>``, where the hash covers everything that
 determines the weights: model and training configs, seed, domain and a digest of the tokens.
+Many models train at once on one worker process per core (:func:`train_on_workers`); the command
+line that trains a profile's zoo, ``python -m ropebook zoo``, is :mod:`ropebook.zoo_command`.
 
 Profiles trade size for time (Shakespeare train split: 1.37 M tokens at vocabulary 4096):
 
@@ -32,14 +34,15 @@ params at 8 log-spaced steps and step 0 for training dynamics). In ``cpu`` the m
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import fcntl
 import functools
 import hashlib
 import json
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,8 +51,6 @@ import numpy as np
 
 from ropebook import (
     CACHE_DIR,
-    buildplan,
-    buildrecord,
     checkpoints,
     layouts,
     seedplan,
@@ -382,6 +383,11 @@ def spec_hash(
     return _job(name, seed, profile, domain, regime, overrides).spec_hash
 
 
+def cache_folder(name: str, **where: Any) -> Path:
+    """A zoo model's cache folder, ``CACHE_DIR/zoo/<spec_hash>`` (``where``: as :func:`spec_hash`)."""
+    return Path(CACHE_DIR) / "zoo" / spec_hash(name, **where)
+
+
 def load(
     name: str,
     *,
@@ -567,26 +573,6 @@ def default_jobs(profile: str, seeds: tuple[int, ...] | None = None) -> list[Job
     return [(n, s[i], d, r) for i in range(depth) for (n, d, r), s in chosen.items() if i < len(s)]
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"I/N"`` → ``(I, N)`` with ``0 <= I < N``; ``ValueError`` naming the rule otherwise."""
-    try:
-        index, count = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise ValueError(f"shard must look like I/N (e.g. 0/4), got {text!r}") from None
-    if not 0 <= index < count:
-        raise ValueError(f"shard I/N needs 0 <= I < N, got {text!r}")
-    return index, count
-
-
-def shard_jobs(jobs: list, index: int, count: int) -> list:
-    """The ``index``-th of ``count`` disjoint shares of ``jobs``, which together cover them all.
-
-    Round-robin over the job order, so every share gets first seeds first and a similar mix of
-    encodings; the same list always splits the same way, in every process and on every machine.
-    """
-    return jobs[index::count]
-
-
 def cache_state(directory: Path) -> tuple[str, int]:
     """``(state, step)`` of a model's cache folder: ``done`` (a complete checkpoint), ``running``
     (a process holds the model's lock, training or loading it), ``interrupted`` (a checkpoint short
@@ -608,207 +594,66 @@ def cache_state(directory: Path) -> tuple[str, int]:
     return ("interrupted" if meta else "missing"), meta.get("step", 0)
 
 
-def print_status(jobs: list[Job], profile: str, overrides: dict[str, Any]) -> int:
-    """``zoo --status``: each job's :func:`cache_state` and a count per state; 0 if all done."""
-    rows = [("name", "seed", "domain", "regime", "state", "step", "spec hash")]
-    for name, seed, domain, regime in jobs:
-        job = _job(name, seed, profile, domain, regime, overrides)
-        state, step = cache_state(Path(CACHE_DIR) / "zoo" / job.spec_hash)
-        steps = f"{step}/{job.train_config.steps}"
-        rows.append((name, str(seed), domain, regime, state, steps, job.spec_hash))
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-    counts = {s: sum(r[4] == s for r in rows[1:]) for s in dict.fromkeys(r[4] for r in rows[1:])}
-    print(f"{len(jobs)} models in {CACHE_DIR / 'zoo'}: "
-          + ", ".join(f"{n} {s}" for s, n in counts.items()))  # fmt: skip
-    return 0 if all(r[4] == "done" for r in rows[1:]) else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ropebook zoo``: train (or load) every model a profile needs, then a table.
-
-    With ``--names``, trains those names on ``--domains`` (default Shakespeare); without, the
-    default jobs of :func:`default_jobs`, optionally restricted to ``--domains``. With
-    ``--shard I/N``, only the I-th of N disjoint shares of those jobs: N processes (or machines
-    sharing one ``ROPEBOOK_CACHE``) train the zoo together, each model exactly once; with
-    ``--workers N`` (``auto``: one per core on a CPU) this process starts N such processes itself,
-    pinned one per core, sharing the jobs (:mod:`ropebook.workers`). Before
-    training it prints the plan, per regime: models cached and to train, and the time estimated
-    from a few steps timed here (:mod:`ropebook.buildplan`); one bar runs over the whole build.
+def train_on_workers(
+    jobs: list[Job],
+    *,
+    profile: str,
+    n: int | None = None,
+    overrides: dict[str, Any] | None = None,
+    on_trained: Callable[[Job, dict[str, Any]], None] | None = None,
+) -> dict[Job, float]:
+    """Train those of ``jobs`` the cache lacks complete on up to ``n`` worker processes (default:
+    one per core on a CPU, :func:`ropebook.workers.count`), each pinned to one core with one
+    device (:mod:`ropebook.workers`), so that the jobs then
+    :func:`load` from the cache. Calls ``on_trained(job, metadata)`` as each model completes.
+    Returns each model the workers trained with its training seconds over the workers' number
+    (its share of the wall time, what one process's time per model compares with). With fewer
+    than two workers' worth of models (or ``n < 2``, as on a GPU) it trains nothing: the caller's
+    own :func:`load` does, in its process. A model a failed worker left is trained by that load.
     """
-    parser = argparse.ArgumentParser(prog="python -m ropebook zoo", description=main.__doc__)
-    parser.add_argument("--profile", choices=tuple(PROFILES), default="cpu")
-    parser.add_argument("--names", nargs="+", metavar="NAME", help=f"from: {', '.join(SPECS)}")
-    parser.add_argument("--seeds", nargs="+", type=int, help="default: the profile's seeds")
-    parser.add_argument("--domains", nargs="+", choices=(*DOMAINS, *tasks.TASKS))
-    parser.add_argument("--regimes", nargs="+", choices=REGIMES, help="default: all (or lesson)")
-    parser.add_argument("--shard", default="0/1", metavar="I/N", help="train the I-th of N shares")
-    parser.add_argument("--steps", type=int, help="train each model this many steps (another spec)")
-    parser.add_argument(
-        "--workers", default="1", metavar="N|auto",
-        help="train on N worker processes, each pinned to one core with one device, sharing the "
-        "jobs (auto: one per core on a CPU, 1 on a GPU); see ropebook.workers",
-    )  # fmt: skip
-    parser.add_argument("--queue", action="store_true", help=argparse.SUPPRESS)  # a worker
-    parser.add_argument(
-        "--status", action="store_true",
-        help="train nothing: say which models are done, running (lock held), interrupted or "
-        "missing in the cache; exit status 0 only if all are done",
-    )  # fmt: skip
-    parser.add_argument(
-        "--key", action="store_true",
-        help="train nothing: print one hash of these models' spec hashes (a CI cache key)",
-    )  # fmt: skip
-    args = parser.parse_args(argv)
-    overrides = {} if args.steps is None else {"steps": args.steps}
-    try:
-        shard = parse_shard(args.shard)
-        n_workers = workers.count(args.workers)
-    except ValueError as error:
-        parser.error(str(error))
-    if n_workers > 1 and shard != (0, 1):
-        parser.error("--workers shares the jobs among processes itself: leave out --shard")
-    seeds = tuple(args.seeds) if args.seeds else None
-    if args.names:
-        seeds = seeds or PROFILES[args.profile].seeds
-        unknown = [name for name in args.names if name not in ALL_SPECS]
-        if unknown:
-            parser.error(f"unknown model names {unknown}; valid: {', '.join(SPECS)}")
-        domains, regimes = args.domains or ["shakespeare"], args.regimes or ["lesson"]
-        jobs = [(n, s, d, r) for r in regimes for d in domains for n in args.names for s in seeds]
-    else:
-        jobs = [
-            j
-            for j in default_jobs(args.profile, seeds)
-            if j[2] in (args.domains or (*DOMAINS, *tasks.TASKS))
-            and j[3] in (args.regimes or REGIMES)
-        ]
-    jobs = shard_jobs(jobs, *shard)
-    if args.status:
-        return print_status(jobs, args.profile, overrides)
-    if args.key:
-        hashes = sorted(
-            spec_hash(n, seed=s, profile=args.profile, domain=d, regime=r, **overrides)
-            for n, s, d, r in jobs
+    overrides = overrides or {}
+    folders = {
+        (name, seed, domain, regime): cache_folder(
+            name, seed=seed, profile=profile, domain=domain, regime=regime, **overrides
         )
-        print(hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:16])
-        return 0
-    if args.queue:
-        return _train_free(jobs, args.profile, overrides)
-    start = time.perf_counter()
-    items = [_plan_item(*job, args.profile, overrides) for job in jobs]
-    chosen = buildplan.probes(items)
-    rates = buildplan.measure_rates(chosen)
-    how = f"from {buildplan.PROBE_STEPS} training steps of one model per shape, timed now"
-    print("\n".join(buildplan.describe(buildplan.plan(items, rates), how=how, shard=args.shard)))
-    progress = buildplan.Progress(items, rates)
-    batched: dict[Job, float] = {}  # trained before the loop below, with their seconds
-    if n_workers > 1:
-        batched = _train_on_workers(args, jobs, items, progress, n_workers)
-    elif train.seed_batching():  # seeds trained in one program (ROPEBOOK_SEED_BATCH)
-        batched = train_seed_groups(jobs, args.profile, overrides)
-    reported = set(batched) if n_workers > 1 else set()  # the workers' polling moved the bar
-    rows = []
-    regimes = {p.regime: {"trained": 0, "cached": 0, "seconds": 0.0, "estimated": p.seconds}
-               for p in buildplan.plan(items, rates)}  # fmt: skip
-    for i, (job, item) in enumerate(zip(jobs, items, strict=True), 1):
-        name, seed, domain, regime = job
-        print(f"[{i}/{len(jobs)}] {name} seed={seed} domain={domain} regime={regime}", flush=True)
-        began = time.perf_counter()
-        m = load(name, seed=seed, profile=args.profile, domain=domain, regime=regime, **overrides)
-        steps = m.tokens_seen // (item.train_config.batch_size * item.train_config.seq_len)
-        trained = m.trained_now or job in batched
-        seconds = time.perf_counter() - began + batched.get(job, 0.0)
-        if job not in reported:
-            progress.done(item, seconds, trained=trained, steps=steps)
-        status = "trained" if trained else "cached"
-        new = not item.cached  # trained by this build (here, by a seed group or another shard)
-        regimes[regime]["trained" if new else "cached"] += 1
-        regimes[regime]["seconds"] += seconds * trained
-        rows.append(
-            (
-                name,
-                seed,
-                domain,
-                regime,
-                status,
-                f"{m.val_ppl:.2f}",
-                f"{m.tokens_seen:,}",
-                f"{m.seconds:.1f}",
-            )
-        )
-    print("\n".join(progress.close()))
-    header = ("name", "seed", "domain", "regime", "status", "val ppl", "tokens", "seconds")
-    widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header))]
-    for row in [header, *rows]:
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
-    print(
-        f"{len(rows)} models (shard {args.shard}), {time.perf_counter() - start:.0f} s wall in this call"
-    )
-    if not (args.names or args.domains or args.regimes or overrides) and shard == (0, 1):
-        counts = [{"regime": regime, **n} for regime, n in regimes.items()]
-        record = {"profile": args.profile, "regimes": counts, "workers": n_workers}  # build page
-        print(f"recorded: {buildrecord.write('zoo', record)}")
-    return 0
+        for name, seed, domain, regime in jobs
+    }
+    todo = [job for job, folder in folders.items() if not is_done(folder)]
+    n = min(workers.count("auto") if n is None else n, len(todo))
+    if n < 2:
+        return {}
+    trained: dict[Job, float] = {}
+
+    def poll() -> None:
+        for job in todo:
+            if job not in trained and is_done(folders[job]):
+                meta = checkpoints.read_metadata(folders[job])
+                trained[job] = meta["seconds"] / n
+                if on_trained is not None:
+                    on_trained(job, meta)
+
+    print(f"training {len(todo)} models on {n} worker processes, one per core", flush=True)
+    with tempfile.TemporaryDirectory(prefix="ropebook-queue-") as folder:
+        queue = Path(folder) / "jobs.json"
+        queue.write_text(json.dumps({"profile": profile, "overrides": overrides, "jobs": todo}))
+        for i, code in enumerate(workers.wait(workers.start(queue, n), poll)):
+            if code:
+                print(f"worker {i} exited with status {code}; what it left trains on loading")
+    return trained
 
 
-def _train_free(jobs: list[Job], profile: str, overrides: dict[str, Any]) -> int:
-    """``--queue``, a worker's loop: train, in order, each model that is neither done nor held
-    by another process (:func:`train_if_free`), one line each; leave when none is left."""
-    for name, seed, domain, regime in jobs:
-        where = dict(seed=seed, profile=profile, domain=domain, regime=regime, **overrides)
-        if is_done(Path(CACHE_DIR) / "zoo" / spec_hash(name, **where)):
+def work_queue(queue: Path) -> int:
+    """A worker's loop (``python -m ropebook zoo --queue FILE``, started by
+    :func:`train_on_workers`): train, in order, each of the file's jobs that is neither done nor
+    held by another process (:func:`train_if_free`), one line each; leave when none is left."""
+    order = json.loads(Path(queue).read_text())
+    for name, seed, domain, regime in order["jobs"]:
+        where = dict(seed=seed, profile=order["profile"], domain=domain, regime=regime,
+                     **order["overrides"])  # fmt: skip
+        if is_done(cache_folder(name, **where)):
             continue
         model = train_if_free(name, **where)
         if model is not None and model.trained_now:
             print(f"worker on core {workers.cores()}: trained {name} seed={seed} {domain} "
                   f"{regime} in {model.seconds:.0f} s (val ppl {model.val_ppl:.2f})", flush=True)  # fmt: skip
     return 0
-
-
-def _train_on_workers(
-    args: argparse.Namespace, jobs: list[Job], items: list[buildplan.Item],
-    progress: buildplan.Progress, n: int,
-) -> dict[Job, float]:  # fmt: skip
-    """Train ``jobs`` on ``n`` worker processes (:mod:`ropebook.workers`), moving ``progress`` as
-    models complete; each model they trained, with its training seconds over ``n`` (its share
-    of the wall time, what one process's time per model compares with)."""
-    arguments = ["--profile", args.profile]
-    for flag, values in (("--names", args.names), ("--seeds", args.seeds),
-                         ("--domains", args.domains), ("--regimes", args.regimes)):  # fmt: skip
-        arguments += [flag, *map(str, values)] if values else []
-    arguments += ["--steps", str(args.steps)] if args.steps is not None else []
-    overrides = {} if args.steps is None else {"steps": args.steps}
-    folders = {
-        (n_, s, d, r): Path(CACHE_DIR) / "zoo" / spec_hash(n_, seed=s, profile=args.profile,
-                                                           domain=d, regime=r, **overrides)
-        for n_, s, d, r in jobs
-    }  # fmt: skip
-    trained: dict[Job, float] = {}
-
-    def poll() -> None:
-        for job, item in zip(jobs, items, strict=True):
-            if item.cached or job in trained or not is_done(folders[job]):
-                continue
-            meta = checkpoints.read_metadata(folders[job])
-            trained[job] = meta["seconds"] / n
-            steps = meta["tokens_seen"] // (
-                item.train_config.batch_size * item.train_config.seq_len
-            )
-            progress.done(item, trained[job], trained=True, steps=steps)
-
-    print(f"training on {n} worker processes, one per core", flush=True)
-    for i, code in enumerate(workers.wait(workers.start(arguments, n), poll)):
-        if code:
-            print(f"worker {i} exited with status {code}; this process trains what it left")
-    return trained
-
-
-def _plan_item(
-    name: str, seed: int, domain: str, regime: str, profile: str, overrides: dict[str, Any]
-) -> buildplan.Item:
-    """A job as the build plan sees it: its configs, and whether the cache has it complete."""
-    job = _job(name, seed, profile, domain, regime, overrides)
-    cached = is_done(Path(CACHE_DIR) / "zoo" / job.spec_hash)
-    return buildplan.Item(regime, cached, job.model_config, job.train_config)
