@@ -61,7 +61,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import analyse, claims, plots, zoo
+from ropebook import analyse, claims, plots, prompts, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies as fq
 from ropebook.present import decide
@@ -287,7 +287,7 @@ plots.table(show.trend_table(trend, low, list(runs), flat_bound))
 # claim then combines the parts that could be measured, the book's model and SmolLM2.
 
 # %%
-real_read = analyse.read_checkpoint(checkpoint, profile, n_prompts, checkpoint_tokens)
+real_read = prompts.read_checkpoint(checkpoint, profile, n_prompts, checkpoint_tokens)
 real_usages = [analyse.analyse_checkpoint(real_read[0], [ids]).usage for ids in real_read[1]] if real_read else []  # fmt: skip
 edges = {f"'{model_name}' (mean of {n_seeds} seed{'s' * (n_seeds > 1)})": edge}
 real_edge_verdict = real_values_verdict = "not testable here"

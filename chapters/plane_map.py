@@ -45,7 +45,7 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import analyse, capture, claims, data, plots, real_model
+from ropebook import capture, claims, data, plots, prompts, real_model
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import planes
 from ropebook.present import decide
@@ -226,8 +226,8 @@ if real_folder is None:
     print(f"no real checkpoint on the {profile} profile (checkpoint={checkpoint!r})")
 else:
     real = capture.load(real_folder)
-    _, texts = analyse.prompt_texts(checkpoint_windows, checkpoint_tokens + 1)
-    _, real_ids = analyse.tokenize(
+    _, texts = prompts.prompt_texts(checkpoint_windows, checkpoint_tokens + 1)
+    _, real_ids = prompts.tokenize(
         real_folder, texts, checkpoint_tokens + 1, real.config.vocab_size
     )
     real_map = planes.checkpoint_plane_map(real, np.stack(real_ids), "SmolLM2-135M")

@@ -65,7 +65,7 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import analyse, claims, data, model, plots, rope, zoo
+from ropebook import claims, data, model, plots, prompts, rope, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import heads, probes
 from ropebook.present import decide
@@ -566,7 +566,7 @@ plots.table(show_heads.cauchy_schwarz_rows(cosines))
 # its target activation as a fraction of the Cauchy–Schwarz bound:
 
 # %%
-real_read = analyse.read_checkpoint(checkpoint, profile, checkpoint_windows, checkpoint_tokens)
+real_read = prompts.read_checkpoint(checkpoint, profile, checkpoint_windows, checkpoint_tokens)
 if real_read is None:
     real_scans, real_shares = {}, []
     print(f"no real checkpoint on the {profile} profile (checkpoint={checkpoint!r})")

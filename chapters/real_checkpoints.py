@@ -46,7 +46,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from ropebook import analyse, capture, claims, plots, real_model
+from ropebook import analyse, capture, claims, plots, prompts, real_model
 from ropebook.analysis import frequencies as fq
 from ropebook.present import frequencies as show
 
@@ -131,13 +131,13 @@ CLAIMS.record(
 # largest fastest-band share — with each head's attention on itself.
 
 # %%
-prompt_source, texts = analyse.prompt_texts(n_prompts, checkpoint_tokens)
+prompt_source, texts = prompts.prompt_texts(n_prompts, checkpoint_tokens)
 folder = real_model.resolve(checkpoint, profile)
 real = capture.load(folder, dtype=checkpoint_dtype) if folder else None
 if real is not None:
     name = real_model.SMOLLM2.model if folder == real_model.folder() else folder.name
     vocab = real.config.get_text_config().vocab_size
-    how, real_ids = analyse.tokenize(folder, texts, checkpoint_tokens, vocab)
+    how, real_ids = prompts.tokenize(folder, texts, checkpoint_tokens, vocab)
     real_result = analyse.analyse_checkpoint(real, real_ids, name=name)
     real_usage = real_result.usage
     real_loss = analyse.next_token_loss(real, real_ids)

@@ -9,7 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from ropebook import analyse, capture, tiny_models
+from ropebook import analyse, capture, prompts, tiny_models
 from ropebook.__main__ import main as ropebook_main
 from ropebook.analysis import frequencies as fq
 
@@ -55,8 +55,8 @@ def test_cli_writes_the_report(gemma3, tmp_path, capsys):
     assert arrays["q_norm"].shape == (2, 4, 8) and arrays["k_norm"].shape == (2, 2, 8)
     assert arrays["q_isotropic"].shape == (2, 4) and arrays["diagonal"].shape == (2, 4)
     # the saved numbers are what the library computes on the same prompts
-    _, texts = analyse.prompt_texts(3, 20)
-    _, ids = analyse.tokenize(gemma3, texts, 20, 97)
+    _, texts = prompts.prompt_texts(3, 20)
+    _, ids = prompts.tokenize(gemma3, texts, 20, 97)
     again = analyse.analyse_checkpoint(model, ids)
     np.testing.assert_allclose(arrays["q_norm"], again.usage.q, rtol=1e-6)
     np.testing.assert_allclose(arrays["previous"], again.previous, rtol=1e-6)
@@ -159,8 +159,8 @@ def test_chapter_section_runs_the_same_code(family, tmp_path, monkeypatch):
     else:
         assert result.rope_layers == [0] and namespace["last"] == 0
         assert namespace["real_low"] == result.low_reading(0.25)
-    _, texts = analyse.prompt_texts(2, 16)  # the CLI's prompts for --prompts 2 --tokens 16
-    _, ids = analyse.tokenize(folder, texts, 16, namespace["vocab"])
+    _, texts = prompts.prompt_texts(2, 16)  # the CLI's prompts for --prompts 2 --tokens 16
+    _, ids = prompts.tokenize(folder, texts, 16, namespace["vocab"])
     assert [i.tolist() for i in namespace["real_ids"]] == [i.tolist() for i in ids]
     recorded = {c.id: c.verdict for c in namespace["CLAIMS"].claims()}
     assert recorded["real_checkpoints.hf_loader"] == "held"
@@ -177,7 +177,7 @@ def test_cli_uses_the_checkpoints_own_tokenizer(gemma3, tmp_path):
     folder = tmp_path / "with-tokenizer"
     shutil.copytree(gemma3, folder)
     first = ["shall", "i", "compare", "thee"]
-    words = first + sorted({w for w in analyse.BUILTIN_TEXT.lower().split()} - set(first))[:90]
+    words = first + sorted({w for w in prompts.BUILTIN_TEXT.lower().split()} - set(first))[:90]
     vocab = {"<unk>": 0, "<bos>": 1, "<eos>": 2, **{w: i + 3 for i, w in enumerate(words)}}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -187,7 +187,7 @@ def test_cli_uses_the_checkpoints_own_tokenizer(gemma3, tmp_path):
     transformers.PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
     ).save_pretrained(folder)
-    how, ids = analyse.tokenize(folder, ["shall i compare thee", "zzz"], 3, 97)
+    how, ids = prompts.tokenize(folder, ["shall i compare thee", "zzz"], 3, 97)
     assert how.startswith("the checkpoint's tokenizer")
     assert ids[0].tolist() == [1, vocab["shall"], vocab["i"]] and ids[1].tolist() == [1, 0]
     out = tmp_path / "out"
@@ -284,8 +284,8 @@ def test_cli_reads_local_global_p_rope_and_nope_layers(family, tmp_path, capsys)
 def test_low_reading_is_the_chapters_on_an_all_rope_model(gemma3):
     """Where every layer rotates every plane, the CLI's reading is the chapter's
     (``fq.checkpoint_low_reading`` on the whole usage), number for number."""
-    _, texts = analyse.prompt_texts(3, 16)
-    _, ids = analyse.tokenize(gemma3, texts, 16, 97)
+    _, texts = prompts.prompt_texts(3, 16)
+    _, ids = prompts.tokenize(gemma3, texts, 16, 97)
     result = analyse.analyse_checkpoint(capture.load(gemma3), ids)
     assert result.rope_layers == [0, 1]
     assert result.low_reading(0.25) == fq.checkpoint_low_reading(result.usage, 0.25)

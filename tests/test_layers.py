@@ -52,8 +52,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ropebook.tiny_models", "ropebook.real_model"),
     # the trained models, cached; the chapter runner; training recipes compared on paired seeds
     ("ropebook.zoo", "ropebook.pipeline", "ropebook.studies", "ropebook.recipes"),
-    # measurements (numbers only); analysing one's own checkpoint; the layouts-on-language study
-    ("ropebook.analysis", "ropebook.analyse", "ropebook.layout_language"),
+    # measurements (numbers only); analysing one's own checkpoint and the prompts it reads; the
+    # layouts-on-language study
+    ("ropebook.analysis", "ropebook.analyse", "ropebook.prompts", "ropebook.layout_language"),
     # shared figure helpers
     ("ropebook.plots",),
     # charts, tables and sentences of the measurements

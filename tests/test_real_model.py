@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from ropebook import analyse, capture, real_model
+from ropebook import analyse, capture, prompts, real_model
 from ropebook.io import sha256_file
 
 torch = pytest.importorskip("torch")
@@ -36,7 +36,7 @@ def test_smollm2_is_the_pinned_model_and_reads_as_a_working_language_model(smoll
     assert info.path == smollm2
     # a working model, so its query and key weights were un-permuted from GGUF's interleaved
     # pairs correctly: far below uniform guessing on the book's held-out Shakespeare, and a fact
-    read, ids = analyse.read_checkpoint("smollm2", "smoke", 4, 64)  # as the chapters read it
+    read, ids = prompts.read_checkpoint("smollm2", "smoke", 4, 64)  # as the chapters read it
     assert read.config.to_dict() == config.to_dict() and [len(i) for i in ids] == [64] * 4
     assert analyse.next_token_loss(model, ids) < math.log(config.vocab_size) - 4
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(smollm2), local_files_only=True)
@@ -97,7 +97,7 @@ def test_the_chapters_checkpoint_parameter(tmp_path, monkeypatch):
     fake_conversion(monkeypatch, [])
     assert real_model.resolve("profile", "smoke") is None  # the smoke build fetches nothing
     assert real_model.resolve("none", "cpu") is None
-    assert analyse.read_checkpoint("none", "cpu", 4, 64) is None
+    assert prompts.read_checkpoint("none", "cpu", 4, 64) is None
     assert real_model.resolve("profile", "cpu") == real_model.folder()
     assert real_model.resolve("smollm2", "smoke") == real_model.folder()
     assert real_model.resolve(str(tmp_path), "cpu") == tmp_path

@@ -25,8 +25,9 @@ functions included, and holds the floors below to it). Bottom to top:
 - ``zoo``, ``pipeline``, ``studies``, ``recipes`` — trained models by spec, profile, regime and
   seed, cached; the chapter runner; studies too costly for every build, kept in the repository
   as results files; the training recipes compared on paired seeds.
-- ``analysis``, ``analyse``, ``layout_language`` — measurements, numbers only, one submodule per
-  idea; analysing one's own checkpoint; the production layouts trained on language (a study).
+- ``analysis``, ``analyse``, ``prompts``, ``layout_language`` — measurements, numbers only, one
+  submodule per idea; analysing one's own checkpoint; the prompts a real checkpoint reads; the
+  production layouts trained on language (a study).
 - ``plots`` — figure helpers shared by chapters (Altair, vendored for offline use).
 - ``present`` — the charts, tables and sentences of the measurements (same module names).
 - ``proofs``, ``sitecheck``, ``zoo_command``, ``__main__`` — sympy statements per chapter; checks
