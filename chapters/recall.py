@@ -301,8 +301,8 @@ CLAIMS.record(
 # most {glue:text}`recall.max_seeds` (power and detectable effects: {ref}`methods-deciding`).
 # Seeds per contrast model here:
 # **{glue:text}`recall.contrast_seeds`** (added: {glue:text}`recall.added_seeds`; each added
-# model is trained like the others, on one worker process per CPU core as the zoo's are, and its
-# learning is in the table under the next one).
+# model is trained like the others, on a CPU on one worker process per core as the zoo's are,
+# and its learning is in the table under the next one).
 # Accuracy over all answers at each length (mean and interval over the learnt seeds):
 
 # %%

@@ -604,12 +604,12 @@ def train_on_workers(
 ) -> dict[Job, float]:
     """Train those of ``jobs`` the cache lacks complete on up to ``n`` worker processes (default:
     one per core on a CPU, :func:`ropebook.workers.count`), each pinned to one core with one
-    device (:mod:`ropebook.workers`), so that the jobs then
-    :func:`load` from the cache. Calls ``on_trained(job, metadata)`` as each model completes.
-    Returns each model the workers trained with its training seconds over the workers' number
-    (its share of the wall time, what one process's time per model compares with). With fewer
-    than two workers' worth of models (or ``n < 2``, as on a GPU) it trains nothing: the caller's
-    own :func:`load` does, in its process. A model a failed worker left is trained by that load.
+    device (:mod:`ropebook.workers`), so that the jobs then :func:`load` from the cache. Calls
+    ``on_trained(job, metadata)`` as each model completes. Returns each model the workers trained
+    with its training seconds over the number of workers (its share of the wall time, what one
+    process's time per model compares with). With fewer than two models to train, or ``n < 2``
+    (as on a GPU), it trains nothing: the caller's own :func:`load` does, in its process; so does
+    it for a model a failed worker left.
     """
     overrides = overrides or {}
     folders = {
