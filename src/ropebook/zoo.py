@@ -11,25 +11,29 @@ Profiles trade size for time (Shakespeare train split: 1.37 M tokens at vocabula
 
 - ``smoke``: ~3 s per model (the whole zoo in ~1 minute), for tests and chapter smoke runs;
   its numbers mean nothing.
-- ``cpu`` (the default book): the whole zoo (11 Shakespeare + 7 Python models, one seed) in
-  ~22 minutes on 2 CPU cores (~70 s per model measured), plus two more seeds of the p-RoPE
-  ablation models (:data:`SEED_BUDGET`: Table 2 and p = 0.5 on Shakespeare, Table 2 on Python;
-  ~35 minutes). To fit, it keeps the CABLE figures' 12 heads but gives each only
-  ``head_dim = 16`` (8 RoPE frequencies, so p = 0.25 keeps 2) inside ``d_model = 128``;
+- ``cpu`` (the default book): every spec on Shakespeare and Table 2 on Python with one seed,
+  three seeds of the p-RoPE ablation models (:data:`SEED_BUDGET`), and the other regimes below:
+  :func:`default_jobs` lists them, ``python -m ropebook zoo`` prints how many are cached and its
+  time estimate for this machine before it trains, and the README's build table gives the time
+  measured per regime. To fit, the lesson model keeps the CABLE figures' 12 heads but gives each
+  only ``head_dim = 16`` (8 RoPE frequencies, so p = 0.25 keeps 2) inside ``d_model = 128``;
   4 layers, context 128, 180 steps of 16 × 128 tokens (0.27 epoch, validation perplexity ~150
-  for RoPE). Gaps between encodings are therefore small; where a
-  model has one seed, chapters must say so.
+  for RoPE). Gaps between encodings are therefore small; where a model has one seed, chapters
+  must say so.
 - ``gpu``: GPT-2 Small as in CABLE (12 layers, 12 heads, d = 768, context 512), three seeds.
   Our corpora are small, so it stops after ~5 epochs (400 steps of 32 × 512 tokens) before
-  a 124 M-parameter model overfits; its run time is estimated, not measured.
+  a 124 M-parameter model overfits. On one H200, 40–51 s per model (``benchmarks/README.md``,
+  GPU); the whole ``gpu`` zoo has not been trained.
 
-Each profile comes in three *regimes* (:data:`REGIMES`, :func:`regime_settings`): ``lesson``
+Each profile comes in four *regimes* (:data:`REGIMES`, :func:`regime_settings`): ``lesson``
 (the sizes above; at θ = 10⁴ and head_dim 16 its slowest RoPE planes barely turn over the
 context, so claims about slow frequencies come out null by construction), ``matched`` (head_dim
 32 and the base at which the slowest plane turns as often over the context as Gemma 7B's over
-8k; in ``cpu``, 3× the steps) and ``flagship`` (matched, 10× the lesson steps, snapshots of the
-params at 8 log-spaced steps and step 0 for training dynamics). In ``cpu`` the matched model
-(4 heads of 32) trains about twice as many tokens per second as the lesson model (12 of 16).
+8k; in ``cpu``, 3× the steps), ``flagship`` (matched, 10× the lesson steps, snapshots of the
+params at 8 log-spaced steps and step 0 for training dynamics) and ``task`` (the synthetic tasks
+of :mod:`ropebook.tasks` on 2 layers of the matched spectrum, each run stopped at an accuracy
+criterion or its step cap). In ``cpu`` the matched model (4 heads of 32) trains about twice as
+many tokens per second as the lesson model (12 of 16).
 """
 
 from __future__ import annotations
