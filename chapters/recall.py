@@ -317,8 +317,9 @@ n_contrast = rc.seeds_for_gaps(
 )
 added = seedplan.extend_seeds(tuple(seeds), n_contrast)[len(seeds) :]
 zoo.train_on_workers(
-    [(n, s, "recall", REGIME) for n in rc.CONTRAST_MODELS for s in added], profile=profile
-)
+    [(n, s, "recall", REGIME) for n in rc.CONTRAST_MODELS for s in added], profile=profile,
+    quiet=True,
+)  # fmt: skip
 for name in rc.CONTRAST_MODELS if added else ():
     more = [zoo.load(name, seed=s, profile=profile, regime=REGIME, domain="recall",
                      progress=False) for s in added]  # fmt: skip

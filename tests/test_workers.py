@@ -108,7 +108,9 @@ def test_workers_train_each_model_once_as_a_one_device_process_does(tmp_path):
             np.testing.assert_array_equal(got, expected)
 
 
-def test_train_on_workers_trains_what_the_cache_lacks_for_a_later_load(tmp_path, monkeypatch):
+def test_train_on_workers_trains_what_the_cache_lacks_for_a_later_load(
+    tmp_path, monkeypatch, capfd
+):
     """The library path a chapter takes for the models it adds (the recall chapter's seeds)."""
     monkeypatch.setenv("ROPEBOOK_CACHE", str(tmp_path))  # the workers' cache, and
     monkeypatch.setattr(zoo, "CACHE_DIR", tmp_path)  # this process's
@@ -118,11 +120,29 @@ def test_train_on_workers_trains_what_the_cache_lacks_for_a_later_load(tmp_path,
     assert zoo.train_on_workers(jobs[:1], n=2, **where) == {}  # one model: likewise
     assert not (tmp_path / "zoo").exists() or not any((tmp_path / "zoo").iterdir())
     seen = []
-    trained = zoo.train_on_workers(jobs, n=2, on_trained=lambda j, m: seen.append(j), **where)
+    capfd.readouterr()
+    trained = zoo.train_on_workers(
+        jobs, n=2, on_trained=lambda j, m: seen.append(j), quiet=True, **where
+    )
     assert sorted(trained) == sorted(jobs) == sorted(seen)
+    out = capfd.readouterr().out  # quiet: the workers' lines stay in their logs
+    assert "training 2 models on 2 worker processes" in out and "worker on core" not in out
     for name, seed, domain, regime in jobs:
         model = zoo.load(name, seed=seed, domain=domain, regime=regime, profile="smoke",
                          **where["overrides"])  # fmt: skip
         assert not model.trained_now and model.tokens_seen > 0
         assert trained[name, seed, domain, regime] == pytest.approx(model.seconds / 2)
     assert zoo.train_on_workers(jobs, n=2, **where) == {}  # all cached: no worker starts
+
+
+def test_a_quiet_workers_failure_shows_its_last_lines(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("ROPEBOOK_CACHE", str(tmp_path))
+    monkeypatch.setattr(zoo, "CACHE_DIR", tmp_path)
+    broken = dict(os.environ, ROPEBOOK_CPU_CORES="0,x")  # refused when the worker imports ropebook
+    monkeypatch.setattr(workers, "environment", lambda core: broken)
+    jobs = [("rope", 0, "recall", "task"), ("nope", 0, "recall", "task")]
+    assert zoo.train_on_workers(jobs, profile="smoke", n=2, quiet=True) == {}
+    out = capfd.readouterr().out
+    for i in (0, 1):
+        assert f"worker {i} exited with status 1; what it left trains on loading" in out
+    assert out.count("ROPEBOOK_CPU_CORES='0,x'") >= 2  # each failed worker's own last lines

@@ -54,15 +54,30 @@ def environment(core: int) -> dict[str, str]:
     return env
 
 
-def start(queue: Path, n: int) -> list[subprocess.Popen]:
+def start(queue: Path, n: int, logs: Path | None = None) -> list[subprocess.Popen]:
     """``n`` processes of ``python -m ropebook zoo --queue <queue>`` (the jobs' file
     :func:`ropebook.zoo.train_on_workers` wrote), the i-th pinned to this process's i-th core
-    (round robin if there are fewer cores than workers)."""
+    (round robin if there are fewer cores than workers). Their output goes to this process's, or,
+    with ``logs``, to ``logs/worker-<i>.log`` each (:func:`log_tail` reads one back)."""
     available = cores()
     command = [sys.executable, "-m", "ropebook", "zoo", "--queue", str(queue)]
-    return [
-        subprocess.Popen(command, env=environment(available[i % len(available)])) for i in range(n)
-    ]
+    processes = []
+    for i in range(n):
+        env = environment(available[i % len(available)])
+        if logs is None:
+            processes.append(subprocess.Popen(command, env=env))
+            continue
+        with open(logs / f"worker-{i}.log", "w") as log:  # the child keeps its own copy
+            processes.append(
+                subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+            )
+    return processes
+
+
+def log_tail(logs: Path, i: int, lines: int = 20) -> str:
+    """The last ``lines`` lines worker ``i`` wrote into ``logs`` (see :func:`start`)."""
+    path = logs / f"worker-{i}.log"
+    return "\n".join(path.read_text().splitlines()[-lines:]) if path.exists() else ""
 
 
 def wait(

@@ -605,6 +605,7 @@ def train_on_workers(
     n: int | None = None,
     overrides: dict[str, Any] | None = None,
     on_trained: Callable[[Job, dict[str, Any]], None] | None = None,
+    quiet: bool = False,
 ) -> dict[Job, float]:
     """Train those of ``jobs`` the cache lacks complete on up to ``n`` worker processes (default:
     one per core on a CPU, :func:`ropebook.workers.count`), each pinned to one core with one
@@ -613,7 +614,8 @@ def train_on_workers(
     with its training seconds over the number of workers (its share of the wall time, what one
     process's time per model compares with). With fewer than two models to train, or ``n < 2``
     (as on a GPU), it trains nothing: the caller's own :func:`load` does, in its process; so does
-    it for a model a failed worker left.
+    it for a model a failed worker left. ``quiet`` keeps the workers' lines (one per model) out
+    of this process's output (a chapter's), but for a failed worker's last lines.
     """
     overrides = overrides or {}
     folders = {
@@ -638,11 +640,13 @@ def train_on_workers(
 
     print(f"training {len(todo)} models on {n} worker processes, one per core", flush=True)
     with tempfile.TemporaryDirectory(prefix="ropebook-queue-") as folder:
-        queue = Path(folder) / "jobs.json"
+        queue, logs = Path(folder) / "jobs.json", Path(folder) if quiet else None
         queue.write_text(json.dumps({"profile": profile, "overrides": overrides, "jobs": todo}))
-        for i, code in enumerate(workers.wait(workers.start(queue, n), poll)):
+        for i, code in enumerate(workers.wait(workers.start(queue, n, logs), poll)):
             if code:
                 print(f"worker {i} exited with status {code}; what it left trains on loading")
+                if logs:
+                    print(workers.log_tail(logs, i))
     return trained
 
 
