@@ -301,8 +301,7 @@ CLAIMS.record(
 # most {glue:text}`recall.max_seeds` (power and detectable effects: {ref}`methods-deciding`).
 # Seeds per contrast model here:
 # **{glue:text}`recall.contrast_seeds`** (added: {glue:text}`recall.added_seeds`; each added
-# model is trained like the others, on a CPU on one worker process per core as the zoo's are,
-# and its learning is in the table under the next one).
+# model is trained like the others, and its learning is in the table under the next one).
 # Accuracy over all answers at each length (mean and interval over the learnt seeds):
 
 # %%
@@ -316,10 +315,6 @@ n_contrast = rc.seeds_for_gaps(
     first_gaps.values(), large=large_gap, floor=equivalence, n_now=len(seeds), max_seeds=max_seeds
 )
 added = seedplan.extend_seeds(tuple(seeds), n_contrast)[len(seeds) :]
-zoo.train_on_workers(
-    [(n, s, "recall", REGIME) for n in rc.CONTRAST_MODELS for s in added], profile=profile,
-    quiet=True,
-)  # fmt: skip
 for name in rc.CONTRAST_MODELS if added else ():
     more = [zoo.load(name, seed=s, profile=profile, regime=REGIME, domain="recall",
                      progress=False) for s in added]  # fmt: skip
