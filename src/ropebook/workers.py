@@ -1,5 +1,5 @@
-"""The zoo on one worker process per CPU core (``python -m ropebook zoo --workers N|auto``, and
-the models a chapter adds: :func:`ropebook.zoo.train_on_workers`).
+"""The zoo on one worker process per CPU core (``python -m ropebook zoo --workers N|auto``, by
+:func:`ropebook.zoo.train_on_workers`).
 
 One process over all cores splits every batch over one XLA device per core and all-reduces the
 gradients each step; the devices drift apart within a step, so one waits for the other at the

@@ -615,7 +615,7 @@ def train_on_workers(
     process's time per model compares with). With fewer than two models to train, or ``n < 2``
     (as on a GPU), it trains nothing: the caller's own :func:`load` does, in its process; so does
     it for a model a failed worker left. ``quiet`` keeps the workers' lines (one per model) out
-    of this process's output (a chapter's), but for a failed worker's last lines.
+    of this process's output, but for a failed worker's last lines.
     """
     overrides = overrides or {}
     folders = {
