@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from ropebook import capture, hf, tiny_models
+from ropebook import capture, hf, preflight, tiny_models
 from ropebook.analysis import frequencies as fq
 
 torch = pytest.importorskip("torch")
@@ -73,7 +73,7 @@ def assert_matches(model, tokens) -> dict[str, float]:
     logits, layers = reference(model, tokens)
     assert np.abs(logits).max() > 0.05  # not a degenerate comparison
     gaps = {"logits": float(np.abs(ours.logits - logits).max())}
-    assert len(ours.layers) == len(layers) == capture.text_config(model.config).num_hidden_layers
+    assert len(ours.layers) == len(layers) == preflight.text_config(model.config).num_hidden_layers
     for mine, theirs in zip(ours.layers, layers, strict=True):
         assert set(mine) == set(theirs)
         for key, value in theirs.items():
@@ -242,7 +242,7 @@ def test_agrees_with_the_jax_reader(family, tmp_path):
 def test_load_bfloat16_and_checks(tmp_path):
     model = build("qwen3")
     model.save_pretrained(tmp_path / "q", safe_serialization=True)
-    info = capture.check(tmp_path / "q")
+    info = preflight.check(tmp_path / "q")
     assert info.model_type == "qwen3" and info.n_tensors > 10
     loaded = capture.load(tmp_path / "q", dtype="bfloat16")
     assert next(loaded.parameters()).dtype == torch.bfloat16
@@ -256,20 +256,20 @@ def test_load_bfloat16_and_checks(tmp_path):
 
 def test_check_errors_name_the_file(tmp_path):
     with pytest.raises(hf.CheckpointError, match="folder not found"):
-        capture.check(tmp_path / "nowhere")
+        preflight.check(tmp_path / "nowhere")
     transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2).save_pretrained(tmp_path / "gpt2")
     with pytest.raises(hf.CheckpointError, match=r"gpt2/config\.json: .*'gpt2'.*absolute"):
-        capture.check(tmp_path / "gpt2")
+        preflight.check(tmp_path / "gpt2")
     build("llama").save_pretrained(tmp_path / "cut", safe_serialization=True)
     weights = tmp_path / "cut" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-100])
     with pytest.raises(hf.CheckpointError, match=r"cut/model\.safetensors: corrupt.*truncated"):
-        capture.check(tmp_path / "cut")
+        preflight.check(tmp_path / "cut")
     raw = json.loads((tmp_path / "gpt2" / "config.json").read_text())
     raw["model_type"] = "not_a_model"
     (tmp_path / "gpt2" / "config.json").write_text(json.dumps(raw))
     with pytest.raises(hf.CheckpointError, match=r"config\.json: transformers cannot read"):
-        capture.check(tmp_path / "gpt2")
+        preflight.check(tmp_path / "gpt2")
 
 
 def test_missing_or_misshapen_tensor_is_an_error_not_a_random_init(tmp_path):
@@ -317,7 +317,7 @@ def test_gemma3_multimodal_checkpoint(tmp_path):
     )
     torch.manual_seed(0)
     transformers.Gemma3ForConditionalGeneration(config).save_pretrained(tmp_path)
-    assert capture.check(tmp_path).model_type == "gemma3"
+    assert preflight.check(tmp_path).model_type == "gemma3"
     model = capture.load(tmp_path)
     tokens = np.random.default_rng(7).integers(0, 97, size=(1, SEQ))
     assert_matches(model, tokens)
@@ -360,7 +360,7 @@ def test_gemma4_multimodal_checkpoint(tmp_path):
     )  # fmt: skip
     torch.manual_seed(0)
     transformers.Gemma4ForConditionalGeneration(config).save_pretrained(tmp_path)
-    assert capture.check(tmp_path).model_type == "gemma4"
+    assert preflight.check(tmp_path).model_type == "gemma4"
     model = capture.load(tmp_path)
     tokens = np.random.default_rng(9).integers(0, 97, size=(1, SEQ))
     assert_matches(model, tokens)

