@@ -1,0 +1,234 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Positional heads over training, and what removing planes does to them
+#
+# The [positional heads chapter](positional_heads.ipynb) finds diagonal and previous-token heads
+# in trained models, as {cite:t}`barbero2025round{Sec. 5}` find them in Gemma 7B
+# {cite:p}`gemma2024gemma`, and measures that they sit on RoPE's fastest planes. Two questions
+# are left that the paper's one final checkpoint cannot answer: do such heads *grow* during
+# training, sharpening toward Gemma's, and do they *need* the fast planes (is the share a cause or
+# a coincidence)? This chapter follows three head scores through training on the flagship
+# models' snapshots, then removes planes at inference and watches the heads and the loss.
+
+# %% tags=["parameters"]
+profile = "cpu"  # smoke | cpu | gpu
+regime = "flagship"  # in zoo.REGIMES: the models followed through training and probed
+n_seeds = 0  # in [0, inf): 0 uses the regime's seeds; more trains (cached) zoo seeds 0..n_seeds-1
+n_windows = 32  # in [1, inf): held-out windows per snapshot for the head scores
+window_seed = 0  # in [0, inf): numpy Generator seed for the windows and random sequences
+induction_sequences = 16  # in [1, inf): repeated random sequences for the induction score
+probe_windows = 32  # in [2, inf): held-out windows per seed for the causal probe
+probe_fraction = 0.25  # in (0, 0.5]: share of RoPE planes each probe removes
+probe_heads = 2  # in [1, inf): strongest previous-token heads whose attention the probe reads
+
+# %% tags=["remove-input"]
+import numpy as np
+from IPython.display import display
+
+from ropebook import claims, data, plots, zoo
+from ropebook.analysis import dynamics as dy
+from ropebook.analysis import probes
+from ropebook.present import decide
+from ropebook.present import dynamics as show_dy
+from ropebook.present import probes as show_probes
+
+plots.setup()
+if profile == "smoke":
+    n_windows, induction_sequences = min(n_windows, 4), min(induction_sequences, 4)
+    probe_windows = min(probe_windows, 8)
+seeds = tuple(range(n_seeds))
+test_tokens = data.load_tokens("shakespeare", "test")
+
+# %% [markdown]
+# The chapter tests three claims, stated here with the rule that turns each one's evidence into
+# a verdict (expand the cell to read them); the table at the end gives the verdicts.
+
+# %% tags=["hide-input"]
+CLAIMS = claims.ClaimSet(
+    claims.ClaimSpec(
+        "head_dynamics.over_training",
+        f"Barbero et al. 2025, Sec. 5, Fig. 5; ours (training dynamics, {regime} regime)",
+        "Over training, a RoPE model's strongest previous-token and diagonal heads sharpen, "
+        "toward Gemma 7B's positional heads",
+        claims.given,  # dy.combined_verdict of the two trends (paired over seeds)
+    ),
+    claims.ClaimSpec(
+        "head_dynamics.induction_over_training",
+        "Olsson et al. 2022 (induction heads build on previous-token heads); ours (training "
+        f"dynamics, {regime} regime)",
+        "Over training, a RoPE model grows an induction (prefix-matching) head",
+        claims.given,  # dy.trend_test(...).claim_verdict
+    ),
+    claims.ClaimSpec(
+        "head_dynamics.causal_probe",
+        "Barbero et al. 2025, Secs 5-6; ours (causal probe at inference)",
+        "High frequencies build positional heads, low frequencies carry content: removing the "
+        "fastest planes cuts previous-token attention more than removing the slowest, and "
+        "removing the slowest costs more loss than removing random ones",
+        claims.given,  # probes.probe_reading: both parts held → held; one seed → cannot decide
+    ),
+)
+CLAIMS.basis = zoo.budget(profile, regime=regime)
+
+# %% [markdown]
+# ## Over training: do positional heads sharpen?
+#
+# Gemma 7B has sharp positional heads (Fig. 5: a diagonal head in the last layer, a
+# previous-token head in the first), built, the paper argues, like Thm. 5.3's construction on
+# the fastest planes. An untrained model has none: its attention is close to uniform. We follow
+# three graded scores through training — the **strongest** head's mean attention on the previous
+# token and on itself (the positional heads chapter's soft detector, on held-out windows), and its
+# **induction**
+# score: on `induction_sequences` sequences made of random tokens repeated twice (BOS, then
+# $x_1 \dots x_n x_1 \dots x_n$), the mean attention from $x_i$'s second copy to $x_{i+1}$'s
+# first, the token after the earlier occurrence: the prefix-matching score of
+# {cite:t}`olsson2022induction`, about $1/n$ under uniform attention and 1 for a perfect induction
+# head. The paper does not measure
+# induction heads; they matter here because they are built *on* previous-token heads. Training
+# **moves toward the Gemma result** if a score rises above the untrained model's.
+#
+# The models are the flagship ones of the `regime` parameter (the matched spectrum, whose
+# slowest pair turns over the context about as often as Gemma 7B's over 8k tokens; params kept
+# at step 0 and at log-spaced steps), with the seeds the zoo trains for them (`n_seeds` > 0
+# picks seeds 0 .. n-1 instead). NoPE is the control (Prop. 5.2: no single NoPE head can be
+# positional, though a deeper one may).
+
+# %% tags=["hide-input"]
+flagship = dy.load_models(zoo.FLAGSHIP, profile=profile, regime=regime, seeds=seeds or None)
+flag_config = flagship["rope"][0].config
+period = (flag_config.context - 1) // 2
+flag_windows = data.sample_windows(
+    test_tokens, flag_config.context, n_windows, np.random.default_rng([window_seed, 52])
+)
+repeats = dy.repeated_random_tokens(
+    np.random.default_rng([window_seed, 53]), induction_sequences, period, flag_config.vocab_size
+)
+print(show_dy.describe(flagship, regime) + f"; induction sequences: BOS + 2 x {period} tokens")
+
+# %% [markdown]
+# Each panel line is one model and score against tokens seen (log axis; band: range over
+# seeds; dashed: the untrained model). Look for the RoPE previous-token and induction lines to
+# rise together.
+
+# %%
+head_runs = {
+    name: dy.over_training(
+        models, dy.positional_measure(flag_windows, repeats, period),
+        toward={"previous-token": 1, "diagonal": 1, "induction": 1},
+    )
+    for name, models in flagship.items()
+}  # fmt: skip
+stats = ("previous-token", "diagonal", "induction")
+head_trends = [dy.trend_test(run[s]) for run in head_runs.values() for s in stats]
+display(show_dy.positional_chart([t for s in stats for t in dy.trajectories(head_runs, s)]))
+plots.table(show_dy.trend_table(head_trends))
+
+# %% [markdown]
+# Each verdict pairs a seed's untrained model with its last snapshot: a 95% interval over seeds
+# of the change wholly above zero reads *moves toward the Gemma result*, wholly below *away*,
+# containing zero *cannot decide* (always so with one seed).
+
+# %% tags=["remove-input"]
+rope_heads = {t.statistic: t for t in head_trends if t.model == "rope"}
+positional_pair = [rope_heads["previous-token"], rope_heads["diagonal"]]
+CLAIMS.record(
+    "head_dynamics.over_training",
+    dy.combined_verdict(positional_pair),
+    "; ".join(t.measured() for t in positional_pair),
+    interval="; ".join(f"{t.statistic}: {t.change.text}" for t in positional_pair),
+    seeds=positional_pair[0].n_seeds,
+    basis=positional_pair[0].basis(),
+    to_decide="; ".join(decide.trend_to_decide(t) for t in positional_pair),
+)
+CLAIMS.record(
+    "head_dynamics.induction_over_training",
+    rope_heads["induction"].claim_verdict,
+    rope_heads["induction"].measured(),
+    interval=rope_heads["induction"].change.text,
+    seeds=rope_heads["induction"].n_seeds,
+    basis=rope_heads["induction"].basis(),
+    to_decide=decide.trend_to_decide(rope_heads["induction"]),
+)
+
+# %% [markdown]
+# ## A causal probe: remove the fastest or the slowest planes
+#
+# Chunk norms show which planes a head *can* use; removing them shows which it *does*. At
+# inference, `model.Intervention(keep_chunks=...)` zeroes a set of planes of every rotated query
+# and key of the final flagship RoPE model, so they drop out of every score, with no retraining.
+# Three probes remove the same number of planes (`probe_fraction` of them): the **fastest**,
+# the **slowest**, and a **random** set (the control for "any planes"; several draws, averaged,
+# listed in the table). On `probe_windows` held-out windows we measure the change in next-token
+# loss (nats, i.e. log-perplexity, so intervals never cross into impossible perplexities) and in
+# the mean previous-token attention of the `probe_heads` strongest previous-token heads (chosen
+# on other windows, intact model).
+# Every difference is paired — same seed, same window, with and without the planes.
+#
+# The paper's reading (Secs 5-6) predicts that removing the fastest planes breaks the
+# previous-token heads while removing the slowest barely touches them, and that the slowest
+# planes carry content the model needs, so removing them costs more loss than a random set.
+# This probe lives beside the heads' training rather than in the frequency chapter because its
+# readout is the positional heads, on the same flagship models.
+
+# %%
+probe_rng = np.random.default_rng([window_seed, 54])
+probe_eval = data.sample_windows(test_tokens, flag_config.context + 1, probe_windows, probe_rng)
+probe_select = data.sample_windows(test_tokens, flag_config.context, probe_windows, probe_rng)
+probe = probes.run_probes(
+    flagship["rope"], probe_eval, probe_select, fraction=probe_fraction, n_heads=probe_heads,
+    seed=window_seed,
+)  # fmt: skip
+reading = probes.probe_reading(probe)
+plots.table(show_probes.probe_table(probe))
+
+# %% [markdown]
+# The same as a chart: mean change per probe with its 95% interval (over seeds, or over the
+# windows of a single seed), zero dashed. Previous-token heads (by seed):
+
+# %%
+print(
+    {
+        seed: [f"L{la}H{h}" for la, h in hs]
+        for seed, hs in zip(probe.seeds, probe.heads, strict=True)
+    }
+)
+show_probes.probe_chart(probe)
+
+# %% [markdown]
+# The reading combines two paired contrasts: Δ attention(fastest) − Δ attention(slowest) with
+# an interval wholly below zero, and Δ loss(slowest) − Δ loss(random) wholly above zero; both →
+# *held*; one held and the other not held or undecided → *partly*; none held → *not held* if
+# one is established the other way, else *cannot decide*. With one seed the intervals are over
+# windows of one trained model, which
+# says what this model does but not what training does, so the verdict reads *cannot decide*.
+
+# %% tags=["remove-input"]
+print(show_probes.reading_measured(reading))
+CLAIMS.record(
+    "head_dynamics.causal_probe",
+    reading.verdict,
+    show_probes.reading_measured(reading),
+    interval=f"attention: {reading.positional.text}; loss: {reading.semantic.text}",
+    seeds=reading.n_seeds,
+    basis=show_probes.reading_basis(reading),
+    to_decide=show_probes.reading_to_decide(reading),
+)
+
+
+# %% [markdown]
+# ## What we claim and what we measured
+
+# %% tags=["remove-input"]
+CLAIMS.glue()
