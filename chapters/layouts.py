@@ -38,12 +38,14 @@ max_factor = 8  # in [2, 64]: longest test length, in multiples of the training 
 n_sequences = 64  # in [2, inf): test sequences per model and length (k-back: a quarter)
 equivalence = 0.05  # in (0, 1): accuracy gap (share) under which two layouts count as equal
 language_margin = 2.0  # in (0, inf): perplexity gap (%) under which a layout costs nothing
+large_gap = 0.15  # in (0, 1): p-sweep gaps (share) under this get more seeds, chosen by power
+max_seeds = 8  # in [1, inf): most seeds per p-sweep model (the profile's own at least)
 
 # %% tags=["hide-input"]
 import numpy as np
 from myst_nb import glue
 
-from ropebook import claims, layout_language, layouts, plots, studies, tasks, zoo
+from ropebook import claims, layout_language, layouts, plots, seedplan, studies, tasks, zoo
 from ropebook.analysis import layouts as lay
 from ropebook.analysis import recall as rc
 from ropebook.present import layouts as show_layouts
@@ -374,11 +376,40 @@ glue("layouts.nope", CLAIMS.records["layouts.nope_global"].measured, display=Fal
 # decides. k-back looks at most 4 tokens back, always inside Gemma 4's sliding window of
 # {glue:text}`layouts.gemma4_window` tokens, so its local layer can answer it whatever the global
 # layer does: a sweep there would test the local layer again.
+#
+# As in the recall chapter, the two sweep contrasts below (p = 0.25 against 0.75, and the slope
+# over p) first run on the profile's seeds; a gap under {glue:text}`layouts.large_gap:g` points
+# then gets the seeds a paired t-test needs to detect it (at least the margin; 80 % power, 95 %),
+# at most {glue:text}`layouts.max_seeds`, for every sweep model. Seeds per sweep model here:
+# **{glue:text}`layouts.sweep_seeds`** (added: {glue:text}`layouts.added_seeds`).
+
 
 # %%
-sweep = {p: rc.length_sweep(runs["recall", name], tasks.get("recall"), factors,
-                            by="distance", n_sequences=n_sequences)
-         for p, name in SWEEP.items()}  # fmt: skip
+def sweep_of(models):
+    return {p: rc.length_sweep(models[p], tasks.get("recall"), factors, by="distance",
+                               n_sequences=n_sequences) for p in SWEEP}  # fmt: skip
+
+
+def sweep_contrasts(sweep):
+    """p = 0.25 minus p = 0.75 beyond the context, and each seed's slope over p, paired."""
+    per_seed = np.stack([s.beyond[:, -1] for s in sweep.values()], axis=1)  # [seeds, p]
+    slope = lay.slopes(list(SWEEP), per_seed)
+    return (rc.paired(sweep[0.25].beyond[:, -1], sweep[0.75].beyond[:, -1]),
+            rc.paired(slope, np.zeros_like(slope)))  # fmt: skip
+
+
+sweep = sweep_of({p: runs["recall", name] for p, name in SWEEP.items()})
+n_sweep = rc.seeds_for_gaps(sweep_contrasts(sweep), large=large_gap, floor=equivalence,
+                            n_now=len(seeds), max_seeds=max_seeds)  # fmt: skip
+added = seedplan.extend_seeds(tuple(seeds), n_sweep)[len(seeds) :]
+if added:  # trained like the first seeds (cached zoo models), scored the same way
+    more = {p: [zoo.load(name, seed=s, profile=profile, regime=REGIME, domain="recall",
+                         progress=False) for s in added] for p, name in SWEEP.items()}  # fmt: skip
+    sweep = {p: rc.merge(sweep[p], extra) for p, extra in sweep_of(more).items()}
+    plots.table(show.learning_table(
+        {("recall", SWEEP[p]): [rc.learning(m) for m in ms] for p, ms in more.items()},
+        LABELS, TASK_LABELS, cap=cap,
+    ))  # fmt: skip
 plots.table(show.sweep_table({SWEEP[p]: s for p, s in sweep.items()}, LABELS, context,
                              confidence))  # fmt: skip
 
@@ -386,13 +417,14 @@ plots.table(show.sweep_table({SWEEP[p]: s for p, s in sweep.items()}, LABELS, co
 gemma4_local = [layer for layer in runs["recall", SWEEP[0.25]][0].config.layers if layer.local]
 glue("layouts.gemma4_window", int(gemma4_local[0].window), display=False)
 glue("layouts.sweep_ps", ", ".join(f"{p:g}" for p in SWEEP), display=False)
-p_gap = rc.paired(sweep[0.25].beyond[:, -1], sweep[0.75].beyond[:, -1])
+glue("layouts.large_gap", 100 * float(large_gap), display=False)
+glue("layouts.max_seeds", int(max_seeds), display=False)
+glue("layouts.sweep_seeds", int(n_sweep), display=False)
+glue("layouts.added_seeds", ", ".join(map(str, added)) or "none", display=False)
+p_gap, trend = sweep_contrasts(sweep)
 CLAIMS.record("layouts.p025_over_p075", p_gap.verdict(above=True),
               f"p = 0.25 − p = 0.75: {p_gap.text()}", seeds=p_gap.n,
               to_decide=show.paired_to_decide(p_gap, cap=cap))  # fmt: skip
-per_seed = np.stack([s.beyond[:, -1] for s in sweep.values()], axis=1)  # [seeds, p]
-slope = lay.slopes(list(SWEEP), per_seed)
-trend = rc.paired(slope, np.zeros_like(slope))
 CLAIMS.record("layouts.p_trend", trend.verdict(above=False),
               f"recall beyond the context against p, slope: {trend.text(unit=' points per p')}",
               seeds=trend.n, to_decide=show.paired_to_decide(trend, cap=cap))  # fmt: skip
