@@ -230,6 +230,29 @@ def test_run_all_records_chapters_run_now_and_up_to_date(tmp_path):
     assert not pipeline._chapter_time(executed, started=1_700_000_001.0)["ran"]
 
 
+def test_run_all_in_processes_runs_each_chapter_once_and_names_a_failure(sandbox):
+    """``run all --jobs 2``: each chapter runs in its own process with the run's parameters, the
+    build record lists them in book order, and a failing chapter is named with its own error."""
+    (sandbox / "chapters" / "toy2.py").write_text(CHAPTER.replace("steps = 3", "steps = 4"))
+    paths = pipeline.run_all("smoke", jobs=2)
+    assert [p.stem for p in paths] == ["toy", "toy2"]
+    for path, steps in zip(paths, (3, 4), strict=True):
+        text = json.dumps(json.loads(path.read_text())["cells"])
+        assert f"smoke {steps} 0.5 x" in text  # each ran with its own parameters and the profile
+        assert (path.with_suffix(".py")).exists()
+    record = json.loads((sandbox / "executed" / "records" / "chapters.json").read_text())
+    assert [c["chapter"] for c in record["chapters"]] == ["toy", "toy2"]
+    assert all(c["ran"] for c in record["chapters"])
+    before = paths[0].stat().st_mtime_ns
+    assert pipeline.run_all("smoke", jobs=2) == paths  # up to date: nothing runs again
+    assert paths[0].stat().st_mtime_ns == before
+
+    (sandbox / "chapters" / "toy3.py").write_text(CHAPTER.replace("fail = False", "fail = True"))
+    with pytest.raises(pipeline.ChapterError, match=r"(?s)'toy3' failed.*boom in the test chapter"):
+        pipeline.run_all("smoke", jobs=2, force=True)
+    assert paths[0].exists() and not (sandbox / "executed" / "toy3.ipynb").exists()
+
+
 @pytest.mark.parametrize(
     "source, values, expected",
     [

@@ -8,13 +8,15 @@ import sys
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ropebook import pipeline
+    from ropebook import pipeline, workers
 
     parameters = dict(args.param or [])
     if args.chapter == "all":
         if parameters:
             raise pipeline.ChapterError("-p applies to one chapter; use --profile with 'run all'")
-        paths = pipeline.run_all(args.profile, force=args.force)
+        paths = pipeline.run_all(
+            args.profile, force=args.force, jobs=workers.count(args.jobs, flag="--jobs")
+        )
     else:
         paths = [pipeline.run_chapter(args.chapter, parameters, profile=args.profile)]
     for path in paths:
@@ -95,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     run.add_argument("--profile", choices=("smoke", "cpu", "gpu"), default=None)
     run.add_argument("--force", action="store_true", help="with 'all': re-run up-to-date chapters")
+    run.add_argument(
+        "--jobs", default="1", metavar="N|auto",
+        help="with 'all': run N chapters at a time, each in its own process (auto: one per core "
+        "on a CPU, 1 on a GPU); the summaries run last",
+    )  # fmt: skip
     run.set_defaults(handler=_run)
 
     machine = commands.add_parser(

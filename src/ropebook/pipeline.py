@@ -23,7 +23,8 @@ papermill can run it again) tagged ``remove-cell``.
 ``run all`` runs every chapter of ``_toc.yml`` in order and skips those whose executed notebook
 was produced from the same chapter source, library source and parameters; it records each
 chapter's time, run or skipped, for the book's build page (``chapters.json``,
-:mod:`ropebook.buildrecord`), which it runs last.
+:mod:`ropebook.buildrecord`), which it runs last. ``run all --jobs N`` runs N chapters at a time,
+each in its own process; the summaries (scorecard, landing page, build page) still run last.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from typing import Any
 from ropebook import REPO_ROOT, buildrecord
 from ropebook.io import atomic_path
 
-CHAPTERS_DIR = REPO_ROOT / "chapters"
+CHAPTERS_DIR = Path(os.environ.get("ROPEBOOK_CHAPTERS", REPO_ROOT / "chapters"))
 EXECUTED_DIR = Path(os.environ.get("ROPEBOOK_EXECUTED", REPO_ROOT / "executed"))
 PROFILE_NAMES = ("smoke", "cpu", "gpu")
 # Pages built from the other chapters' executed notebooks (and the build page from the build's
@@ -581,18 +582,88 @@ def _execute(name: str, notebook, tmp: str, values: dict, progress: bool) -> Non
         ) from None
 
 
-def run_all(profile: str | None = None, *, force: bool = False) -> list[Path]:
-    """Run every chapter in book order, summaries last; stop at the first failure. After each
-    one, the build record ``chapters.json`` gains its time: run now, or skipped as up to date
-    (with the time of the run that produced it), so the build page, run last, reads all others."""
+def run_all(profile: str | None = None, *, force: bool = False, jobs: int = 1) -> list[Path]:
+    """Run every chapter in book order, summaries last; stop at the first failure. With ``jobs``
+    > 1 the chapters before the summaries run that many at a time, each in its own process
+    (:func:`_run_in_processes`). After each one, the build record ``chapters.json`` gains its
+    time: run now, or skipped as up to date (with the time of the run that produced it), so the
+    build page, run last, reads all others."""
     started = time.time()
-    paths, chapters = [], []
-    for name in chapter_names():
-        paths.append(run_chapter(name, profile=profile, force=force or name in SUMMARY_CHAPTERS))
-        chapters.append({"chapter": name, **_chapter_time(paths[-1], started)})
+    names = chapter_names()
+    body = [name for name in names if name not in SUMMARY_CHAPTERS]
+    done: dict[str, Path] = {}
+
+    def finished(name: str, path: Path) -> None:
+        done[name] = path
+        chapters = [{"chapter": n, **_chapter_time(done[n], started)} for n in names if n in done]
         record = {"profile": profile, "chapters": chapters}
         buildrecord.write("chapters", record, EXECUTED_DIR / buildrecord.RECORDS)
-    return paths
+
+    if jobs > 1:
+        _run_in_processes(body, profile, force=force, jobs=jobs, finished=finished)
+    else:
+        for name in body:
+            finished(name, run_chapter(name, profile=profile, force=force))
+    for name in names[len(body) :]:
+        finished(name, run_chapter(name, profile=profile, force=True))
+    return [done[name] for name in names]
+
+
+def _run_in_processes(
+    names: list[str], profile: str | None, *, force: bool, jobs: int, finished
+) -> None:
+    """Run ``names`` (in order, ``jobs`` at a time), each as ``python -m ropebook run <name>`` with
+    its output in a log. A chapter process computes exactly what it would alone: the chapters
+    share only the zoo's cache, whose locks train each model once, and each keeps this machine's
+    device count (none is pinned, unlike the zoo's workers, so a model a chapter trains is the
+    same to the bit). Every chapter's parameters are checked before the first starts; on a
+    failure no further chapter starts, the running ones finish, and the failed one's last lines
+    are raised in a :class:`ChapterError`."""
+    import sys
+    import tempfile
+
+    from tqdm.auto import tqdm
+
+    pending = []
+    for name in names:
+        values = validate_parameters(
+            name, chapter_parameters(read_chapter(name)), {"profile": profile} if profile else {}
+        )
+        target = EXECUTED_DIR / f"{name}.ipynb"
+        if not force and is_up_to_date(name, values):
+            print(f"{name}: up to date ({target})")
+            finished(name, target)
+        else:
+            pending.append(name)
+    logs = Path(tempfile.mkdtemp(prefix="ropebook-chapters-"))
+    env = dict(os.environ, ROPEBOOK_EXECUTED=str(EXECUTED_DIR), ROPEBOOK_CHAPTERS=str(CHAPTERS_DIR))
+    running: dict[str, subprocess.Popen] = {}
+    failed: list[str] = []
+    with tqdm(total=len(pending), desc=f"chapters, {jobs} at a time", unit="chapter") as bar:
+        while running or (pending and not failed):
+            while pending and not failed and len(running) < jobs:
+                name = pending.pop(0)
+                command = [sys.executable, "-m", "ropebook", "run", name]
+                command += ["--profile", profile] if profile else []
+                with open(logs / f"{name}.log", "w") as log:  # the child keeps its own copy
+                    running[name] = subprocess.Popen(
+                        command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+                    )
+            time.sleep(0.2)
+            for name, process in list(running.items()):
+                if process.poll() is None:
+                    continue
+                del running[name]
+                if process.returncode:
+                    failed.append(name)
+                    continue
+                finished(name, EXECUTED_DIR / f"{name}.ipynb")
+                bar.set_postfix_str(name)
+                bar.update()
+    if failed:
+        log = logs / f"{failed[0]}.log"
+        tail = "\n".join(log.read_text().splitlines()[-40:])
+        raise ChapterError(f"chapter {failed[0]!r} failed; the last lines of {log}:\n{tail}")
 
 
 def _chapter_time(executed: Path, started: float) -> dict[str, Any]:

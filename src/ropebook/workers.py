@@ -32,15 +32,15 @@ def cores() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def count(text: str) -> int:
-    """``--workers``: a positive integer, or ``auto``: one per core on a CPU backend with several
-    cores, else 1 (a GPU trains one model at a time, the batch on its one device)."""
+def count(text: str, flag: str = "--workers") -> int:
+    """``--workers`` (or ``flag``): a positive integer, or ``auto``: one per core on a CPU backend
+    with several cores, else 1 (a GPU trains one model at a time, the batch on its one device)."""
     if text == "auto":
         import jax
 
         return len(cores()) if jax.default_backend() == "cpu" else 1
     if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"--workers must be a positive integer or 'auto', got {text!r}")
+        raise ValueError(f"{flag} must be a positive integer or 'auto', got {text!r}")
     return int(text)
 
 
