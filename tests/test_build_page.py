@@ -52,6 +52,20 @@ def test_the_zoo_stage_says_it_ran_on_worker_processes(records):
     assert stages["zoo"]["what it did"] == "cpu profile: 3 trained, 0 cached, on 2 worker processes"
 
 
+def test_chapters_run_side_by_side_count_their_wall_time(records):
+    chapters = [
+        {"chapter": "decay", "seconds": 600.0, "ran": True, "finished": BUILD},
+        {"chapter": "recall", "seconds": 540.0, "ran": True, "finished": BUILD},
+    ]  # overlapping: 19 min of their own time in 10 min of wall
+    write(records, "chapters", BUILD, profile="cpu", jobs=2, wall_seconds=610.0, chapters=chapters)
+    found = show.load(records, BUILD)
+    stages = {row["stage"]: row for row in show.stage_rows(found)}
+    assert stages["chapters"]["time"] == "10 min so far"
+    assert stages["chapters"]["what it did"].startswith("2 run, 2 at a time, 0 up to date")
+    spent = {r["stage"]: r for r in show.budget(found, "cpu").rows}
+    assert spent["chapters"]["time here"] == "10 min"
+
+
 def test_tables_show_the_records_values(records):
     found = show.load(records, BUILD)
     machine = {row[""]: row["value"] for row in show.machine_rows(found)}

@@ -586,8 +586,9 @@ def run_all(profile: str | None = None, *, force: bool = False, jobs: int = 1) -
     """Run every chapter in book order, summaries last; stop at the first failure. With ``jobs``
     > 1 the chapters before the summaries run that many at a time, each in its own process
     (:func:`_run_in_processes`). After each one, the build record ``chapters.json`` gains its
-    time: run now, or skipped as up to date (with the time of the run that produced it), so the
-    build page, run last, reads all others."""
+    time: run now, or skipped as up to date (with the time of the run that produced it), and the
+    wall time so far (chapters run side by side overlap), so the build page, run last, reads all
+    others."""
     started = time.time()
     names = chapter_names()
     body = [name for name in names if name not in SUMMARY_CHAPTERS]
@@ -596,7 +597,8 @@ def run_all(profile: str | None = None, *, force: bool = False, jobs: int = 1) -
     def finished(name: str, path: Path) -> None:
         done[name] = path
         chapters = [{"chapter": n, **_chapter_time(done[n], started)} for n in names if n in done]
-        record = {"profile": profile, "chapters": chapters}
+        record = {"profile": profile, "jobs": jobs, "wall_seconds": round(time.time() - started, 1),
+                  "chapters": chapters}  # fmt: skip
         buildrecord.write("chapters", record, EXECUTED_DIR / buildrecord.RECORDS)
 
     if jobs > 1:

@@ -82,16 +82,27 @@ def stage_rows(records: Records) -> list[dict[str, str]]:
     if chapters := records.get("chapters"):
         entries = chapters["chapters"]
         ran = [e for e in entries if e["ran"]]
+        jobs = chapters.get("jobs", 1)
         rows.append(
             {
                 "stage": "chapters",
                 "ran in": _when(records, chapters),
-                "time": duration(sum(e["seconds"] or 0 for e in ran)) + " so far",
-                "what it did": f"{len(ran)} run, {len(entries) - len(ran)} up to date; "
-                "this page runs last",
+                "time": duration(chapters_seconds(chapters)) + " so far",
+                "what it did": f"{len(ran)} run"
+                + (f", {jobs} at a time" if jobs > 1 else "")
+                + f", {len(entries) - len(ran)} up to date; this page runs last",
             }
         )
     return rows
+
+
+def chapters_seconds(chapters: Mapping[str, Any]) -> float:
+    """The chapters stage's time so far: the runner's wall time where it recorded one (chapters
+    run side by side overlap, so their own times add up to more), else the chapters' own times
+    summed over those run now."""
+    if chapters.get("wall_seconds") is not None:
+        return float(chapters["wall_seconds"])
+    return sum(e["seconds"] or 0.0 for e in chapters["chapters"] if e["ran"])
 
 
 def _stage_detail(records: Records, stage: str, record: Mapping[str, Any]) -> str:
@@ -279,7 +290,7 @@ def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None
     chapters = records.get("chapters")
     ran = [e for e in (chapters or {}).get("chapters", []) if e["ran"]]
     if chapters is not None:
-        timed.append(("chapters", sum(e["seconds"] or 0.0 for e in ran), chapters))
+        timed.append(("chapters", chapters_seconds(chapters), chapters))
     rows, total = [], 0.0
     for stage, seconds, record in timed:
         this = records.this_build(record)
