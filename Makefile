@@ -1,6 +1,8 @@
 # ropebook: `make book` builds the whole book (CPU defaults); `make test` runs every test.
 # PROFILE=smoke|cpu|gpu picks model sizes; PROFILE=gpu also installs JAX's CUDA build.
 PROFILE ?= cpu
+# chapters run side by side, one per core on a CPU (1 on a GPU): benchmarks/chapter_jobs.py
+JOBS ?= auto
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -66,7 +68,7 @@ sync: setup
 	$(VENV)/bin/jupytext --to ipynb chapters/*.py
 
 chapters: setup sync
-	$(STAGE) chapters -- $(PY) -m ropebook run all --profile $(PROFILE)
+	$(STAGE) chapters -- $(PY) -m ropebook run all --profile $(PROFILE) --jobs $(JOBS)
 
 # make run CHAPTER=rope_basics PARAMS="seed=1 head_dim=128"
 run: setup

@@ -6,7 +6,8 @@ folder that a one-at-a-time run such as ``make book`` left), against the same ``
 its zoo models should be cached, or the first run trains them. Prints the wall time of each, their
 ratio, each chapter's seconds under both, the lesson model's training tokens/s measured right
 before (``python -m ropebook machine``), and whether every glued value and chart of the two runs
-agree (``tools/compare_runs.py``).
+agree (``tools/compare_runs.py``; with ``--baseline`` the summary pages differ by their folder's
+name).
 
     .venv/bin/python benchmarks/chapter_jobs.py [--profile smoke] [--jobs 2]
         [--baseline executed]
@@ -37,15 +38,19 @@ def seconds_by_chapter(executed: Path) -> dict[str, float]:
 
 
 def run_all(profile: str, jobs: int, executed: Path) -> float:
-    """Wall seconds of one ``run all --force`` into ``executed``."""
-    env = os.environ | {"ROPEBOOK_EXECUTED": str(executed)}
+    """Wall seconds of one ``run all --force`` into ``executed``, through the same temporary path
+    for every run (the summary pages print their records' folder)."""
+    shared = executed.parent / "run" / "executed"
+    env = os.environ | {"ROPEBOOK_EXECUTED": str(shared)}
     command = [sys.executable, "-m", "ropebook", "run", "all", "--force", "--profile", profile]
     start = time.perf_counter()
     done = subprocess.run([*command, "--jobs", str(jobs)], cwd=ROOT, env=env, capture_output=True,
                           text=True)  # fmt: skip
+    wall = time.perf_counter() - start
     if done.returncode:
         raise SystemExit(f"run all --jobs {jobs} failed:\n{done.stderr[-3000:]}")
-    return time.perf_counter() - start
+    shared.rename(executed)
+    return wall
 
 
 def tokens_per_second(folder: Path) -> float:

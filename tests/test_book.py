@@ -31,7 +31,7 @@ def smoke_book(tmp_path_factory):
     )  # fmt: skip
     assert machine.returncode == 0, machine.stderr[-5000:]
     run = subprocess.run(
-        [sys.executable, "-m", "ropebook", "run", "all", "--profile", "smoke"],
+        [sys.executable, "-m", "ropebook", "run", "all", "--profile", "smoke", "--jobs", "auto"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-5000:]
