@@ -40,6 +40,7 @@ import shlex
 import subprocess
 import time
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -612,15 +613,18 @@ def run_all(profile: str | None = None, *, force: bool = False, jobs: int = 1) -
 
 
 def _run_in_processes(
-    names: list[str], profile: str | None, *, force: bool, jobs: int, finished
-) -> None:
+    names: list[str], profile: str | None, *, force: bool, jobs: int,
+    finished: Callable[[str, Path], None],
+) -> None:  # fmt: skip
     """Run ``names`` (in order, ``jobs`` at a time), each as ``python -m ropebook run <name>`` with
-    its output in a log. A chapter process computes exactly what it would alone: the chapters
-    share only the zoo's cache, whose locks train each model once, and each keeps this machine's
-    device count (none is pinned, unlike the zoo's workers, so a model a chapter trains is the
-    same to the bit). Every chapter's parameters are checked before the first starts; on a
-    failure no further chapter starts, the running ones finish, and the failed one's last lines
-    are raised in a :class:`ChapterError`."""
+    its output in a log. A chapter process computes what it would alone: the chapters share only
+    the zoo's cache, whose locks train each model once, and each keeps this machine's device
+    count (none is pinned, unlike the zoo's workers, so a model a chapter trains sums its batches
+    as a one-at-a-time run does; ``benchmarks/chapter_jobs.py`` compares every glued value and
+    chart). Every chapter's parameters are checked before the first starts; on a failure no
+    further chapter starts, the running ones finish, and the failed one's last lines are raised
+    in a :class:`ChapterError`; if this process is stopped, so are the chapters it started."""
+    import shutil
     import sys
     import tempfile
 
@@ -641,7 +645,8 @@ def _run_in_processes(
     env = dict(os.environ, ROPEBOOK_EXECUTED=str(EXECUTED_DIR), ROPEBOOK_CHAPTERS=str(CHAPTERS_DIR))
     running: dict[str, subprocess.Popen] = {}
     failed: list[str] = []
-    with tqdm(total=len(pending), desc=f"chapters, {jobs} at a time", unit="chapter") as bar:
+    bar = tqdm(total=len(pending), desc=f"chapters, {jobs} at a time", unit="chapter")
+    try:
         while running or (pending and not failed):
             while pending and not failed and len(running) < jobs:
                 name = pending.pop(0)
@@ -662,10 +667,15 @@ def _run_in_processes(
                 finished(name, EXECUTED_DIR / f"{name}.ipynb")
                 bar.set_postfix_str(name)
                 bar.update()
+    finally:
+        bar.close()
+        for process in running.values():  # stopped mid-way (an interrupt): stop the children
+            process.terminate()
     if failed:
         log = logs / f"{failed[0]}.log"
         tail = "\n".join(log.read_text().splitlines()[-40:])
         raise ChapterError(f"chapter {failed[0]!r} failed; the last lines of {log}:\n{tail}")
+    shutil.rmtree(logs, ignore_errors=True)
 
 
 def _chapter_time(executed: Path, started: float) -> dict[str, Any]:
