@@ -635,6 +635,9 @@ def test_model_runs_share_windows_and_head_figure_returns_masked_scores():
     windows = semantic.bos_windows(docs, 8, 2, np.random.default_rng(0))
     scans = semantic.scan_models({"a": tiny}, windows, [3], max_distance=4)
     assert scans["a"].n_windows == 2 and scans["a"].position_r2.shape == (1, 2)
+    lift = semantic.previous_lift(tiny.params, config, windows, [3])  # the fast path, same sums
+    np.testing.assert_array_equal(lift, scans["a"].prev_lift)
+    assert np.isfinite(lift).all() and np.abs(lift).max() > 0
     shown = semantic.densest_window(docs[0], [3], 6, str)
     scores = show.head_figure(tiny, shown, 0, 1, np.ones(4), title="t")
     plt.close("all")

@@ -33,6 +33,7 @@ Params are a plain pytree (dicts and a list of layers), so checkpoints name tens
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -432,7 +433,13 @@ def internal_batches(params: Params, config: ModelConfig, windows, *, batch_size
     per-layer internals (:func:`forward` with ``return_internals``, one compiled program), the
     book's counterpart of :func:`ropebook.capture.per_head_batches` for the analyses' scans."""
     windows = np.asarray(windows)
-    run = jax.jit(lambda p, x: forward(p, x, config, return_internals=True)[1])
     for start in range(0, len(windows), batch_size):
         tokens = windows[start : start + batch_size]
-        yield tokens, run(params, jnp.asarray(tokens)), config.pairing
+        yield tokens, internals(params, jnp.asarray(tokens), config), config.pairing
+
+
+@functools.partial(jax.jit, static_argnames="config")
+def internals(params: Params, tokens: jnp.ndarray, config: ModelConfig) -> list[dict]:
+    """The per-layer internals of :func:`forward` (``return_internals``) as one compiled
+    program, compiled once per config and input shape (a model's snapshots and seeds share it)."""
+    return forward(params, tokens, config, return_internals=True)[1]

@@ -131,11 +131,14 @@ def mean_activation_by_distance(q_rot, k_rot) -> np.ndarray:
     q_rot, k_rot = np.asarray(q_rot, np.float64), np.asarray(k_rot, np.float64)
     if q_rot.ndim != 4 or q_rot.shape != k_rot.shape:
         raise ValueError(f"expected matching [B, T, H, D] arrays, got {q_rot.shape}, {k_rot.shape}")
-    scores = np.einsum("bihd,bjhd->bhij", q_rot, k_rot)
-    t = scores.shape[-1]
-    return np.stack(
-        [np.diagonal(scores, offset=-r, axis1=-2, axis2=-1).mean(-1) for r in range(t)], axis=-1
-    )
+    t = q_rot.shape[1]
+    # One BLAS product per sequence and head, then every diagonal summed at once: the causal
+    # triangle, flattened and read with a row stride of T + 1, puts distance r in column T - r.
+    scores = np.tril(np.matmul(q_rot.transpose(0, 2, 1, 3), k_rot.transpose(0, 2, 3, 1)))
+    flat = scores.reshape(*scores.shape[:2], t * t)
+    skewed = np.concatenate([np.zeros((*flat.shape[:2], t)), flat], axis=-1)
+    sums = skewed.reshape(*flat.shape[:2], t, t + 1).sum(axis=-2)[..., :0:-1]
+    return sums / np.arange(t, 0, -1)
 
 
 def half_distance(curve: Sequence[float] | np.ndarray) -> int | None:

@@ -319,9 +319,10 @@ def apostrophe_measure(select_windows, measure_windows, class_ids) -> Measure:
     from ropebook.analysis import semantic
 
     def measure(params, config) -> dict[str, float]:
-        chosen = semantic.scan_semantic(params, config, select_windows, class_ids).best()
-        scan = semantic.scan_semantic(params, config, measure_windows, class_ids)
-        return {"apostrophe lift": float(scan.prev_lift[chosen])}
+        selected = semantic.previous_lift(params, config, select_windows, class_ids)
+        chosen = np.unravel_index(np.nanargmax(selected), selected.shape)
+        lift = semantic.previous_lift(params, config, measure_windows, class_ids)
+        return {"apostrophe lift": float(lift[chosen])}
 
     return measure
 

@@ -215,6 +215,33 @@ def scan_semantic(
     return scan_semantic_internals(batches, windows, class_ids, max_distance=max_distance)
 
 
+def previous_lift(params, config, windows, class_ids, *, batch_size: int = 2) -> np.ndarray:
+    """``[L, H]``: :attr:`SemanticScan.prev_lift` of :func:`scan_semantic` alone (the same sums in
+    the same order), for measures that need nothing else: one pass of the compiled model and
+    :func:`previous_class_attention`, none of the scan's other statistics."""
+    from ropebook import model
+
+    windows = np.asarray(windows)
+    class_mask = np.isin(windows, np.asarray(class_ids))
+    on = off = None
+    n_on = n_off = start = 0
+    for tokens, internals, _ in model.internal_batches(
+        params, config, windows, batch_size=batch_size
+    ):
+        if on is None:
+            on, off = np.zeros((2, len(internals), np.shape(internals[0]["q"])[2]))
+        for layer, info in enumerate(internals):
+            o, f, counts = previous_class_attention(
+                info["probs"], class_mask[start : start + len(tokens)]
+            )
+            on[layer] += o
+            off[layer] += f
+            if layer == 0:
+                n_on, n_off = n_on + counts[0], n_off + counts[1]
+        start += len(tokens)
+    return on / max(n_on, 1) - off / max(n_off, 1)
+
+
 def scan_semantic_checkpoint(
     checkpoint, windows, class_ids, *, max_distance: int = 32, batch_size: int = 2
 ) -> SemanticScan:
@@ -408,7 +435,6 @@ def length_profile(params, config, windows, class_ids, *, bucket: int) -> Length
     """Measure every head of a model on ``windows [W, T]`` (BOS first), bucketed by query
     position; ``T`` may be many times the training context (one window at a time). Longer than
     one screen for the same reason as :func:`scan_semantic`: one pass accumulates everything."""
-    import jax
     import jax.numpy as jnp
 
     from ropebook import model
@@ -418,7 +444,6 @@ def length_profile(params, config, windows, class_ids, *, bucket: int) -> Length
     n_layers, n_heads, k_chunks = config.n_layers, config.n_heads, config.head_dim // 2
     n_buckets = -(-t // bucket)
     class_mask = np.isin(windows, np.asarray(class_ids))
-    forward = jax.jit(lambda p, x: model.forward(p, x, config, return_internals=True)[1])
     shape = (n_layers, n_heads, n_buckets)
     on, off = np.zeros(shape), np.zeros(shape)
     margin = np.zeros((n_windows, *shape))
@@ -430,8 +455,7 @@ def length_profile(params, config, windows, class_ids, *, bucket: int) -> Length
     k_bos = np.zeros_like(q_mean)
     for w in range(n_windows):
         tokens = windows[w : w + 1]
-        internals = forward(params, jnp.asarray(tokens))
-        for layer, info in enumerate(internals):
+        for layer, info in enumerate(model.internals(params, jnp.asarray(tokens), config)):
             probs = np.asarray(info["probs"], np.float64)
             q_mean[layer] += np.asarray(info["q"][0, 1:bucket], np.float64).mean(0)
             k_bos[layer] += np.asarray(info["k"][0, 0], np.float64)
