@@ -595,3 +595,36 @@ def test_the_papers_table2_is_quoted_for_every_zoo_model_in_order():
         min(ablation.PAPER_TABLE2["Wiki"], key=ablation.PAPER_TABLE2["Wiki"].get) == "p-rope-0.75"
     )
     assert max(ablation.PAPER_TABLE2["FlanV2"], key=ablation.PAPER_TABLE2["FlanV2"].get) == "nope"
+
+
+def test_undecided_orderings_buy_the_seeds_power_asks_for_up_to_a_cap():
+    from ropebook.stats import power
+
+    clear = ablation.compare("a", [10.0, 11.0, 12.0], "b", [12.0, 13.2, 14.4], log=True)
+    near = ablation.compare("a", [10.0, 10.0, 10.0], "b", [10.2, 10.02, 10.3], log=True)
+    tiny = ablation.compare("a", [10.0, 10.0, 10.0], "b", [10.05, 9.96, 10.0], log=True)
+    assert (
+        clear.verdict("a") == "held" and near.verdict("a") == tiny.verdict("a") == "cannot decide"
+    )
+    needed = power.seeds_to_decide(power.paired_log_percent(near)).needed
+    assert 3 < needed <= 8  # the measured gap, 2 s.d.s of the paired differences or so
+    wanted = ablation.seeds_by_power({"clear": clear, "near": near, "tiny": tiny}, max_seeds=8)
+    assert wanted == {"clear": 3, "near": needed, "tiny": 3}  # tiny needs far more than 8
+    assert ablation.seeds_by_power({"near": near}, max_seeds=needed - 1) == {"near": 3}
+
+
+def test_extended_runs_add_the_next_seeds_and_pair_on_shared_ones(tiny_zoo):
+    from ropebook import zoo
+
+    one = lambda name: [zoo.load(name, seed=0, profile="smoke", progress=False)]  # noqa: E731
+    runs = {("rope", "shakespeare"): one("rope"), ("nope", "shakespeare"): one("nope")}
+    grown = ablation.extend_runs(runs, {("rope", "shakespeare"): 3}, profile="smoke")
+    assert [m.seed for m in grown["rope", "shakespeare"]] == [0, 1, 2]
+    assert grown["nope", "shakespeare"] == runs["nope", "shakespeare"]  # not asked: unchanged
+    assert (
+        grown["rope", "shakespeare"][2].val_ppl == zoo.load("rope", seed=2, profile="smoke").val_ppl
+    )
+    c = ablation.compare_runs(
+        "RoPE", grown["rope", "shakespeare"], "NoPE", runs["nope", "shakespeare"]
+    )
+    assert c.a_est.n == c.b_est.n == 1  # paired on the one seed both have

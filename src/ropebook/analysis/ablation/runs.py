@@ -104,6 +104,41 @@ def shared_runs(runs_a: Sequence, runs_b: Sequence) -> tuple[list, list]:
     return shared, [by_seed[m.seed] for m in shared]
 
 
+def compare_runs(
+    label_a: str, runs_a: Sequence, label_b: str, runs_b: Sequence, confidence: float = 0.95
+) -> Comparison:
+    """:func:`~ropebook.analysis.ablation.seeds.compare` of two models' validation perplexities
+    on the seeds both have (:func:`shared_runs`), on the log scale (a paired % of perplexity)."""
+    a, b = shared_runs(runs_a, runs_b)
+    return compare(
+        label_a, [m.val_ppl for m in a], label_b, [m.val_ppl for m in b], confidence, log=True
+    )
+
+
+def extend_runs(
+    runs: Mapping[tuple[str, str], Sequence],
+    wanted: Mapping[tuple[str, str], int],
+    *,
+    profile: str,
+    regime: str = "lesson",
+) -> dict[tuple[str, str], list]:
+    """``runs`` with each ``(name, domain)`` of ``wanted`` grown to that many seeds, the next
+    integers after its own (:func:`ropebook.seedplan.extend_seeds`), loaded or trained now (the
+    seeds of one model together where :func:`ropebook.train.seed_batching` says so)."""
+    from ropebook import seedplan, train, zoo
+
+    out = {key: list(these) for key, these in runs.items()}
+    for (name, domain), n in wanted.items():
+        have = tuple(m.seed for m in out[name, domain])
+        added = seedplan.extend_seeds(have, n)[len(have) :]
+        settings = dict(profile=profile, domain=domain, regime=regime)
+        if len(added) > 1 and train.seed_batching():
+            out[name, domain] += zoo.load_seeds(name, added, **settings)
+        else:
+            out[name, domain] += [zoo.load(name, seed=s, **settings) for s in added]
+    return out
+
+
 def held_out_losses(
     runs: Sequence, tokens: np.ndarray, *, n_windows: int, seed: int = 1
 ) -> dict[int, np.ndarray]:

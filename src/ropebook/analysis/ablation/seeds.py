@@ -431,6 +431,22 @@ def noise_verdict(noise: SeedNoise) -> str:
     return "held" if all(above) else "partly" if any(above) else "not held"
 
 
+def seeds_by_power(comparisons: Mapping, *, max_seeds: int) -> dict:
+    """``key -> paired seeds`` each comparison asks for: one its seeds cannot decide, whose
+    measured paired difference at most ``max_seeds`` paired seeds would detect (95 %, 80 % power,
+    on the log scale of its test), asks for those; every other keeps the seeds it has (a larger
+    need would leave it a bound at any spend up to the cap)."""
+    from ropebook.stats import power
+
+    wanted = {}
+    for key, c in comparisons.items():
+        n, needed = c.difference.n, None
+        if c.paired and c.verdict(c.a) == "cannot decide":
+            needed = power.seeds_to_decide(power.paired_log_percent(c)).needed
+        wanted[key] = needed if needed is not None and n < needed <= max_seeds else n
+    return wanted
+
+
 def paired_sd_percent(c: Comparison) -> float:
     """Standard deviation over seeds of a log-scale comparison's paired difference of losses,
     in percent of perplexity (nan without two paired seeds)."""
