@@ -10,7 +10,7 @@ import sys
 import jupytext
 import pytest
 
-from ropebook import REPO_ROOT, pipeline
+from ropebook import REPO_ROOT, pipeline, workers
 
 CHAPTER = """# %% [markdown]
 # # A test chapter
@@ -230,16 +230,23 @@ def test_run_all_records_chapters_run_now_and_up_to_date(tmp_path):
     assert not pipeline._chapter_time(executed, started=1_700_000_001.0)["ran"]
 
 
-def test_run_all_in_processes_runs_each_chapter_once_and_names_a_failure(sandbox):
+def test_run_all_in_processes_runs_each_chapter_once_and_names_a_failure(sandbox, monkeypatch):
     """``run all --jobs 2``: each chapter runs in its own process with the run's parameters, the
     build record lists them in book order, and a failing chapter is named with its own error."""
-    (sandbox / "chapters" / "toy2.py").write_text(CHAPTER.replace("steps = 3", "steps = 4"))
+    threads = "import os\nprint('threads', os.environ.get('OMP_NUM_THREADS'))\n"
+    (sandbox / "chapters" / "toy2.py").write_text(
+        CHAPTER.replace("steps = 3", "steps = 4") + "\n# %%\n" + threads
+    )
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(workers, "cores", lambda: [0, 1, 2, 3])
     paths = pipeline.run_all("smoke", jobs=2)
     assert [p.stem for p in paths] == ["toy", "toy2"]
     for path, steps in zip(paths, (3, 4), strict=True):
         text = json.dumps(json.loads(path.read_text())["cells"])
         assert f"smoke {steps} 0.5 x" in text  # each ran with its own parameters and the profile
         assert (path.with_suffix(".py")).exists()
+    # each child's share of the 4 cores for torch's and BLAS's threads, so the two do not fight
+    assert "threads 2" in json.dumps(json.loads(paths[1].read_text())["cells"])
     record = json.loads((sandbox / "executed" / "records" / "chapters.json").read_text())
     assert [c["chapter"] for c in record["chapters"]] == ["toy", "toy2"]
     assert all(c["ran"] for c in record["chapters"])

@@ -612,6 +612,9 @@ def run_all(profile: str | None = None, *, force: bool = False, jobs: int = 1) -
     return [done[name] for name in names]
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
 def _run_in_processes(
     names: list[str], profile: str | None, *, force: bool, jobs: int,
     finished: Callable[[str, Path], None],
@@ -630,6 +633,8 @@ def _run_in_processes(
 
     from tqdm.auto import tqdm
 
+    from ropebook.workers import cores
+
     pending = []
     for name in names:
         values = validate_parameters(
@@ -643,6 +648,12 @@ def _run_in_processes(
             pending.append(name)
     logs = Path(tempfile.mkdtemp(prefix="ropebook-chapters-"))
     env = dict(os.environ, ROPEBOOK_EXECUTED=str(EXECUTED_DIR), ROPEBOOK_CHAPTERS=str(CHAPTERS_DIR))
+    # torch's and BLAS's thread pools each take every core; side by side they would fight over
+    # them (measured: the torch chapters ran 2-3x slower beside another), so each child gets
+    # its share. A count the caller set is kept.
+    share = str(max(1, len(cores()) // jobs))
+    for variable in THREAD_VARIABLES:
+        env.setdefault(variable, share)
     running: dict[str, subprocess.Popen] = {}
     failed: list[str] = []
     bar = tqdm(total=len(pending), desc=f"chapters, {jobs} at a time", unit="chapter")
