@@ -530,7 +530,7 @@ for name, (tau, pvalue, *_) in {"wiki": tau_wiki, "flan": tau_flan, "paper": tau
 PAIRS = ablation.PAIRS  # (the paper's better encoding, its worse rival, claim id)
 keys = [(better, worse, d) for better, worse, _ in PAIRS for d in DOMAINS]
 first = {
-    (b, w, d): ablation.compare_runs(LABELS[b], models[b, d], LABELS[w], models[w, d], confidence)
+    (b, w, d): ablation.compare_models(LABELS[b], models[b, d], LABELS[w], models[w, d], confidence)
     for b, w, d in keys
 }
 wanted = {}
@@ -539,7 +539,7 @@ for (better, worse, d), n in ablation.seeds_by_power(first, max_seeds=max_seeds)
         wanted[name, d] = max(wanted.get((name, d), 0), n)
 models = ablation.extend_runs(models, wanted, profile=profile)
 comparisons = {
-    (b, w, d): ablation.compare_runs(LABELS[b], models[b, d], LABELS[w], models[w, d], confidence)
+    (b, w, d): ablation.compare_models(LABELS[b], models[b, d], LABELS[w], models[w, d], confidence)
     for b, w, d in keys
 }
 added = {f"{LABELS[n]} ({d})": len(models[n, d]) for (n, d), k in wanted.items() if k > len(seeds)}

@@ -97,7 +97,7 @@ NAMES = show.LABELS | {"rope": "RoPE", "rope-500k": "RoPE, 50× θ"}  # θ is th
 
 def matched_comparisons(runs):  # paired on the seeds both models have
     return {
-        (b, w): ablation.compare_runs(
+        (b, w): ablation.compare_models(
             NAMES[b], runs[b, "shakespeare"], NAMES[w], runs[w, "shakespeare"], confidence
         )
         for b, w, _ in PAIRS

@@ -624,7 +624,7 @@ def test_extended_runs_add_the_next_seeds_and_pair_on_shared_ones(tiny_zoo):
     assert (
         grown["rope", "shakespeare"][2].val_ppl == zoo.load("rope", seed=2, profile="smoke").val_ppl
     )
-    c = ablation.compare_runs(
+    c = ablation.compare_models(
         "RoPE", grown["rope", "shakespeare"], "NoPE", runs["nope", "shakespeare"]
     )
     assert c.a_est.n == c.b_est.n == 1  # paired on the one seed both have

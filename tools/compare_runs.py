@@ -7,7 +7,8 @@ A refactor that should change no number is checked by running the chapters befor
 
 Glued values are compared by name (names only on one side are listed, not errors: a chapter may
 glue new values for its prose); Vega-Lite specs are compared in order, with the random element ids
-of the book's renderer removed; page text is the visible text of each built chapter page. Exit
+of the book's renderer removed (with ``--rtol``, numbers may differ by that relative amount and
+Altair's content-hashed dataset names are compared by order); page text is the visible text of each built chapter page. Exit
 status 1 if any glued value present in both, any chart, or (with ``--html``) any page differs.
 """
 
@@ -78,19 +79,76 @@ def page_text(path: Path) -> str:
     return " ".join("".join(parser.chunks).split())
 
 
-def _match_in_order(before: list[str], after: list[str]) -> tuple[list[int], int]:
+DATASET_NAME = re.compile(r"data-[0-9a-f]{32}")
+
+
+def _numbers_close(a, b, rtol: float) -> bool:
+    """JSON values equal, numbers within ``rtol`` of each other (relative to the larger)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_numbers_close(a[k], b[k], rtol) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(
+            _numbers_close(x, y, rtol) for x, y in zip(a, b, strict=True)
+        )
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        return abs(a - b) <= rtol * max(abs(a), abs(b))
+    return a == b
+
+
+def same_chart(a: str, b: str, rtol: float = 0.0) -> bool:
+    """Two Vega-Lite specs alike: Altair names each dataset by a hash of its rows, so the names
+    are replaced by their order of appearance before the numbers are compared within ``rtol``."""
+    if a == b:
+        return True
+    if not rtol:
+        return False
+
+    def plain(spec: str):
+        parsed = json.loads(spec)
+        datasets = parsed.pop("datasets", {})
+        rest = json.dumps(parsed, sort_keys=True)  # names in the order the layers use them
+        for i, name in enumerate(dict.fromkeys(DATASET_NAME.findall(rest))):
+            rest = rest.replace(name, f"dataset-{i}")
+            datasets[f"dataset-{i}"] = datasets.pop(name, None)
+        return [json.loads(rest), datasets]
+
+    return _numbers_close(plain(a), plain(b), rtol)
+
+
+def same_glued(a: str, b: str, rtol: float = 0.0) -> bool:
+    """Two glued values alike: the same, or (``rtol``) numbers within it in every format."""
+    if a == b or not rtol:
+        return a == b
+    x, y = json.loads(a), json.loads(b)
+    if x.keys() != y.keys():
+        return False
+    try:
+        return all(_numbers_close(float(x[k]), float(y[k]), rtol) for k in x)
+    except (TypeError, ValueError):
+        return False
+
+
+def _match_in_order(
+    before: list[str], after: list[str], rtol: float = 0.0
+) -> tuple[list[int], int]:
     """Indices of ``before`` charts missing from ``after`` as an ordered subsequence (charts a
     chapter added, e.g. a new figure, are skipped), and how many ``after`` charts were extra."""
     unmatched, position = [], 0
     for i, spec in enumerate(before):
-        try:
-            position = after.index(spec, position) + 1
-        except ValueError:
+        found = next(
+            (j for j in range(position, len(after)) if same_chart(spec, after[j], rtol)), None
+        )
+        if found is None:
             unmatched.append(i)
+        else:
+            position = found + 1
     return unmatched, len(after) - (len(before) - len(unmatched))
 
 
-def compare_executed(before: Path, after: Path, ignore: frozenset[str] = frozenset()) -> int:
+def compare_executed(
+    before: Path, after: Path, ignore: frozenset[str] = frozenset(), rtol: float = 0.0
+) -> int:
     problems = 0
     for old in sorted(before.glob("*.ipynb")):
         new = after / old.name
@@ -103,11 +161,13 @@ def compare_executed(before: Path, after: Path, ignore: frozenset[str] = frozens
         changed = [
             n
             for n in old_glued
-            if n in new_glued and n not in ignore and old_glued[n] != new_glued[n]
+            if n in new_glued
+            and n not in ignore
+            and not same_glued(old_glued[n], new_glued[n], rtol)
         ]
         only_before = sorted(set(old_glued) - set(new_glued))
         only_after = sorted(set(new_glued) - set(old_glued))
-        unmatched, new_charts_left = _match_in_order(old_charts, new_charts)
+        unmatched, new_charts_left = _match_in_order(old_charts, new_charts, rtol)
         same_charts = not unmatched
         print(
             f"{old.stem}: {len(old_glued)} glued before, {len(new_glued)} after, "
@@ -159,8 +219,13 @@ def main(argv: list[str] | None = None) -> int:
         "--ignore", action="append", default=["book.minutes"], metavar="NAME",
         help="glued names that may differ (default: book.minutes, the run's own duration)",
     )  # fmt: skip
+    parser.add_argument(
+        "--rtol", type=float, default=0.0,
+        help="numbers in charts and glued values may differ by this relative amount (default 0: "
+        "identical); for a change that moves float rounding, e.g. 1e-5 for float32",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    problems = compare_executed(args.before, args.after, frozenset(args.ignore))
+    problems = compare_executed(args.before, args.after, frozenset(args.ignore), args.rtol)
     if args.html:
         problems += compare_pages(*args.html)
     print(f"{problems} difference(s)")

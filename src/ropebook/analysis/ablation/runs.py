@@ -104,7 +104,7 @@ def shared_runs(runs_a: Sequence, runs_b: Sequence) -> tuple[list, list]:
     return shared, [by_seed[m.seed] for m in shared]
 
 
-def compare_runs(
+def compare_models(
     label_a: str, runs_a: Sequence, label_b: str, runs_b: Sequence, confidence: float = 0.95
 ) -> Comparison:
     """:func:`~ropebook.analysis.ablation.seeds.compare` of two models' validation perplexities
