@@ -225,10 +225,9 @@ plots.table(show.profile_rows(profile))
 # decided this way:
 
 # %%
-headline = ablation.compare(
-    NAMES[HEADLINE[0]], [m.val_ppl for m in arms[0]], NAMES[HEADLINE[1]],
-    [m.val_ppl for m in arms[1]], confidence, log=True,
-)  # fmt: skip
+headline = ablation.compare_models(
+    NAMES[HEADLINE[0]], arms[0], NAMES[HEADLINE[1]], arms[1], confidence
+)
 headline_sd = seedplan.measured_sd("matched", HEADLINE)
 print(f"paired Δ {headline.difference.format(2)}: {headline.verdict(headline.a)}")
 
@@ -656,9 +655,8 @@ glue("methods.same_spec.gpu", show_studies.provenance_text(gpu_matched, studies.
 # %%
 def paired(a: str, b: str) -> ablation.Comparison:
     """This run's matched comparison of ``a`` with ``b`` on the seeds both have."""
-    runs = ablation.shared_runs(matched[a, "shakespeare"], matched[b, "shakespeare"])
-    ppl = [[m.val_ppl for m in r] for r in runs]
-    return ablation.compare(NAMES[a], ppl[0], NAMES[b], ppl[1], confidence, log=True)
+    runs = matched[a, "shakespeare"], matched[b, "shakespeare"]
+    return ablation.compare_models(NAMES[a], runs[0], NAMES[b], runs[1], confidence)
 
 
 planned_here = {  # this run's comparison behind each planned one
@@ -704,6 +702,17 @@ for name, value in {
 # {glue:text}`methods.plan.matched_mde:.2f` %. Where the budget affords fewer seeds than the
 # target needs, the build bounds the effect ({ref}`methods-deciding`) rather than deciding it at
 # the target.
+#
+# **A second step, in the chapters.** The plan buys seeds before anything is measured. Where
+# models are cheap, a chapter then buys more for the comparisons its first seeds leave open: a
+# comparison the profile's seeds cannot decide, whose *measured* difference at most the chapter's
+# `max_seeds` paired seeds would detect (80 % power, 95 %), is run again on that many
+# (`ropebook.analysis.ablation.seeds_by_power` for the p-RoPE orderings, in the lesson and the
+# matched regime; `seeds_for_gaps` for the recall and layouts contrasts). A comparison that needs
+# more than the cap stays a bound: a partial spend would leave it one. The verdict is then read on
+# all the seeds at the same 95 % level, a design that looks twice: for a null effect it says
+# *held* or *not held* somewhat more often than one time in twenty (about 8 % for two looks
+# tested at the same level), the price of spending seeds only where they decide something.
 
 # %% [markdown]
 # ## What we claim and what we measured
