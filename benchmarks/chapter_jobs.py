@@ -10,7 +10,7 @@ agree (``tools/compare_runs.py``; with ``--baseline`` the summary pages differ b
 name).
 
     .venv/bin/python benchmarks/chapter_jobs.py [--profile smoke] [--jobs 2]
-        [--baseline executed]
+        [--baseline executed] [--rtol 1e-5] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,8 @@ def main() -> None:
     parser.add_argument("--profile", default="smoke")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--baseline", type=Path, help="an executed folder of a one-at-a-time run")
+    parser.add_argument("--rtol", default="0", help="compare_runs.py --rtol (default 0: identical)")
+    parser.add_argument("--keep", type=Path, help="copy both runs' executed folders here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chapter-jobs-") as tmp:
         tmp = Path(tmp)
@@ -89,9 +92,13 @@ def main() -> None:
             f"{rate:,.0f} tokens/s measured before"
         )
         same = subprocess.run([sys.executable, str(ROOT / "tools" / "compare_runs.py"), str(one),
-                               str(many)], capture_output=True, text=True)  # fmt: skip
+                               str(many), "--rtol", args.rtol], capture_output=True, text=True)  # fmt: skip
         print(same.stdout[-3000:])
-        print("glued values and charts:", "identical" if same.returncode == 0 else "DIFFER")
+        alike = f"alike within rtol {args.rtol}" if float(args.rtol) else "identical"
+        print("glued values and charts:", alike if same.returncode == 0 else "DIFFER")
+        if args.keep:
+            for run in (one, many):
+                shutil.copytree(run, args.keep / run.name, dirs_exist_ok=True)
 
 
 if __name__ == "__main__":
