@@ -50,7 +50,7 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import claims, data, plots, rope, zoo
+from ropebook import claims, data, plots, rope, seedplan, zoo
 from ropebook.analysis import ablation
 from ropebook.present import ablation as show
 from ropebook.present import decide
@@ -524,7 +524,8 @@ for name, (tau, pvalue, *_) in {"wiki": tau_wiki, "flan": tau_flan, "paper": tau
 #
 # The profile's seeds come first. An ordering they cannot decide, whose measured difference at
 # most `max_seeds` paired seeds would detect (95 %, 80 % power: {ref}`methods-power`), then gets
-# those seeds for both of its models; one that needs more stays a bound.
+# those seeds for both of its models, the cheapest first, while the chapter's share of the build
+# budget lasts ({glue:text}`p_rope.seed_budget`); one that needs more stays a bound.
 
 # %%
 PAIRS = ablation.PAIRS  # (the paper's better encoding, its worse rival, claim id)
@@ -533,19 +534,20 @@ first = {
     (b, w, d): ablation.compare_models(LABELS[b], models[b, d], LABELS[w], models[w, d], confidence)
     for b, w, d in keys
 }
-wanted = {}
-for (better, worse, d), n in ablation.seeds_by_power(first, max_seeds=max_seeds).items():
-    for name in (better, worse):
-        wanted[name, d] = max(wanted.get((name, d), 0), n)
+budget = seedplan.chapter_budget("p_rope", "lesson", profile)
+wanted = ablation.seeds_to_buy(
+    {((b, d), (w, d)): c for (b, w, d), c in first.items()},
+    {key: len(runs) for key, runs in models.items()},
+    max_seeds=max_seeds, seconds_per_model=budget.seconds_per_model, budget_seconds=budget.seconds,
+)  # fmt: skip
 models = ablation.extend_runs(models, wanted, profile=profile)
 comparisons = {
     (b, w, d): ablation.compare_models(LABELS[b], models[b, d], LABELS[w], models[w, d], confidence)
     for b, w, d in keys
 }
-added = {f"{LABELS[n]} ({d})": len(models[n, d]) for (n, d), k in wanted.items() if k > len(seeds)}
-glue(
-    "p_rope.added_seeds", "; ".join(f"{k}: {n}" for k, n in added.items()) or "none", display=False
-)
+added = "; ".join(f"{LABELS[n]} ({d}): {len(models[n, d])}" for n, d in wanted) or "none"
+glue("p_rope.added_seeds", added, display=False)
+glue("p_rope.seed_budget", budget.source, display=False)
 
 # %% [markdown]
 # Seeds per model after that step (where more than the profile's): {glue:text}`p_rope.added_seeds`.

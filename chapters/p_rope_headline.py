@@ -87,8 +87,8 @@ CLAIMS = claims.ClaimSet(
 # **smallest effect our seeds can detect** (paired t-test, 95 % two-sided, 80 % power). Where the
 # interval contains zero the run cannot decide, and the last column says how large the effect can
 # be. As in the p-RoPE chapter, an ordering the first seeds cannot decide, whose measured
-# difference at most `max_seeds` paired seeds would detect, first gets those seeds (a matched
-# model trains in about a reference minute; {ref}`methods-power`).
+# difference at most `max_seeds` paired seeds would detect, first gets those seeds, the cheapest
+# first, while the chapter's share of the build budget lasts ({ref}`methods-power`).
 
 # %%
 matched = ablation.load_runs(zoo.TABLE2, ["shakespeare"], profile=profile, regime="matched")
@@ -104,12 +104,12 @@ def matched_comparisons(runs):  # paired on the seeds both models have
     }
 
 
-wanted = {}
-for (better, worse), n in ablation.seeds_by_power(
-    matched_comparisons(matched), max_seeds=max_seeds
-).items():
-    for name in (better, worse):
-        wanted[name, "shakespeare"] = max(wanted.get((name, "shakespeare"), 0), n)
+budget = seedplan.chapter_budget("p_rope_headline", "matched", profile)
+wanted = ablation.seeds_to_buy(
+    {((b, "shakespeare"), (w, "shakespeare")): c for (b, w), c in matched_comparisons(matched).items()},
+    {key: len(runs) for key, runs in matched.items()},
+    max_seeds=max_seeds, seconds_per_model=budget.seconds_per_model, budget_seconds=budget.seconds,
+)  # fmt: skip
 matched = ablation.extend_runs(matched, wanted, profile=profile, regime="matched")
 matched_cmp = matched_comparisons(matched)
 plots.table(show.resolution_rows(matched_cmp, PAPER_TABLE2["Wiki"], confidence))
@@ -147,6 +147,7 @@ CLAIMS.record(
 )
 glue("p_rope_headline.matched_tokens", int(matched_tokens), display=False)
 glue("p_rope_headline.matched_seeds", matched_seeds, display=False)
+glue("p_rope_headline.seed_budget", budget.source, display=False)
 glue("p_rope_headline.seeds_per_model", "; ".join(
     f"{NAMES[name]}: {len(runs)}" for (name, _), runs in matched.items() if len(runs) > matched_seeds
 ) or "none", display=False)  # fmt: skip
@@ -159,7 +160,8 @@ glue(
 # Each matched-regime model saw {glue:text}`p_rope_headline.matched_tokens:,d` tokens
 # ({glue:text}`p_rope_headline.matched_seeds` seed(s) per encoding, more chosen by power by the
 # seed plan and by the step above, as the {ref}`methods chapter <methods-power>` explains:
-# {glue:text}`p_rope_headline.seeds_per_model`; each ordering pairs the seeds both sides have). The median standard deviation of the paired differences is
+# {glue:text}`p_rope_headline.seeds_per_model`; the step's budget:
+# {glue:text}`p_rope_headline.seed_budget`; each ordering pairs the seeds both sides have). The median standard deviation of the paired differences is
 # **{glue:text}`p_rope_headline.matched_noise:.2f` %** of the perplexity, against the book's target of 1 %
 # and the paper's median gap of {glue:text}`p_rope_headline.paper_gap_wiki:.2f` % between two of its
 # encodings. An effect smaller than the 'detectable' column is one this run would usually miss:

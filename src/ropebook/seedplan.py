@@ -12,6 +12,11 @@ turns it into seed counts:
    other gets its need only if all of it fits (a partial spend would still leave it far from its
    target), else it stays at the base seeds.
 
+Chapters then buy seeds of their own, once their first seeds are measured
+(:func:`ropebook.analysis.ablation.seeds_to_buy`): ``chapter_minutes`` gives each such chapter
+its reference minutes, set aside from the budget before the plan spends the rest
+(:func:`chapter_budget`).
+
 **Seeds follow the machine.** The budget is in minutes of the reference CPU (its lesson
 benchmark's tokens/s is in the plan); a build on a machine :func:`machine_speedup` times faster
 (its own ``python -m ropebook machine`` record, made by ``make book`` before the zoo trains)
@@ -84,11 +89,42 @@ def load_plan(path: Path | str = PLAN_PATH) -> dict:
 def spare_seconds(plan: Mapping, speedup: int = 1) -> float:
     """Training time the budget leaves for added seeds, in reference seconds, on a machine
     ``speedup`` times the reference: the budget's reference minutes that machine runs in the
-    budget's wall time, less today's build and every reservation (``speedup × build_minutes -
-    build_minutes_measured - Σ reserved``)."""
+    budget's wall time, less today's build, every reservation and the chapters' own purchases
+    (:func:`chapter_budget`, which grow with the machine too): ``speedup × (build_minutes -
+    Σ chapter_minutes) - build_minutes_measured - Σ reserved``."""
     b = plan["budget"]
     spent = b["build_minutes_measured"] + sum(b["reserved_minutes"].values())
-    return 60.0 * (speedup * b["build_minutes"] - spent)
+    chapters = sum(plan.get("chapter_minutes", {}).values())
+    return 60.0 * (speedup * (b["build_minutes"] - chapters) - spent)
+
+
+@dataclass(frozen=True)
+class ChapterBudget:
+    """What a chapter may spend on seeds it buys by power: ``seconds`` of training (reference
+    seconds, this machine's speed-up included) at ``seconds_per_model`` reference seconds each."""
+
+    seconds: float
+    seconds_per_model: float
+    source: str  # for the page
+
+
+def chapter_budget(
+    chapter: str, regime: str, profile: str, plan: Mapping | None = None
+) -> ChapterBudget:
+    """``chapter``'s budget for ``regime`` models in a ``profile`` build: its ``chapter_minutes``
+    in the plan times :func:`machine_speedup`, a model costing the plan's
+    ``chapter_seconds_per_model`` (trained inside a chapter). Nothing for a chapter the plan
+    lists no minutes for, or a profile the plan was not measured on."""
+    plan = plan or load_plan()
+    minutes = plan.get("chapter_minutes", {}).get(chapter, 0.0)
+    per_model = float(plan.get("chapter_seconds_per_model", {}).get(regime, math.inf))
+    if profile != plan["profile"] or not minutes:
+        return ChapterBudget(0.0, per_model, f"none (no {profile} minutes for {chapter})")
+    speedup = machine_speedup(plan)
+    return ChapterBudget(
+        60.0 * minutes * speedup.factor, per_model,
+        f"{minutes:g} reference minutes × {speedup.factor} ({speedup.source})",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ from ropebook.analysis.ablation.seeds import (
     seed_noise,
     seed_table,
     seeds_by_power,
+    seeds_to_buy,
     worst_rival,
 )
 
@@ -155,6 +156,7 @@ __all__ = [
     "seed_noise",
     "seed_table",
     "seeds_by_power",
+    "seeds_to_buy",
     "table1_measured",
     "table2_runs",
     "tokens_seen",

@@ -431,6 +431,35 @@ def noise_verdict(noise: SeedNoise) -> str:
     return "held" if all(above) else "partly" if any(above) else "not held"
 
 
+def seeds_to_buy(
+    comparisons: Mapping,
+    have: Mapping,
+    *,
+    max_seeds: int,
+    seconds_per_model: float,
+    budget_seconds: float,
+) -> dict:
+    """``model -> seeds`` to train within a budget, for comparisons keyed by the pair of models
+    they compare (``(model_a, model_b) -> Comparison``; ``have``: each model's seeds now).
+
+    Each comparison asks for :func:`seeds_by_power`; those that ask are served cheapest first (a
+    model raised for an earlier one costs nothing more), each only if all of it fits in what is
+    left: a partial spend would leave it undecided. Models nobody asks for are left out."""
+    asked = {k: n for k, n in seeds_by_power(comparisons, max_seeds=max_seeds).items()
+             if n > min(have[m] for m in k)}  # fmt: skip
+    counts: dict = {}
+
+    def cost(pair, n) -> float:
+        return seconds_per_model * sum(max(0, n - counts.get(m, have[m])) for m in pair)
+
+    left = float(budget_seconds)
+    for pair in sorted(asked, key=lambda k: (cost(k, asked[k]), str(k))):
+        if (c := cost(pair, asked[pair])) <= left:
+            left -= c
+            counts |= {m: max(counts.get(m, have[m]), asked[pair]) for m in pair}
+    return counts
+
+
 def seeds_by_power(comparisons: Mapping, *, max_seeds: int) -> dict:
     """``key -> paired seeds`` each comparison asks for: one its seeds cannot decide, whose
     measured paired difference at most ``max_seeds`` paired seeds would detect (95 %, 80 % power,
