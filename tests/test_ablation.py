@@ -628,3 +628,33 @@ def test_extended_runs_add_the_next_seeds_and_pair_on_shared_ones(tiny_zoo):
         "RoPE", grown["rope", "shakespeare"], "NoPE", runs["nope", "shakespeare"]
     )
     assert c.a_est.n == c.b_est.n == 1  # paired on the one seed both have
+
+
+def test_seeds_bought_cheapest_first_each_whole_within_the_budget():
+    from ropebook.stats import power
+
+    near = ablation.compare("a", [10.0, 10.0, 10.0], "b", [10.2, 10.02, 10.3], log=True)
+    nearer = ablation.compare("a", [10.0, 10.0, 10.0], "b", [10.25, 10.1, 10.3], log=True)
+    n_near, n_nearer = (
+        power.seeds_to_decide(power.paired_log_percent(c)).needed for c in (near, nearer)
+    )
+    assert 3 < n_nearer < n_near <= 8
+    have = dict.fromkeys("pqrs", 3)
+    pairs = {("p", "q"): near, ("r", "s"): nearer}
+    buy = lambda budget: ablation.seeds_to_buy(  # noqa: E731
+        pairs, have, max_seeds=8, seconds_per_model=10.0, budget_seconds=budget
+    )
+    cheap = 2 * 10.0 * (n_nearer - 3)  # two models, each n_nearer - 3 seeds more
+    assert buy(cheap) == {"r": n_nearer, "s": n_nearer}  # the cheaper one, whole
+    assert buy(cheap - 1) == {}  # a part of it would decide nothing: none
+    assert buy(1e9) == {"p": n_near, "q": n_near, "r": n_nearer, "s": n_nearer}
+    shared = {("p", "q"): near, ("p", "s"): nearer}  # p raised once for both
+    assert ablation.seeds_to_buy(
+        shared,
+        have,
+        max_seeds=8,
+        seconds_per_model=10.0,
+        budget_seconds=cheap + 10.0 * 2 * (n_near - 3),
+    ) == {"p": n_near, "q": n_near, "s": n_nearer}
+    assert ablation.seeds_to_buy(pairs, have, max_seeds=8, seconds_per_model=float("inf"),
+                                 budget_seconds=0.0) == {}  # fmt: skip

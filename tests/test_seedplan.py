@@ -120,3 +120,16 @@ def test_the_plan_plans_the_headline_with_the_largest_noise_the_book_measured():
         for study in studies:
             today = recipes.compare(study, seeds=recipes.seeds_of(study, "today"))[0]
             assert planned.exact and planned.sd >= round(today.paired_sd.value, 2), regime
+
+
+def test_chapters_minutes_are_set_aside_and_follow_the_machine(monkeypatch):
+    plan = _plan(10) | {"chapter_minutes": {"p_rope": 1.5},
+                        "chapter_seconds_per_model": {"lesson": 30}}  # fmt: skip
+    assert seedplan.spare_seconds(plan, 1) == 60 * (10 - 1.5)  # what the plan itself may spend
+    assert seedplan.spare_seconds(plan, 2) == 60 * 2 * (10 - 1.5)
+    monkeypatch.setenv(seedplan.SPEEDUP_ENV, "4")
+    budget = seedplan.chapter_budget("p_rope", "lesson", "cpu", plan)
+    assert (budget.seconds, budget.seconds_per_model) == (60 * 1.5 * 4, 30.0)
+    assert "1.5 reference minutes × 4" in budget.source
+    assert seedplan.chapter_budget("p_rope", "lesson", "smoke", plan).seconds == 0  # not planned
+    assert seedplan.chapter_budget("decay", "lesson", "cpu", plan).seconds == 0

@@ -450,7 +450,8 @@ def seeds_to_buy(
     counts: dict = {}
 
     def cost(pair, n) -> float:
-        return seconds_per_model * sum(max(0, n - counts.get(m, have[m])) for m in pair)
+        missing = sum(max(0, n - counts.get(m, have[m])) for m in pair)
+        return seconds_per_model * missing if missing else 0.0
 
     left = float(budget_seconds)
     for pair in sorted(asked, key=lambda k: (cost(k, asked[k]), str(k))):
