@@ -127,9 +127,19 @@ def test_chapters_minutes_are_set_aside_and_follow_the_machine(monkeypatch):
                         "chapter_seconds_per_model": {"lesson": 30}}  # fmt: skip
     assert seedplan.spare_seconds(plan, 1) == 60 * (10 - 1.5)  # what the plan itself may spend
     assert seedplan.spare_seconds(plan, 2) == 60 * 2 * (10 - 1.5)
+    plan["budget"]["build_minutes_measured"] = 9.4  # room for 0.6 of the chapters' 1.5 minutes
+    assert seedplan.chapters_share(plan, 1) == pytest.approx(0.4)
+    assert seedplan.spare_seconds(plan, 1) == pytest.approx(0)  # the chapters come first
+    assert seedplan.chapters_share(plan, 2) == 1 and seedplan.spare_seconds(
+        plan, 2
+    ) == pytest.approx(60 * 7.6)
+    plan["budget"]["build_minutes_measured"] = 12  # over the budget already: nothing to buy
+    assert seedplan.chapters_share(plan, 1) == 0 and seedplan.spare_seconds(plan, 1) < 0
     monkeypatch.setenv(seedplan.SPEEDUP_ENV, "4")
     budget = seedplan.chapter_budget("p_rope", "lesson", "cpu", plan)
     assert (budget.seconds, budget.seconds_per_model) == (60 * 1.5 * 4, 30.0)
-    assert "1.5 reference minutes × 4" in budget.source
+    assert "1.5 reference minutes × 4" in budget.source and "share" not in budget.source
+    monkeypatch.setenv(seedplan.SPEEDUP_ENV, "1")
+    assert seedplan.chapter_budget("p_rope", "lesson", "cpu", plan).seconds == 0  # no room at 1×
     assert seedplan.chapter_budget("p_rope", "lesson", "smoke", plan).seconds == 0  # not planned
     assert seedplan.chapter_budget("decay", "lesson", "cpu", plan).seconds == 0

@@ -86,16 +86,32 @@ def load_plan(path: Path | str = PLAN_PATH) -> dict:
     return plan
 
 
-def spare_seconds(plan: Mapping, speedup: int = 1) -> float:
-    """Training time the budget leaves for added seeds, in reference seconds, on a machine
-    ``speedup`` times the reference: the budget's reference minutes that machine runs in the
-    budget's wall time, less today's build, every reservation and the chapters' own purchases
-    (:func:`chapter_budget`, which grow with the machine too): ``speedup × (build_minutes -
-    Σ chapter_minutes) - build_minutes_measured - Σ reserved``."""
+def _room(plan: Mapping, speedup: int) -> tuple[float, float]:
+    """``(room, chapters)`` in reference minutes on a machine ``speedup`` times the reference:
+    what the budget leaves after today's build and every reservation (``speedup × build_minutes -
+    build_minutes_measured - Σ reserved``), and what the chapters' purchases ask of it
+    (``speedup × Σ chapter_minutes``)."""
     b = plan["budget"]
     spent = b["build_minutes_measured"] + sum(b["reserved_minutes"].values())
-    chapters = sum(plan.get("chapter_minutes", {}).values())
-    return 60.0 * (speedup * (b["build_minutes"] - chapters) - spent)
+    return speedup * b["build_minutes"] - spent, speedup * sum(
+        plan.get("chapter_minutes", {}).values()
+    )
+
+
+def chapters_share(plan: Mapping, speedup: int = 1) -> float:
+    """The share of their ``chapter_minutes`` the chapters get: all of it where the budget has
+    the room, else what room there is, split in proportion (0 when none is left)."""
+    room, chapters = _room(plan, speedup)
+    return float(min(1.0, max(0.0, room / chapters))) if chapters > 0 else 0.0
+
+
+def spare_seconds(plan: Mapping, speedup: int = 1) -> float:
+    """Training time the budget leaves for the plan's added seeds, in reference seconds, on a
+    machine ``speedup`` times the reference: the budget's reference minutes that machine runs in
+    the budget's wall time, less today's build, every reservation and the chapters' own
+    purchases (:func:`chapter_budget`, served first)."""
+    room, chapters = _room(plan, speedup)
+    return 60.0 * (room - chapters * chapters_share(plan, speedup))
 
 
 @dataclass(frozen=True)
@@ -112,7 +128,7 @@ def chapter_budget(
     chapter: str, regime: str, profile: str, plan: Mapping | None = None
 ) -> ChapterBudget:
     """``chapter``'s budget for ``regime`` models in a ``profile`` build: its ``chapter_minutes``
-    in the plan times :func:`machine_speedup`, a model costing the plan's
+    in the plan times :func:`machine_speedup` (and :func:`chapters_share`), a model costing the plan's
     ``chapter_seconds_per_model`` (trained inside a chapter). Nothing for a chapter the plan
     lists no minutes for, or a profile the plan was not measured on."""
     plan = plan or load_plan()
@@ -121,9 +137,11 @@ def chapter_budget(
     if profile != plan["profile"] or not minutes:
         return ChapterBudget(0.0, per_model, f"none (no {profile} minutes for {chapter})")
     speedup = machine_speedup(plan)
+    share = chapters_share(plan, speedup.factor)
+    shared = f" × {share:.2f}, the share the build budget has room for" if share < 1 else ""
     return ChapterBudget(
-        60.0 * minutes * speedup.factor, per_model,
-        f"{minutes:g} reference minutes × {speedup.factor} ({speedup.source})",
+        60.0 * minutes * speedup.factor * share, per_model,
+        f"{minutes:g} reference minutes × {speedup.factor} ({speedup.source}){shared}",
     )  # fmt: skip
 
 
