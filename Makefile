@@ -1,9 +1,9 @@
 # ropebook: `make book` builds the whole book (CPU defaults); `make test` runs every test.
 # PROFILE=smoke|cpu|gpu picks model sizes; PROFILE=gpu also installs JAX's CUDA build.
 PROFILE ?= cpu
-# JOBS=N|auto runs N chapters side by side (auto: one per core on a CPU); 1 until the cpu chapters
-# gain from it (benchmarks/README.md: the torch chapters slow down 2-3x beside another)
-JOBS ?= 1
+# JOBS=N|auto runs N chapters side by side (auto: one per core on a CPU, each with its share of
+# the threads; 1.5x on the cpu chapters, benchmarks/README.md); JOBS=1 runs one at a time
+JOBS ?= auto
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
