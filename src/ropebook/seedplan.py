@@ -141,7 +141,8 @@ def chapter_budget(
     shared = f" × {share:.2f}, the share the build budget has room for" if share < 1 else ""
     return ChapterBudget(
         60.0 * minutes * speedup.factor * share, per_model,
-        f"{minutes:g} reference minutes × {speedup.factor} ({speedup.source}){shared}",
+        f"{minutes:g} reference minutes × {speedup.factor} for this machine's speed-up "
+        f"[{speedup.source}]{shared}",
     )  # fmt: skip
 
 
