@@ -707,9 +707,11 @@ for name, value in {
 # models are cheap, a chapter then buys more for the comparisons its first seeds leave open: a
 # comparison the profile's seeds cannot decide, whose *measured* difference at most the chapter's
 # `max_seeds` paired seeds would detect (80 % power, 95 %), is run again on that many
-# (`ropebook.analysis.ablation.seeds_by_power` for the p-RoPE orderings, in the lesson and the
-# matched regime; `seeds_for_gaps` for the recall and layouts contrasts). A comparison that needs
-# more than the cap stays a bound: a partial spend would leave it one. The verdict is then read on
+# (`ropebook.analysis.ablation.seeds_to_buy` for the p-RoPE orderings, in the lesson and the
+# matched regime, cheapest first within the chapter's minutes of the plan, `chapter_minutes`, set
+# aside before the plan's own seeds and shared in proportion when the budget leaves less;
+# `seeds_for_gaps` for the recall and layouts contrasts). A comparison that needs more than the
+# cap, or more than is left, stays a bound: a partial spend would leave it one. The verdict is then read on
 # all the seeds at the same 95 % level, a design that looks twice: for a null effect it says
 # *held* or *not held* somewhat more often than one time in twenty (about 8 % for two looks
 # tested at the same level), the price of spending seeds only where they decide something.

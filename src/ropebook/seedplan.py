@@ -128,9 +128,9 @@ def chapter_budget(
     chapter: str, regime: str, profile: str, plan: Mapping | None = None
 ) -> ChapterBudget:
     """``chapter``'s budget for ``regime`` models in a ``profile`` build: its ``chapter_minutes``
-    in the plan times :func:`machine_speedup` (and :func:`chapters_share`), a model costing the plan's
-    ``chapter_seconds_per_model`` (trained inside a chapter). Nothing for a chapter the plan
-    lists no minutes for, or a profile the plan was not measured on."""
+    in the plan times :func:`machine_speedup` and :func:`chapters_share`, a model costing the
+    plan's ``chapter_seconds_per_model`` (trained inside a chapter). Nothing for a chapter the
+    plan lists no minutes for, or a profile the plan was not measured on."""
     plan = plan or load_plan()
     minutes = plan.get("chapter_minutes", {}).get(chapter, 0.0)
     per_model = float(plan.get("chapter_seconds_per_model", {}).get(regime, math.inf))
