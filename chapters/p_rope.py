@@ -520,7 +520,6 @@ for name, (tau, pvalue, *_) in {"wiki": tau_wiki, "flan": tau_flan, "paper": tau
 # **cannot decide** otherwise — it then only bounds the effect ({ref}`methods-deciding`). The
 # stricter unpaired test — do the two encodings' own intervals over seeds overlap? — is shown
 # beside it.
-
 #
 # The profile's seeds come first. An ordering they cannot decide, whose measured difference at
 # most `max_seeds` paired seeds would detect (95 %, 80 % power: {ref}`methods-power`), then gets
