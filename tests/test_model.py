@@ -315,3 +315,29 @@ def test_the_steps_faster_forms_give_jaxs_own_gradients_bit_for_bit(encoding, mo
     assert len(ours) == len(plain) == 1 + len(jax.tree.leaves(params))  # the loss, each gradient
     for got, want in zip(ours, plain, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("encoding", ["rope", "p-rope", "rope-partial", "rope-reversed", "alibi"])
+def test_known_positions_rotate_with_constant_tables_and_the_same_numbers(encoding):
+    """Positions known while tracing (training's) make the cosines and sines the program's
+    constants, not recomputed in every fused rotation (backward included), with the loss and
+    gradients of positions passed in as a traced argument, bit for bit."""
+    config = small_config(encoding, d_model=64, head_dim=16, vocab_size=97, context=32)
+    params = model.init_params(jax.random.key(5), config)
+    batch = tokens(4, 33, seed=5)
+
+    def loss(params, batch, positions=None):
+        logits = model.forward(params, batch[:, :-1], config, positions=positions)
+        targets = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(targets, batch[:, 1:, None], -1))
+
+    known = jax.jit(jax.value_and_grad(loss))
+    ours = jax.tree.leaves(known(params, batch))
+    traced = jax.tree.leaves(jax.jit(jax.value_and_grad(loss))(params, batch, jnp.arange(32)))
+    for got, want in zip(ours, traced, strict=True):
+        np.testing.assert_array_equal(got, want)
+    program = known.lower(params, batch).compile().as_text()
+    assert " sine(" not in program and " cosine(" not in program
+    if config.encoding_config.rotates:
+        assert " sine(" in jax.jit(jax.value_and_grad(loss)).lower(
+            params, batch, jnp.arange(32)).compile().as_text()  # fmt: skip

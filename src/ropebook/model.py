@@ -388,7 +388,8 @@ def forward(
     ``intervention`` (see :class:`Intervention`) changes attention at inference.
     """
     t = tokens.shape[1]
-    positions = jnp.arange(t) if positions is None else jnp.asarray(positions)
+    with rope.at_trace_time(positions):  # known positions stay known: rope.rotate's constants
+        positions = jnp.arange(t) if positions is None else jnp.asarray(positions)
     dtype = jnp.dtype(config.dtype)
     x = params["embed"][tokens].astype(dtype)
     internals = []

@@ -22,8 +22,10 @@ Variants (``variant``, with ``proportion=p``):
 
 from __future__ import annotations
 
+import contextlib
 from typing import Literal
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -124,9 +126,16 @@ def matched_base(head_dim: int, context: int, slowest_turns: float) -> float:
 
 def rotate(x: jnp.ndarray, angles: jnp.ndarray, pairing: str) -> jnp.ndarray:
     """Rotate chunks of ``x [..., seq, heads, d]`` by ``angles [..., seq, d/2]`` (any angles:
-    scaled grids such as Llama 3's build their own angles and rotate with this)."""
-    cos = jnp.cos(angles)[..., None, :].astype(x.dtype)
-    sin = jnp.sin(angles)[..., None, :].astype(x.dtype)
+    scaled grids such as Llama 3's build their own angles and rotate with this).
+
+    Angles known while tracing (not a traced value: training's positions) give cosines and
+    sines computed once, as the compiled program's constants; XLA's CPU backend would otherwise
+    recompute both for every element of every rotation it fuses them into, backward included
+    (``benchmarks/README.md`` has the time saved). The same XLA functions compute them, so the
+    values are the same bit for bit (``tests/test_model.py``)."""
+    with at_trace_time(angles):
+        cos = jnp.cos(angles)[..., None, :].astype(x.dtype)
+        sin = jnp.sin(angles)[..., None, :].astype(x.dtype)
     if pairing == "half":
         first, second = jnp.split(x, 2, axis=-1)
         return jnp.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
@@ -151,16 +160,25 @@ def apply_rope(
     """
     head_dim = x.shape[-1]
     check_rope_args(head_dim, pairing, variant, proportion)
-    positions = jnp.asarray(positions)
+    with at_trace_time(positions):
+        positions = jnp.asarray(positions)
     if variant == "partial":
         rotated = int(round(proportion * head_dim))
         if rotated == 0:
             return x
         head = apply_rope(x[..., :rotated], positions, base=base, pairing=pairing)
         return jnp.concatenate([head, x[..., rotated:]], axis=-1)
-    grid = jnp.asarray(frequencies(head_dim, base, variant=variant, proportion=proportion))
-    angles = positions[..., None].astype(jnp.float32) * grid.astype(jnp.float32)
+    grid = frequencies(head_dim, base, variant=variant, proportion=proportion)
+    with at_trace_time(positions):
+        angles = positions[..., None].astype(jnp.float32) * jnp.asarray(grid, jnp.float32)
     return rotate(x, angles, pairing)
+
+
+def at_trace_time(value) -> contextlib.AbstractContextManager:
+    """Compute what follows now, not in the traced program, when ``value`` is known now."""
+    if isinstance(value, jax.core.Tracer):
+        return contextlib.nullcontext()
+    return jax.ensure_compile_time_eval()
 
 
 def chunk_indices(head_dim: int, pairing: str = "half") -> np.ndarray:
