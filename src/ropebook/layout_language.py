@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ropebook import data, recipes, studies, train, zoo
+from ropebook import data, recipes, studies, zoo
 from ropebook.analysis import ablation
 
 STUDY, DOMAIN, REGIME = "layout_language", "shakespeare", "matched"
@@ -43,11 +43,10 @@ def measure(
     factors = ablation.length_factors(MAX_FACTOR)
     records = []
     for name in MODELS:
-        settings = dict(profile=profile, regime=REGIME, domain=DOMAIN, progress=progress)
-        if train.seed_batching():
-            runs = zoo.load_seeds(name, seeds, **settings, **OVERRIDES)
-        else:
-            runs = [zoo.load(name, seed=s, **settings, **OVERRIDES) for s in seeds]
+        runs = zoo.load_seeds(
+            name, seeds, profile=profile, regime=REGIME, domain=DOMAIN, progress=progress,
+            **OVERRIDES,
+        )  # fmt: skip
         for run in runs:
             curve = ablation.extrapolation_curve(
                 run.params, run.config, held_out, max_factor=MAX_FACTOR, n_windows=N_WINDOWS

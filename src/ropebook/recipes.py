@@ -98,11 +98,9 @@ def measure(
     for schedule in schedules:
         changes = overrides(schedule, profile, regime)
         for name in ARMS:
-            settings = dict(profile=profile, regime=regime, progress=progress)
-            if train.seed_batching():  # as the zoo trains seeds: together where measured faster
-                runs = zoo.load_seeds(name, seeds, **settings, **changes)
-            else:
-                runs = [zoo.load(name, seed=s, **settings, **changes) for s in seeds]
+            runs = zoo.load_seeds(
+                name, seeds, profile=profile, regime=regime, progress=progress, **changes
+            )
             for run in runs:
                 records.append({
                     "label": schedule, "schedule": schedule, "model": name, "seed": run.seed,

@@ -463,14 +463,18 @@ def load_seeds(
     domain: str = "shakespeare",
     regime: str = "lesson",
     progress: bool = True,
+    together: bool | None = None,
     **overrides: Any,
 ) -> list[TrainedModel]:
-    """:func:`load` for several seeds of one spec, training those the cache lacks together in one
-    program (:func:`ropebook.train.train_seeds`); each is cached exactly as :func:`load` caches
-    it (same spec hash, same files). Task runs stop per seed, so they train one at a time."""
+    """:func:`load` for several seeds of one spec. Those the cache lacks train ``together`` in
+    one program (:func:`ropebook.train.train_seeds`; by default where
+    :func:`ropebook.train.seed_batching` measured it faster), else one after another; each is
+    cached exactly as :func:`load` caches it (same spec hash, same files). Task runs stop per
+    seed, so they train one at a time."""
     jobs = [_job(name, seed, profile, domain, regime, overrides) for seed in seeds]
+    together = train.seed_batching() if together is None else together
     trained: set[int] = set()
-    if regime != "task" and len(jobs) > 1:
+    if together and regime != "task" and len(jobs) > 1:
         folders = {job.seed: Path(CACHE_DIR) / "zoo" / job.spec_hash for job in jobs}
         with contextlib.ExitStack() as stack:
             for folder in sorted(folders.values()):  # one lock order for every process
@@ -506,8 +510,9 @@ def train_seed_groups(jobs: list[Job], profile: str, overrides: dict[str, Any]) 
         if len(seeds) > 1:
             began = time.perf_counter()
             models = load_seeds(
-                name, tuple(seeds), profile=profile, domain=domain, regime=regime, **overrides
-            )
+                name, tuple(seeds), profile=profile, domain=domain, regime=regime,
+                together=True, **overrides,
+            )  # fmt: skip
             new = [(name, m.seed, domain, regime) for m in models if m.trained_now]
             trained |= dict.fromkeys(new, (time.perf_counter() - began) / max(len(new), 1))
     return trained

@@ -125,17 +125,15 @@ def extend_runs(
     """``runs`` with each ``(name, domain)`` of ``wanted`` grown to that many seeds, the next
     integers after its own (:func:`ropebook.seedplan.extend_seeds`), loaded or trained now (the
     seeds of one model together where :func:`ropebook.train.seed_batching` says so)."""
-    from ropebook import seedplan, train, zoo
+    from ropebook import seedplan, zoo
 
     out = {key: list(these) for key, these in runs.items()}
     for (name, domain), n in wanted.items():
         have = tuple(m.seed for m in out[name, domain])
         added = seedplan.extend_seeds(have, n)[len(have) :]
-        settings = dict(profile=profile, domain=domain, regime=regime)
-        if len(added) > 1 and train.seed_batching():
-            out[name, domain] += zoo.load_seeds(name, added, **settings)
-        else:
-            out[name, domain] += [zoo.load(name, seed=s, **settings) for s in added]
+        out[name, domain] += zoo.load_seeds(
+            name, added, profile=profile, domain=domain, regime=regime
+        )
     return out
 
 
