@@ -170,7 +170,7 @@ def test_seed_batch_setting(monkeypatch):
 
 
 def test_zoo_caches_batched_seeds_as_load_would(tiny_zoo, monkeypatch):
-    models = zoo.load_seeds("rope", (0, 1), profile="smoke", progress=False)
+    models = zoo.load_seeds("rope", (0, 1), profile="smoke", progress=False, together=True)
     for m, seed in zip(models, (0, 1), strict=True):
         assert m.seed == seed and m.trained_now
         assert m.path == tiny_zoo / "zoo" / zoo.spec_hash("rope", seed=seed, profile="smoke")
@@ -199,7 +199,13 @@ def test_zoo_groups_jobs_by_spec(monkeypatch):
         (
             "rope",
             (0, 1),
-            {"profile": "smoke", "domain": "shakespeare", "regime": "lesson", "steps": 4},
+            {
+                "profile": "smoke",
+                "domain": "shakespeare",
+                "regime": "lesson",
+                "together": True,
+                "steps": 4,
+            },  # fmt: skip
         )
     ]
     assert list(trained) == [("rope", 1, "shakespeare", "lesson")]  # seed 0 was cached
@@ -251,3 +257,12 @@ def test_batched_seeds_keep_each_seeds_tail_average():
         )
     first, second = (train.averaged_params(r.opt_state)["embed"] for r in together)
     assert not np.allclose(first, second, atol=1e-3)
+
+
+def test_zoo_loads_seeds_one_after_another_unless_batching_is_on(tiny_zoo, monkeypatch):
+    monkeypatch.setenv("ROPEBOOK_SEED_BATCH", "off")
+    monkeypatch.setattr(train, "train_seeds", lambda *a, **k: pytest.fail("trained together"))
+    models = zoo.load_seeds("rope", (0, 1), profile="smoke", progress=False)
+    assert [m.seed for m in models] == [0, 1] and all(m.trained_now for m in models)
+    for m in models:
+        assert "seed_batch" not in checkpoints.read_metadata(m.path)["provenance"][0]
