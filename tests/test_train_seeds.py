@@ -205,7 +205,7 @@ def test_zoo_groups_jobs_by_spec(monkeypatch):
                 "regime": "lesson",
                 "together": True,
                 "steps": 4,
-            },  # fmt: skip
+            },
         )
     ]
     assert list(trained) == [("rope", 1, "shakespeare", "lesson")]  # seed 0 was cached
