@@ -140,9 +140,9 @@ def status(env, cache: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def smoke_array(slurm, tmp_path_factory):
-    """The smoke zoo's lesson and flagship models on Shakespeare trained by an array of more tasks than this
-    machine has cores, one core each: ``(cache, logs, job id, tasks, cluster/submit's exit status
-    and output)``."""
+    """The smoke zoo's lesson and flagship models on Shakespeare, trained by an array of more
+    tasks than this machine has cores, one core each: ``(cache, logs, job id, tasks,
+    cluster/submit's exit status and output)``."""
     data.prepare()  # before the tasks, which would otherwise all build the data at once
     root = tmp_path_factory.mktemp("array")
     cache, logs, tasks = new_cache(root / "cache"), root / "logs", (os.cpu_count() or 1) + 2
