@@ -32,7 +32,7 @@ from pathlib import Path
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from ropebook import buildrecord, claims, plots
+from ropebook import buildrecord, claims, plots, seedplan
 from ropebook.present import build as show
 
 records = show.load(
@@ -86,7 +86,7 @@ table_or_missing(show.chapter_rows(records), "chapters", "the chapters (`ropeboo
 # ## Within the budget?
 #
 # The book's first cpu build is budgeted at {glue:text}`build.budget_minutes` minutes on the
-# reference CPU, whose lesson benchmark trains {glue:text}`build.reference_speed` tokens/s; each
+# reference CPU, whose lesson benchmark trains {glue:text}`build.reference_speed`; each
 # stage's time here counts at this machine's benchmark against that speed. Only a first cpu build
 # run in one go decides it (every stage run by this build, the zoo trained from an empty cache,
 # every chapter run); any other build shows its stages and says why it cannot.
@@ -94,7 +94,7 @@ table_or_missing(show.chapter_rows(records), "chapters", "the chapters (`ropeboo
 # %% tags=["remove-input"]
 spent = show.budget(records, profile)
 glue("build.budget_minutes", f"{spent.budget_minutes:.0f}", display=False)
-glue("build.reference_speed", f"{spent.reference_tokens_per_second:,.0f}", display=False)
+glue("build.reference_speed", seedplan.reference_speed_text(seedplan.load_plan()), display=False)
 measured, to_decide = show.budget_text(spent)
 CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(

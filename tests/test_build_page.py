@@ -229,3 +229,13 @@ def test_the_budget_needs_the_profiles_benchmark(records):
     assert spent.reference_minutes is None and spent.verdict == "not testable here"
     assert "the smoke profile" in spent.not_first_in_one_go[0]
     assert show.budget_text(spent)[0].startswith("not measured")
+
+
+def test_a_faster_library_makes_the_same_wall_time_fewer_reference_minutes(tmp_path):
+    """The reference CPU's benchmark was timed with an older training step: with today's step
+    1.6× as fast there, the same wall time here is worth 1/1.6 the reference minutes."""
+    first_build(tmp_path, 200.0)
+    faster = {"budget": PLAN["budget"] | {"library_speedup": {"factor": 1.6}}}
+    before, after = (show.budget(show.load(tmp_path, BUILD), "cpu", p) for p in (PLAN, faster))
+    assert after.reference_tokens_per_second == pytest.approx(1.6 * 16000)
+    assert after.reference_minutes == pytest.approx(before.reference_minutes / 1.6)

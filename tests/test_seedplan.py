@@ -107,6 +107,21 @@ def test_seeds_follow_the_machine(monkeypatch):
         seedplan.speedup_of(0, 10_000)
 
 
+def test_the_reference_speed_follows_the_library(monkeypatch):
+    """A machine twice the reference with the old step, timed with a step 2× faster there too,
+    is the reference's speed, not twice it."""
+    monkeypatch.delenv(seedplan.SPEEDUP_ENV, raising=False)
+    plan = _plan(10)
+    assert seedplan.reference_speed(plan) == 10_000  # no library_speedup recorded: 1
+    plan["budget"]["library_speedup"] = {"factor": 2.0}
+    assert seedplan.reference_speed(plan) == 20_000
+    speedup = seedplan.machine_speedup(plan, _machine("cpu", 20_000))
+    assert speedup.factor == 1 and "20,000 against 20,000" in speedup.source
+    plan["budget"]["library_speedup"] = {"factor": 0}
+    with pytest.raises(ValueError, match="library_speedup"):
+        seedplan.reference_speed(plan)
+
+
 def test_the_plan_plans_the_headline_with_the_largest_noise_the_book_measured():
     """The recipe study's 16 paired seeds (this project's CPU) and the GPU study's 64 matched and
     32 flagship ones under today's recipe measure the headline's noise too; the plan must not

@@ -18,7 +18,9 @@ its reference minutes, set aside from the budget before the plan spends the rest
 (:func:`chapter_budget`).
 
 **Seeds follow the machine.** The budget is in minutes of the reference CPU (its lesson
-benchmark's tokens/s is in the plan); a build on a machine :func:`machine_speedup` times faster
+benchmark's tokens/s is in the plan, timed with the library of its day; :func:`reference_speed`
+is what that CPU reads with today's, so a faster training step shows as a cheaper build instead
+of as a faster yardstick); a build on a machine :func:`machine_speedup` times faster
 (its own ``python -m ropebook machine`` record, made by ``make book`` before the zoo trains)
 spends the same wall minutes on that many more reference minutes, so a fast machine buys the
 seeds that decide what the reference CPU can only bound. The speed-up is rounded down to a power
@@ -146,6 +148,32 @@ def chapter_budget(
     )  # fmt: skip
 
 
+def reference_speed(plan: Mapping) -> float:
+    """The reference CPU's lesson benchmark with today's library, in tokens/s: the plan's
+    ``reference_tokens_per_second`` (timed with the library of that day) times
+    ``library_speedup.factor``, today's training step against that library's timed on one CPU
+    (1 if the plan records none). Wall time here × this machine's benchmark / this speed gives
+    reference minutes."""
+    budget = plan["budget"]
+    factor = float(budget.get("library_speedup", {}).get("factor", 1.0))
+    if not factor > 0:
+        raise ValueError(f"seed plan: library_speedup.factor must be positive, got {factor}")
+    return float(budget["reference_tokens_per_second"]) * factor
+
+
+def reference_speed_text(plan: Mapping) -> str:
+    """Where :func:`reference_speed` comes from, for the page."""
+    budget, speed = plan["budget"], reference_speed(plan)
+    library = budget.get("library_speedup")
+    if not library:
+        return f"{speed:,.0f} tokens/s"
+    return (
+        f"{speed:,.0f} tokens/s with today's training step: "
+        f"{budget['reference_tokens_per_second']:,} with the step of commit {library['since']}, "
+        f"× {library['factor']:g} ({library['how']})"
+    )
+
+
 @dataclass(frozen=True)
 class Speedup:
     """How many reference minutes one minute of this machine is worth when buying seeds."""
@@ -176,11 +204,12 @@ def machine_speedup(plan: Mapping | None = None, record: Mapping | None = None) 
     benchmark = (record or {}).get("benchmark", {})
     if benchmark.get("profile") != plan["profile"]:
         return Speedup(1, f"the reference's (no {plan['profile']}-profile machine record)")
-    reference = plan["budget"]["reference_tokens_per_second"]
+    reference = reference_speed(plan)
     measured = benchmark["tokens_per_second"]
     factor = speedup_of(measured, reference)
     return Speedup(
-        factor, f"this machine's lesson benchmark, {measured:,.0f} against {reference:,} tokens/s"
+        factor,
+        f"this machine's lesson benchmark, {measured:,.0f} against {reference:,.0f} tokens/s",
     )
 
 

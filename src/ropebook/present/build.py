@@ -278,7 +278,7 @@ def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None
     from ropebook import seedplan
 
     plan = plan or seedplan.load_plan()
-    reference = float(plan["budget"]["reference_tokens_per_second"])
+    reference = seedplan.reference_speed(plan)
     machine = records.get("machine")
     bench = (machine or {}).get("benchmark", {})
     speed = bench.get("tokens_per_second") if bench.get("profile") == profile else None
