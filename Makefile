@@ -101,8 +101,11 @@ TASKS ?= 16
 cluster-zoo: setup data
 	cluster/submit --profile $(PROFILE) --tasks $(TASKS)
 
+# Tests run on TEST_WORKERS pytest-xdist workers, a file's tests on one worker so its module
+# fixtures (trained models, a smoke build) run once (2 on 2 cores: 19 against 27 min, benchmarks/README.md).
+TEST_WORKERS ?= 2
 test: setup assets browser slurm
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: setup
 	$(VENV)/bin/ruff check src tests chapters benchmarks && $(VENV)/bin/ruff format --check src tests chapters benchmarks

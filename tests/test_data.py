@@ -180,3 +180,24 @@ def test_cli_prints_summary(manifest: dict, capsys) -> None:
     assert data.main([]) == 0
     out = capsys.readouterr().out
     assert "shakespeare" in out and "python" in out and "tokens" in out
+
+
+def test_one_preparer_at_a_time_per_data_folder(manifest, tmp_path: Path) -> None:
+    """prepare() reads and rewrites the manifest, so a second preparer of the same folder (a test
+    worker, a chapter beside it) waits for the first's lock, then finds the work done."""
+    import fcntl
+    import subprocess
+    import sys
+
+    folder = tmp_path / "data"
+    shutil.copytree(ropebook.DATA_DIR / "raw", folder / "raw", symlinks=True)
+    shutil.copytree(ropebook.DATA_DIR / "derived", folder / "derived")
+    script = f"from ropebook import data; data.prepare(data_dir={str(folder)!r}); print('done')"
+    with open(folder / data.LOCK_NAME, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        waiter = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        time.sleep(8)  # far longer than the checksums a prepared folder costs
+        assert waiter.poll() is None, "prepare() ran while another held the folder's lock"
+    out, _ = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0 and out.strip() == "done"
+    assert data._read_manifest(folder) == data._read_manifest(ropebook.DATA_DIR)

@@ -10,6 +10,7 @@ read. Run ``python -m ropebook data`` (or :func:`prepare`) to build it all under
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -248,6 +249,9 @@ def train_tokenizer(docs: list[str], vocab_size: int) -> Tokenizer:
     return tokenizer
 
 
+LOCK_NAME = ".prepare.lock"  # in the data folder: held while prepare() works
+
+
 def prepare(
     vocab_size: int = DEFAULT_VOCAB, *, force: bool = False, data_dir: Path | str | None = None
 ) -> dict:
@@ -256,11 +260,21 @@ def prepare(
     Each step is skipped when its outputs exist and match their recorded sha256, so a second call
     costs a few checksums. The tokenizer sees both train splits, so neither domain is byte soup.
     """
-    from tqdm.auto import tqdm
-
     if not 256 < vocab_size <= 2**16:
         raise ValueError(f"vocab_size must be in (256, 65536] for uint16 arrays, got {vocab_size}")
     root = _root(data_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    # One preparer at a time per data folder (chapters side by side, test workers): each step
+    # reads the manifest, does its work and writes the manifest back, so two at once could drop
+    # each other's entries. A waiter then finds the work done and only checks it.
+    with open(root / LOCK_NAME, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _prepare(root, vocab_size, force)
+
+
+def _prepare(root: Path, vocab_size: int, force: bool) -> dict:
+    from tqdm.auto import tqdm
+
     manifest = _corpus(root, force)
     if not force and _entry_ok(root, manifest["vocab"].get(str(vocab_size))):
         return manifest
