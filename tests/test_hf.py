@@ -110,6 +110,19 @@ def test_matches_transformers(family, tmp_path):
         assert config.activation == "gelu_pytorch_tanh" and config.tie_word_embeddings
 
 
+def test_a_layer_takes_its_rotation_tables_made_once(tmp_path):
+    """forward() makes the cosines and sines once per call; the jitted layer computes none
+    (XLA's CPU backend would recompute them per element of each rotation)."""
+    save_random("llama", tmp_path)
+    ours = hf.load(tmp_path)
+    x = np.zeros((1, SEQ, ours.config.hidden_size), np.float32)
+    cos, sin = hf.rotation_tables(np.arange(SEQ), ours.config.scaled(SEQ).frequencies)
+    layer = hf._layer.lower(
+        ours.params["layers"][0], x, cos, sin, np.float32(1), ours.config, False
+    ).compile().as_text()  # fmt: skip
+    assert " sine(" not in layer and " cosine(" not in layer and " dot(" in layer
+
+
 @pytest.mark.parametrize(
     "rope_parameters",
     [

@@ -544,21 +544,25 @@ def _activation(name: str, x: jnp.ndarray) -> jnp.ndarray:
     return jax.nn.gelu(x, approximate=name != "gelu")
 
 
-def rotate(x: jnp.ndarray, positions: jnp.ndarray, frequencies: np.ndarray) -> jnp.ndarray:
-    """Rotate ``x [B, T, H, D]`` with the *half* pairing at ``positions [T]`` by ``frequencies``
-    (one per chunk, e.g. a scaled grid); angles are formed in float32 as transformers does."""
+def rotation_tables(
+    positions: jnp.ndarray, frequencies: np.ndarray
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """``rope.rotation_tables`` at ``positions [T]`` for ``frequencies`` (one per chunk, e.g. a
+    scaled grid), angles formed in float32 as transformers does. :func:`forward` makes them once
+    per call, outside the jitted layer: inside it, XLA's CPU backend would recompute the cosines
+    and sines for every element of every rotation they fuse into."""
     angles = positions.astype(jnp.float32)[:, None] * jnp.asarray(frequencies, jnp.float32)
-    return rope.rotate(x, angles, "half")
+    return rope.rotation_tables(angles)
 
 
 @partial(jax.jit, static_argnames=("config", "with_probs"))
-def _layer(layer, x, positions, frequencies, factor, config: HFConfig, with_probs: bool):
+def _layer(layer, x, cos, sin, factor, config: HFConfig, with_probs: bool):
     b, t, _ = x.shape
     h = _rms_norm(x, layer["attn_norm"], config.rms_norm_eps, config.norm_offset)
     q = _apply(layer["q"], h).reshape(b, t, config.n_heads, config.head_dim)
     k = _apply(layer["k"], h).reshape(b, t, config.n_kv_heads, config.head_dim)
     v = _apply(layer["v"], h).reshape(b, t, config.n_kv_heads, config.head_dim)
-    q_rot, k_rot = rotate(q, positions, frequencies), rotate(k, positions, frequencies)
+    q_rot, k_rot = rope.rotate_by(q, cos, sin, "half"), rope.rotate_by(k, cos, sin, "half")
     q_rot, k_rot = q_rot * factor.astype(q_rot.dtype), k_rot * factor.astype(k_rot.dtype)
     group = config.n_heads // config.n_kv_heads
     k_all, v_all = jnp.repeat(k_rot, group, axis=2), jnp.repeat(v, group, axis=2)
@@ -599,7 +603,7 @@ def forward(
     positions = jnp.arange(t) if positions is None else jnp.asarray(positions)
     length = int(np.max(np.asarray(positions))) + 1  # what transformers' dynamic rules read
     scaled = config.scaled(length)
-    frequencies = jnp.asarray(scaled.frequencies, jnp.float32)
+    cos, sin = rotation_tables(positions, scaled.frequencies)
     factor = jnp.asarray(scaled.attention_factor, jnp.float32)
     dtype = jnp.dtype(model.dtype)
     x = model.params["embed"][tokens].astype(dtype)
@@ -607,7 +611,7 @@ def forward(
         x = x * jnp.asarray(config.embed_scale, dtype=dtype)
     internals = []
     for layer in model.params["layers"]:
-        x, info = _layer(layer, x, positions, frequencies, factor, config, return_probs)
+        x, info = _layer(layer, x, cos, sin, factor, config, return_probs)
         internals.append(info)
     x = _rms_norm(x, model.params["final_norm"], config.rms_norm_eps, config.norm_offset)
     logits = (x @ model.params["lm_head"].T.astype(dtype)).astype(jnp.float32)

@@ -133,9 +133,20 @@ def rotate(x: jnp.ndarray, angles: jnp.ndarray, pairing: str) -> jnp.ndarray:
     recompute both for every element of every rotation it fuses them into, backward included
     (``benchmarks/README.md`` has the time saved). The same XLA functions compute them, so the
     values are the same bit for bit (``tests/test_model.py``)."""
+    return rotate_by(x, *rotation_tables(angles), pairing)
+
+
+def rotation_tables(angles: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """``(cos, sin)`` of ``angles [..., seq, d/2]`` as ``[..., seq, 1, d/2]`` float32 tables for
+    :func:`rotate_by`; computed now when the angles are known now (:func:`rotate`)."""
     with at_trace_time(angles):
-        cos = jnp.cos(angles)[..., None, :].astype(x.dtype)
-        sin = jnp.sin(angles)[..., None, :].astype(x.dtype)
+        return jnp.cos(angles)[..., None, :], jnp.sin(angles)[..., None, :]
+
+
+def rotate_by(x: jnp.ndarray, cos: jnp.ndarray, sin: jnp.ndarray, pairing: str) -> jnp.ndarray:
+    """Rotate chunks of ``x [..., seq, heads, d]`` by the angles whose :func:`rotation_tables`
+    are ``cos`` and ``sin`` (cast to ``x``'s dtype)."""
+    cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)
     if pairing == "half":
         first, second = jnp.split(x, 2, axis=-1)
         return jnp.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
