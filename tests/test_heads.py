@@ -402,6 +402,15 @@ def test_found_and_count_tables():
     assert rows[3]["by layer"] == [1, 0]
 
 
+def test_the_strongest_head_compares_models_no_threshold_separates():
+    scores = {key: heads.strongest_score(scan) for key, scan in SCANS.items()}
+    assert scores == {("rope", 0): 0.9, ("rope", 1): 0.6, ("nope", 0): 0.3, ("nope", 1): 0.55}
+    # past 0.95 no head of any model counts, yet RoPE's strongest heads still lead NoPE's
+    counts = heads.count_heads(SCANS, 0.95)
+    assert all(n == 0 for per_seed in counts.values() for n in per_seed)
+    assert min(scores["rope", s] - scores["nope", s] for s in (0, 1)) > 0
+
+
 def test_head_scatter_chart():
     spec = show.head_scatter_chart(SCANS, 0.5).to_dict()
     assert spec["title"] == "Every head: mean attention on itself vs on the previous token"

@@ -679,6 +679,13 @@ def count_heads(scans: dict, threshold: float) -> dict[tuple[str, str], list[int
     return counts
 
 
+def strongest_score(scan: HeadScan) -> float:
+    """How positional a model's most positional head is: the highest mean attention on its
+    target (diagonal or previous token) of any head. Unlike a count of heads past a threshold,
+    it still compares two models when neither has a head past it."""
+    return float(max(scan.score[kind].max() for kind in KINDS))
+
+
 def strongest(scan: HeadScan, kind: str) -> tuple[int, int]:
     """``(layer, head)`` with the highest mean attention on the ``kind`` target."""
     score = scan.score[kind]
