@@ -45,7 +45,7 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import capture, claims, data, plots, prompts, real_model
+from ropebook import capture, claims, data, plots, prompts, real_model, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import planes
 from ropebook.present import decide
@@ -55,7 +55,11 @@ plots.setup()
 if profile == "smoke":
     n_windows, n_sequences, training_windows = min(n_windows, 4), min(n_sequences, 4), 2
 REGIMES = ("matched", "flagship")
-models = {r: dy.load_models(["rope"], profile=profile, regime=r)["rope"] for r in REGIMES}
+# The profile's own seeds: those the seed plan adds to the headline pair serve that comparison,
+# and every seed here costs a pass per plane.
+base = {r: zoo.seeds_for("rope", profile=profile, regime=r, planned=False) for r in REGIMES}
+models = {r: dy.load_models(["rope"], profile=profile, regime=r, seeds=base[r])["rope"]
+          for r in REGIMES}  # fmt: skip
 config = models["matched"][0].config
 period = (config.context - 1) // 2  # BOS + two copies fill the context
 test_tokens = data.load_tokens("shakespeare", "test", vocab_size=config.vocab_size)
@@ -80,7 +84,9 @@ for name, value in {
 # %% [markdown]
 # This run: profile **{glue:text}`plane_map.profile`**, RoPE with {glue:text}`plane_map.n_planes`
 # planes per head; seeds {glue:text}`plane_map.seeds.matched` (matched) and
-# {glue:text}`plane_map.seeds.flagship` (flagship). Each model reads
+# {glue:text}`plane_map.seeds.flagship` (flagship): the profile's own, since every seed costs a
+# pass per plane (the seeds the plan adds to the headline pair serve that comparison, in
+# {ref}`p-rope-matched`). Each model reads
 # {glue:text}`plane_map.n_windows` windows × {glue:text}`plane_map.window_tokens` tokens
 # ({glue:text}`plane_map.eval_tokens:,d` tokens) and {glue:text}`plane_map.n_sequences`
 # sequences of BOS + 2 × {glue:text}`plane_map.period` random tokens, from the Shakespeare test

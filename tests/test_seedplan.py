@@ -56,6 +56,8 @@ def test_added_seeds_come_after_the_profiles_own_and_leave_the_others_alone():
     planned = seedplan.planned_counts("cpu")
     rope = zoo.seeds_for("rope", profile="cpu", regime="matched")
     assert rope[:3] == zoo.PROFILES["cpu"].seeds and len(rope) == planned["matched", "rope"]
+    own = zoo.seeds_for("rope", profile="cpu", regime="matched", planned=False)
+    assert own == zoo.PROFILES["cpu"].seeds  # without the plan's added seeds (plane_map's)
     assert zoo.seeds_for("alibi", profile="cpu", regime="matched") == zoo.PROFILES["cpu"].seeds
     assert zoo.seeds_for("rope", profile="smoke", regime="matched") == (0,)  # cpu plan only
     jobs = zoo.default_jobs("cpu")

@@ -541,9 +541,16 @@ def budget(profile: str, regime: str = "lesson") -> str:
 
 
 def seeds_for(
-    name: str, *, profile: str, domain: str = "shakespeare", regime: str = "lesson"
+    name: str,
+    *,
+    profile: str,
+    domain: str = "shakespeare",
+    regime: str = "lesson",
+    planned: bool = True,
 ) -> tuple[int, ...]:
-    """The seeds the zoo trains by default for ``name`` on ``domain``: what chapters average over."""
+    """The seeds the zoo trains by default for ``name`` on ``domain``: what chapters average over.
+    ``planned=False`` leaves out the seeds the seed plan adds (for analyses whose cost grows with
+    every seed and whose claims are not the plan's comparisons)."""
     _choose("model name", name, ALL_SPECS)
     _choose("profile", profile, PROFILES)
     _choose("regime", regime, REGIMES)
@@ -552,7 +559,7 @@ def seeds_for(
         return seeds if any(n == name for n, _ in _task_groups()) else ()
     # The p-RoPE comparisons that carry the paper's claim get the seeds their measured noise
     # needs (ropebook.seedplan, data/seed_plan.json), added after the profile's own.
-    planned = seedplan.planned_counts(profile).get((regime, name))
+    planned = seedplan.planned_counts(profile).get((regime, name)) if planned else None
     if regime == "flagship":
         chosen = seeds[:FLAGSHIP_SEEDS] if name in FLAGSHIP else ()
         return seedplan.extend_seeds(seeds, planned) if planned and chosen else chosen
