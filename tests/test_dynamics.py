@@ -188,6 +188,23 @@ def test_trend_test_cannot_decide_with_noise_or_one_seed():
     assert "1 seed" in one.basis()
 
 
+def test_growing_a_head_needs_the_level_not_only_a_rise():
+    rising_low = np.array([[0.010, 0.012, 0.017], [0.011, 0.013, 0.018], [0.010, 0.014, 0.016]])
+    trend = dy.trend_test(trajectory(rising_low))
+    assert trend.verdict == dy.TOWARD  # it rises on every seed ...
+    verdict, final = dy.level_verdict(trend, 0.5)
+    assert verdict == "not held" and final.high < 0.5  # ... but ends far below a head's level
+    assert final.mean == pytest.approx(0.017) and trend.finals == pytest.approx(
+        (0.017, 0.018, 0.016)
+    )
+    assert dy.level_verdict(trend, 0.012)[0] == "held"  # past a low level, and risen
+    straddling = dy.trend_test(trajectory(np.array([[0.0, 0.2], [0.0, 0.8], [0.0, 0.5]])))
+    assert dy.level_verdict(straddling, 0.5)[0] == "cannot decide"
+    flat_high = dy.trend_test(trajectory(np.array([[0.9, 0.9], [0.8, 0.8], [0.85, 0.85]])))
+    assert dy.level_verdict(flat_high, 0.5)[0] == "cannot decide"  # there, but not grown
+    assert dy.level_verdict(dy.trend_test(trajectory([[0.0, 0.9]])), 0.5) == ("cannot decide", None)
+
+
 def test_trajectory_checks_shapes_and_direction():
     with pytest.raises(ValueError, match="toward"):
         trajectory([[0.0, 1.0]], toward=2)

@@ -345,6 +345,7 @@ class Trend:
     verdict: str  # one of TREND_VERDICTS
     mde: float | None  # minimum detectable change at this seed count (None with one seed)
     changes: tuple[float, ...] = ()  # per seed: last snapshot − untrained
+    finals: tuple[float, ...] = ()  # per seed: the last snapshot's value
 
     @property
     def claim_verdict(self) -> str:
@@ -404,8 +405,22 @@ def trend_test(trajectory: Trajectory) -> Trend:
         statistic=trajectory.statistic, model=trajectory.model, n_seeds=n,
         untrained=float(values[:, 0].mean()), final=float(values[:, -1].mean()), change=estimate,
         spearman=rho, toward=trajectory.toward, verdict=verdict, mde=mde,
-        changes=tuple(float(c) for c in change),
+        changes=tuple(float(c) for c in change), finals=tuple(float(v) for v in values[:, -1]),
     )  # fmt: skip
+
+
+def level_verdict(trend: Trend, level: float) -> tuple[str, Estimate | None]:
+    """Did training *grow* a head that reaches ``level`` (not merely move toward it)? ``(claim
+    verdict, interval over seeds of the last snapshot's value)``: ``not held`` when that interval
+    lies wholly on the near side of ``level`` (whatever the trend), ``held`` when it lies wholly
+    past it and the trend moved toward it, else ``cannot decide`` (always so with one seed)."""
+    if len(trend.finals) < 2:
+        return "cannot decide", None
+    final = interval_text(np.asarray(trend.finals), digits=3, unit="seeds")
+    low, high = sorted((trend.toward * (final.low - level), trend.toward * (final.high - level)))
+    if high < 0:
+        return "not held", final
+    return ("held" if low > 0 and trend.verdict == TOWARD else "cannot decide"), final
 
 
 def combined_verdict(trends: Sequence[Trend]) -> str:
