@@ -22,8 +22,10 @@ The measures reuse each chapter's own functions, nothing is re-derived here:
 snapshot, with a t-interval over seeds, decides whether the statistic **moves toward the Gemma
 result**, **away** from it, or whether the run **cannot decide** (the interval contains 0, or
 there is one seed: nothing to pair over). Spearman's rank correlation with tokens seen per seed
-says whether the change is monotone (95% intervals; detectable change at 80% power). The
-tables and charts of these trajectories are in :mod:`ropebook.present.dynamics`.
+says whether the change is monotone (95% intervals; detectable change at 80% power). A claim
+that training *grows* a head asks more than a direction: :func:`level_verdict` also needs the
+last snapshot's interval past a level (an induction head's share of attention on its target).
+The tables and charts of these trajectories are in :mod:`ropebook.present.dynamics`.
 """
 
 from __future__ import annotations
