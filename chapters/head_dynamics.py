@@ -159,7 +159,7 @@ CLAIMS.record(
 )
 induction = rope_heads["induction"]
 induction_verdict, induction_final = dy.level_verdict(induction, induction_level)
-uniform = float(np.mean(1 / (dy.induction_targets(period)[0] + 1)))  # causal, uniform attention
+uniform = dy.uniform_induction_score(period)
 distance = f"the last snapshot's distance from {induction_level:g}"
 last = f"{induction.final:.3f} " + (induction_final.text if induction_final else "(one seed)")
 CLAIMS.record(

@@ -188,6 +188,15 @@ def test_trend_test_cannot_decide_with_noise_or_one_seed():
     assert "1 seed" in one.basis()
 
 
+def test_uniform_induction_score_is_that_of_uniform_causal_attention():
+    period, start = 7, 1
+    n = start + 2 * period
+    uniform = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]
+    assert dy.induction_score(uniform, period, start) == pytest.approx(
+        dy.uniform_induction_score(period, start)
+    )
+
+
 def test_growing_a_head_needs_the_level_not_only_a_rise():
     rising_low = np.array([[0.010, 0.012, 0.017], [0.011, 0.013, 0.018], [0.010, 0.014, 0.016]])
     trend = dy.trend_test(trajectory(rising_low))

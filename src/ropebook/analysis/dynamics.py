@@ -288,6 +288,13 @@ def induction_score(attention, period: int, start: int = 1) -> np.ndarray:
     return a[..., queries, keys].mean(-1)
 
 
+def uniform_induction_score(period: int, start: int = 1) -> float:
+    """:func:`induction_score` of uniform causal attention (query ``q`` spreads ``1/(q+1)`` over
+    keys ``0..q``): the floor a head scores without any induction."""
+    queries, _ = induction_targets(period, start)
+    return float(np.mean(1.0 / (queries + 1)))
+
+
 def induction_scores(params, config, sequences, period: int, start: int = 1) -> np.ndarray:
     """:func:`induction_score` of every head of a book model on ``sequences``: ``[L, H]``."""
     from ropebook import model
