@@ -178,9 +178,12 @@ def worker(conn, name: str, profile: str, regime: str, steps: int, pinned_src: s
         conn.send((time.perf_counter() - start) / steps)
 
 
-def launch_and_time(args) -> dict[str, list[float]]:
+def launch_and_time(args) -> tuple[dict[str, list[float]], list[float]]:
     """Start one process per framework, warm each up, then time ``args.rounds`` rounds,
-    alternating between them (one runs at a time): ``{framework: [seconds per step]}``.
+    alternating between them (one runs at a time): ``{framework: [seconds per step]}``, and the
+    matmul peak measured after each round while every framework waits (``[FLOP/s]``), so each
+    round's MFU is counted against this machine's speed at that moment (it drifts by 10-20 %
+    within minutes on these VMs, and MFU with it).
 
     Separate processes because in one process PyTorch's OpenMP threads alone slowed the JAX
     step by ~15 %; fresh launches because a process's speed varies more than its rounds do."""
@@ -201,15 +204,16 @@ def launch_and_time(args) -> dict[str, list[float]]:
         else:
             print(f"{name}: skipped, it failed to run here ({reply})")
             process.join()
-    seconds = {name: [] for name in runners}
+    seconds, peaks = {name: [] for name in runners}, []
     for _ in range(args.rounds):
         for name, (conn, _) in runners.items():
             conn.send(True)
             seconds[name].append(conn.recv())
+        peaks.append(peak_matmul_flops(rounds=3))
     for conn, process in runners.values():
         conn.send(False)
         process.join()
-    return seconds
+    return seconds, peaks
 
 
 def extract_src(commit: str) -> str:
@@ -258,20 +262,27 @@ def main() -> None:
     cfg, tc = zoo.configs("rope", seed=0, profile=args.profile, regime=args.regime)
     ours, choice = auto_pick(cfg, tc)  # before the workers start, so they do not slow it
     peak = peak_matmul_flops()
+    tokens_per_step = tc.batch_size * cfg.context
+    flops = model_flops_per_token(cfg)
     seconds: dict[str, list[float]] = {}
-    ratios = []
+    ratios, round_peaks = [], []
+    mfu_by_round: dict[str, list[float]] = {}
     for launch in range(args.launches):
-        these = launch_and_time(args)
+        these, peaks = launch_and_time(args)
+        round_peaks += peaks
         for name, times in these.items():
             seconds.setdefault(name, []).extend(times)
+            mfu_by_round.setdefault(name, []).extend(
+                flops * tokens_per_step / s / p for s, p in zip(times, peaks, strict=True)
+            )
         if ours in these and "PyTorch eager" in these:
             ratios.append(np.median(these["PyTorch eager"]) / np.median(these[ours]))
             print(f"launch {launch + 1}: ours / PyTorch eager {ratios[-1]:.2f}")
-    tokens_per_step = tc.batch_size * cfg.context
-    flops = model_flops_per_token(cfg)
     print(f"model: {args.profile} profile, {args.regime} regime, {cfg.n_layers} layers, d={cfg.d_model}, "
           f"{cfg.n_heads}x{cfg.head_dim} heads, batch {tc.batch_size}x{cfg.context}")  # fmt: skip
-    print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s")
+    print(f"float32 matmul peak measured here: {peak / 1e9:.1f} GFLOP/s before the runs; after "
+          f"each round {np.median(round_peaks) / 1e9:.1f} (median; "
+          f"{min(round_peaks) / 1e9:.1f}-{max(round_peaks) / 1e9:.1f})")  # fmt: skip
     print(f"JAX CPU devices: {runtime.split_cpu_devices()} (ropebook.runtime: one per core, each "
           "batch sharded over them)")  # fmt: skip
     from ropebook import attention
@@ -281,9 +292,12 @@ def main() -> None:
     print(f"allocator tuned (ropebook.runtime, applies to every framework's process): "
           f"{runtime.tune_allocator()}")  # fmt: skip
     rate = {}
+    print("MFU: against the peak before the runs; per round, against the peak measured after it "
+          "(median over rounds)")  # fmt: skip
     for name, times in seconds.items():
         rate[name] = tokens_per_step / float(np.median(times))
-        print(f"{name:14s} {rate[name]:9,.0f} tokens/s   MFU {rate[name] * flops / peak:6.1%}")
+        print(f"{name:14s} {rate[name]:9,.0f} tokens/s   MFU {rate[name] * flops / peak:6.1%}"
+              f"   per round {np.median(mfu_by_round[name]):6.1%}")  # fmt: skip
     if ours not in rate:
         return
     print(f"ours (auto) = {ours}: {rate[ours]:,.0f} tokens/s")

@@ -107,9 +107,9 @@ struct Head {
     for (int64_t t = 0; t < seq; ++t)
       for (int64_t d = 0; d < dim; ++d) cols[d * padded + t] = x[offset(b, t, h) + d];
   }
-  void store_columns(const float* cols, int64_t b, int64_t h, float* x) const {
+  void store_rows(const float* rows, int64_t b, int64_t h, float* x) const {
     for (int64_t t = 0; t < seq; ++t)
-      for (int64_t d = 0; d < dim; ++d) x[offset(b, t, h) + d] = cols[d * padded + t];
+      for (int64_t d = 0; d < dim; ++d) x[offset(b, t, h) + d] = rows[t * dim + d];
   }
   // the first key query i sees; it never decreases with i
   int64_t first_key(int64_t i) const {
@@ -149,14 +149,17 @@ void weighted_sums(const float* weights, const float* rows, const Head& s, int64
   }
 }
 
-// cols[d, j] += sum_r rows[r, d] weights[r, j] for begin <= j < end
-void accumulate_outer(const float* rows, const float* weights, const Head& s, int64_t begin,
-                      int64_t end, float* cols) {
-  for (int64_t d = 0; d < s.dim; ++d) {
-    for (int64_t j = begin; j < end; j += W) {
-      vf acc = load(cols + d * s.padded + j);
-      for (int64_t r = 0; r < R; ++r) acc += rows[r * s.dim + d] * load(weights + r * s.padded + j);
-      store(cols + d * s.padded + j, acc);
+// out[j, :] += sum_r weights[r, j] rows[r, :] for begin <= j < end; D is a multiple of W. Each
+// element adds its R terms in the order r = 0..R-1, block after block.
+void accumulate_rows(const float* weights, const float* rows, const Head& s, int64_t begin,
+                     int64_t end, float* out) {
+  for (int64_t d = 0; d < s.dim; d += W) {
+    vf x[R];  // the block's rows stay in registers across every key
+    for (int64_t r = 0; r < R; ++r) x[r] = load(rows + r * s.dim + d);
+    for (int64_t j = begin; j < end; ++j) {
+      vf acc = load(out + j * s.dim + d);
+      for (int64_t r = 0; r < R; ++r) acc += weights[r * s.padded + j] * x[r];
+      store(out + j * s.dim + d, acc);
     }
   }
 }
@@ -232,7 +235,7 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffe
   if (s.dim % W != 0)
     return ffi::Error::InvalidArgument("head dimension must be a multiple of the vector width");
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.dim));
-  Tile qs(tile), g(tile), kt(tile), kr(tile), vt(tile), dkt(tile), dvt(tile);
+  Tile qs(tile), g(tile), kt(tile), kr(tile), vt(tile), dkr(tile), dvr(tile);
   Tile p(R * s.padded), dp(R * s.padded), dq_rows(R * s.dim);
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
@@ -241,8 +244,8 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffe
       s.load_columns(k.typed_data(), b, h, kt.data());
       s.load_columns(v.typed_data(), b, h, vt.data());
       s.load_rows(k.typed_data(), b, h, 1.0f, kr.data());
-      std::fill(dkt.begin(), dkt.end(), 0.0f);
-      std::fill(dvt.begin(), dvt.end(), 0.0f);
+      std::fill(dkr.begin(), dkr.end(), 0.0f);
+      std::fill(dvr.begin(), dvr.end(), 0.0f);
       const float* lse_bh = lse.typed_data() + (b * s.heads + h) * s.seq;
       for (int64_t i0 = 0; i0 < s.seq; i0 += R) {
         const int64_t begin = s.key_begin(i0), end = s.key_end(i0);
@@ -276,11 +279,11 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffe
         for (int64_t r = 0; r < R && i0 + r < s.seq; ++r)
           for (int64_t d = 0; d < s.dim; ++d)
             dq->typed_data()[s.offset(b, i0 + r, h) + d] = scale * dq_rows[r * s.dim + d];
-        accumulate_outer(qs.data() + i0 * s.dim, dp.data(), s, begin, end, dkt.data());
-        accumulate_outer(g.data() + i0 * s.dim, p.data(), s, begin, end, dvt.data());
+        accumulate_rows(dp.data(), qs.data() + i0 * s.dim, s, begin, end, dkr.data());
+        accumulate_rows(p.data(), g.data() + i0 * s.dim, s, begin, end, dvr.data());
       }
-      s.store_columns(dkt.data(), b, h, dk->typed_data());
-      s.store_columns(dvt.data(), b, h, dv->typed_data());
+      s.store_rows(dkr.data(), b, h, dk->typed_data());
+      s.store_rows(dvr.data(), b, h, dv->typed_data());
     }
   }
   return ffi::Error::Success();
