@@ -16,9 +16,9 @@ spells the maths out and returns every intermediate for the chapters. On CPU, fl
 without a score bias (every rotary encoding, NoPE) attend through a fused C++ kernel where it
 was measured faster (:mod:`ropebook.attention`).
 With it, a fused ``qkv`` matmul and one XLA device per core (:mod:`ropebook.runtime`), a
-training step of the ``cpu`` zoo model runs 1.04–1.18× as fast as the same model in PyTorch
-eager with ``scaled_dot_product_attention`` on 2 CPU cores (median over launches,
-``benchmarks/train_throughput.py``; ``benchmarks/README.md`` has the tables). Two forms below
+training step of the ``cpu`` zoo model runs 1.1–1.5× as fast as the same model in PyTorch
+eager with ``scaled_dot_product_attention`` on 2 CPU cores, depending on the CPU and the model
+(``benchmarks/train_throughput.py``; ``benchmarks/README.md`` has the tables). Two forms below
 exist only so that XLA's CPU backend moves less memory, the same values bit for bit:
 :func:`linear`'s gradient and :func:`_project_qkv`'s split (1.06× a step, 2026-11-28).
 
