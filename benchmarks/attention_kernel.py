@@ -10,7 +10,8 @@ builds its own. Prints milliseconds per call (the best round) and the ratio, and
 two kernels' forward outputs and gradients are bit for bit the same.
 
     .venv/bin/python benchmarks/attention_kernel.py --pinned COMMIT [--shapes 8,128,12,16 ...]
-        [--rounds 5] [--calls 200]
+        [--window N | --chunk N] [--rounds 5] [--calls 200]   # local attention: a sliding window
+                                                              # or chunks (the layouts chapter's)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from train_throughput import extract_src
 DEFAULT_SHAPES = ("8,128,12,16", "8,128,4,32")
 
 
-def worker(conn, src: str | None, shapes: list[tuple[int, ...]], calls: int) -> None:
+def worker(conn, src: str | None, shapes: list[tuple[int, ...]], calls: int, local: dict) -> None:
     """One version of the kernel: reply ``(forward ms, forward+backward ms)`` per shape whenever
     the parent asks, after sending every shape's outputs and gradients once."""
     os.environ["ROPEBOOK_CPU_DEVICES"] = "1"
@@ -39,17 +40,18 @@ def worker(conn, src: str | None, shapes: list[tuple[int, ...]], calls: int) -> 
 
     from ropebook import attention
 
-    programs = []
-    for shape in shapes:
-        q, k, v = (jax.random.normal(key, shape) for key in jax.random.split(jax.random.key(0), 3))
-        forward = jax.jit(attention.causal_attention)
-        both = jax.jit(
-            jax.grad(lambda q, k, v: jnp.sum(attention.causal_attention(q, k, v) * v), (0, 1, 2))
-        )
-        programs.append((forward, both, (q, k, v)))
+    def attend(q, k, v):
+        return attention.causal_attention(q, k, v, **local)
+
+    forward = jax.jit(attend)
+    both = jax.jit(jax.grad(lambda q, k, v: jnp.sum(attend(q, k, v) * v), (0, 1, 2)))
+    inputs = [
+        tuple(jax.random.normal(key, shape) for key in jax.random.split(jax.random.key(0), 3))
+        for shape in shapes
+    ]
     conn.send([
         np.concatenate([np.ravel(forward(*args))] + [np.ravel(g) for g in both(*args)])
-        for forward, both, args in programs
+        for args in inputs
     ])  # fmt: skip
 
     def per_call(function, args) -> float:
@@ -60,7 +62,7 @@ def worker(conn, src: str | None, shapes: list[tuple[int, ...]], calls: int) -> 
         return (time.perf_counter() - start) / calls * 1e3
 
     while conn.recv():
-        conn.send([(per_call(f, args), per_call(b, args)) for f, b, args in programs])
+        conn.send([(per_call(forward, args), per_call(both, args)) for args in inputs])
 
 
 def main() -> None:
@@ -69,16 +71,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pinned", metavar="COMMIT", required=True)
     parser.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="B,T,H,D")
+    local = parser.add_mutually_exclusive_group()
+    local.add_argument("--window", type=int, help="each query sees its last N keys")
+    local.add_argument("--chunk", type=int, help="each query sees the keys of its own chunk")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=200, help="calls timed per round")
     args = parser.parse_args()
     shapes = [tuple(int(n) for n in text.split(",")) for text in args.shapes]
+    local = {"window": args.window, "chunk": args.chunk}
     versions = {f"@ {args.pinned}": extract_src(args.pinned), "now": None}
     context = multiprocessing.get_context("spawn")
     workers, outputs = {}, {}
     for name, src in versions.items():
         parent, child = context.Pipe()
-        process = context.Process(target=worker, args=(child, src, shapes, args.calls))
+        process = context.Process(target=worker, args=(child, src, shapes, args.calls, local))
         process.start()
         outputs[name] = parent.recv()
         workers[name] = (parent, process)
