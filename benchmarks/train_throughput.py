@@ -14,7 +14,8 @@ Each framework runs in its own process (one at a time, rounds alternating), sinc
 OpenMP threads slow JAX in a shared process, and the whole set is launched ``--launches`` times
 afresh, since one process's speed varies more than its rounds do. Prints tokens/s of each, the ratio ours / PyTorch, and model FLOPs utilisation (MFU) against the
 float32 matmul throughput measured on this machine (so MFU is relative to what this CPU can
-actually do, not a datasheet number).
+actually do, not a datasheet number): once before the runs, and after every round, against which
+each round's MFU is counted (the median over rounds is printed beside the first reading).
 
     .venv/bin/python benchmarks/train_throughput.py [--profile cpu] [--regime lesson|matched]
         [--rounds 5] [--steps 15] [--launches 3] [--runners "ours, fused" "ours, XLA attn"]
