@@ -521,10 +521,11 @@ for name, (tau, pvalue, *_) in {"wiki": tau_wiki, "flan": tau_flan, "paper": tau
 # stricter unpaired test — do the two encodings' own intervals over seeds overlap? — is shown
 # beside it.
 #
-# The profile's seeds come first. An ordering they cannot decide, whose measured difference at
-# most `max_seeds` paired seeds would detect (95 %, 80 % power: {ref}`methods-power`), then gets
-# those seeds for both of its models, the cheapest first, while the chapter's share of the build
-# budget lasts ({glue:text}`p_rope.seed_budget`); one that needs more stays a bound.
+# The profile's seeds come first, with the seeds the seed plan buys for the orderings it plans
+# from noise measured beforehand ({ref}`methods-power`). An ordering they cannot decide, whose
+# measured difference at most `max_seeds` paired seeds would detect (95 %, 80 % power), then
+# gets those seeds for both of its models, the cheapest first, while the chapter's share of the
+# build budget lasts ({glue:text}`p_rope.seed_budget`); one that needs more stays a bound.
 
 # %%
 PAIRS = ablation.PAIRS  # (the paper's better encoding, its worse rival, claim id)
@@ -544,7 +545,14 @@ comparisons = {
     (b, w, d): ablation.compare_models(LABELS[b], models[b, d], LABELS[w], models[w, d], confidence)
     for b, w, d in keys
 }
-added = "; ".join(f"{LABELS[n]} ({d}): {len(models[n, d])}" for n, d in wanted) or "none"
+added = (
+    "; ".join(  # the seed plan's (data/seed_plan.json) and this step's
+        f"{LABELS[n]} ({d}): {len(runs)}"
+        for (n, d), runs in models.items()
+        if len(runs) > len(seeds)
+    )
+    or "none"
+)
 glue("p_rope.added_seeds", added, display=False)
 glue("p_rope.seed_budget", budget.source, display=False)
 
@@ -579,8 +587,8 @@ for better, worse, cid in PAIRS[:-1]:  # every pair but RoPE vs NoPE is a claim
 nope_vs_next = {}
 for d in DOMAINS:
     rival = ablation.worst_rival(table2[d], "nope")
-    nope_vs_next[d] = ablation.compare(
-        LABELS["nope"], val_ppl["nope", d], LABELS[rival], val_ppl[rival, d], confidence, log=True
+    nope_vs_next[d] = ablation.compare_models(
+        LABELS["nope"], models["nope", d], LABELS[rival], models[rival, d], confidence
     )
 our_rank = {d: ablation.ranks(ablation.means(table2[d])) for d in DOMAINS}
 CLAIMS.record(

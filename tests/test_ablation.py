@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ropebook import model, rope
+from ropebook import model, rope, seedplan
 from ropebook.analysis import ablation
 from ropebook.present import ablation as show
 
@@ -87,8 +87,8 @@ def test_per_seed_tau_and_noise_ratio():
     table = ablation.seed_table({"x": [1.0, 1.0 + 1e-3], "y": [5.0, 5.0 + 1e-3]})
     noise = ablation.noise_vs_differences(table)
     assert noise["gap"] == pytest.approx(4.0) and noise["ratio"] > 1000
-    with pytest.raises(ValueError):
-        ablation.per_seed_tau({"x": [1.0], "y": [1.0, 2.0]}, reference)
+    more = values | {"x": [1.0, 1.1, 2.5, 9.0]}  # x's added seed: ranked on the shared three only
+    assert ablation.per_seed_tau(more, reference) == ablation.per_seed_tau(values, reference)
 
 
 def test_paired_noise_removes_shared_seed_effects():
@@ -460,8 +460,12 @@ def test_table2_runs_are_the_zoos_planned_lesson_models(monkeypatch):
     planned = set(zoo.default_jobs("cpu"))
     loaded = [job for jobs in runs.values() for job in jobs]
     assert loaded and not [job for job in loaded if job not in planned]
-    # every model of one (name, domain) has the seeds the Table 2 comparisons pair on
-    assert {len(jobs) for jobs in runs.values()} == {len(zoo.seeds_for("rope", profile="cpu"))}
+    # every model has the profile's seeds first (what the comparisons pair on), then the plan's
+    own = zoo.PROFILES["cpu"].seeds
+    assert all(tuple(job[1] for job in jobs[: len(own)]) == own for jobs in runs.values())
+    for (name, domain), jobs in runs.items():
+        planned_n = seedplan.planned_counts("cpu").get(("lesson", name, domain), len(own))
+        assert [job[1] for job in jobs] == list(range(planned_n)), (name, domain)
     assert set(show.LABELS) >= {name for name, _ in runs}
 
 
@@ -493,6 +497,8 @@ def test_extrapolation_tables_comparisons_and_sweep():
     }
     c = ablation.compare_curves("A", curves["a", "prose"], "B", curves["b", "prose"], 2)
     assert c.difference.mean == pytest.approx(100 / 3) and c.verdict("B") == "held"
+    more = [*curves["a", "prose"], _curve(100.0, 100.0)]  # a seed B lacks: left out of the pairing
+    assert ablation.compare_curves("A", more, "B", curves["b", "prose"], 2) == c
     assert (
         ablation.compare_curves("A", curves["a", "prose"], "B", curves["b", "prose"], 1).lower
         == "A"
@@ -658,3 +664,17 @@ def test_seeds_bought_cheapest_first_each_whole_within_the_budget():
     ) == {"p": n_near, "q": n_near, "s": n_nearer}
     assert ablation.seeds_to_buy(pairs, have, max_seeds=8, seconds_per_model=float("inf"),
                                  budget_seconds=0.0) == {}  # fmt: skip
+
+
+def test_per_seed_measures_pair_on_the_seeds_every_variant_has():
+    """A variant with seeds added by power (after the profile's own) adds nothing to the measures
+    that pair seed by seed: they read the first seeds, which every variant has."""
+    tables = _tables()
+    more = {d: dict(t) for d, t in tables.items()}
+    more["prose"]["a"] = ablation.seed_table({"a": [1.0, 1.2, 50.0]})["a"]  # a third seed of a
+    assert ablation.relative_change(more["prose"], "b") == ablation.relative_change(
+        tables["prose"], "b"
+    )
+    paper = {"W": {"a": 1.0, "b": 2.0, "c": 4.0}}
+    assert ablation.seed_noise(more, paper).paired == ablation.seed_noise(tables, paper).paired
+    assert ablation.seed_noise(more, paper).unpaired != ablation.seed_noise(tables, paper).unpaired

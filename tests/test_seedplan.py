@@ -47,7 +47,7 @@ def test_a_secondary_comparison_gets_all_it_needs_or_nothing_and_shares_models()
     a, _, c = seedplan.choose(plan)
     assert c.met and c.added_seconds == 60 * max(0, c.needed - 3)
     counts = seedplan.seed_counts(seedplan.choose(plan))
-    assert counts["matched", "r"] == max(a.trained, c.trained)
+    assert counts["matched", "r", "shakespeare"] == max(a.trained, c.trained)
 
 
 def test_added_seeds_come_after_the_profiles_own_and_leave_the_others_alone():
@@ -55,7 +55,10 @@ def test_added_seeds_come_after_the_profiles_own_and_leave_the_others_alone():
     assert seedplan.extend_seeds((0, 1, 2), 2) == (0, 1)
     planned = seedplan.planned_counts("cpu")
     rope = zoo.seeds_for("rope", profile="cpu", regime="matched")
-    assert rope[:3] == zoo.PROFILES["cpu"].seeds and len(rope) == planned["matched", "rope"]
+    assert (
+        rope[:3] == zoo.PROFILES["cpu"].seeds
+        and len(rope) == planned["matched", "rope", "shakespeare"]
+    )
     own = zoo.seeds_for("rope", profile="cpu", regime="matched", planned=False)
     assert own == zoo.PROFILES["cpu"].seeds  # without the plan's added seeds (plane_map's)
     assert zoo.seeds_for("alibi", profile="cpu", regime="matched") == zoo.PROFILES["cpu"].seeds
@@ -160,3 +163,42 @@ def test_chapters_minutes_are_set_aside_and_follow_the_machine(monkeypatch):
     assert seedplan.chapter_budget("p_rope", "lesson", "cpu", plan).seconds == 0  # no room at 1×
     assert seedplan.chapter_budget("p_rope", "lesson", "smoke", plan).seconds == 0  # not planned
     assert seedplan.chapter_budget("decay", "lesson", "cpu", plan).seconds == 0
+
+
+def test_a_comparison_on_both_corpora_pays_for_both_and_raises_both(tmp_path):
+    plan = _plan(1000)
+    plan["seconds_per_model"]["lesson"], plan["base_seeds"]["lesson"] = 20, 3
+    plan["comparisons"].insert(0, {
+        "id": "l", "regime": "lesson", "models": ["q", "n"], "domains": ["shakespeare", "python"],
+        "paired_sd_percent": 2.4, "target_mde_percent": 2.0, "headline": False,
+        "sd_range_percent": [2.4, 2.4], "source": "test",
+    })  # fmt: skip
+    lesson = seedplan.choose(plan)[0]
+    needed = power.seeds_needed(2.4, 2.0)
+    assert lesson.met and lesson.trained == needed and lesson.domains == ("shakespeare", "python")
+    assert lesson.added_seconds == 20 * 2 * 2 * (needed - 3)  # two models on two corpora
+    counts = seedplan.seed_counts(seedplan.choose(plan))
+    assert counts["lesson", "q", "python"] == counts["lesson", "n", "shakespeare"] == needed
+    assert ("matched", "p", "python") not in counts  # the matched ones name no corpus: Shakespeare
+    plan["comparisons"][0]["domains"] = ["wiki"]
+    path = tmp_path / "plan.json"
+    path.write_text(__import__("json").dumps(plan))
+    with pytest.raises(ValueError, match="domains from"):
+        seedplan.load_plan(path)
+
+
+def test_a_minimum_is_bought_before_cheaper_comparisons_earlier_in_the_file():
+    plan = _plan(10)  # 600 s
+    cheap = {"id": "l", "regime": "matched", "models": ["q", "n"], "paired_sd_percent": 1.0,
+             "target_mde_percent": 2.0, "headline": False, "sd_range_percent": [1.0, 1.0],
+             "source": "test"}  # fmt: skip
+    plan["comparisons"].insert(0, cheap)
+    assert power.seeds_needed(1.0, 2.0) == 5  # 2 models × 2 seeds × 60 s = 240 s
+    assert seedplan.choose(plan)[0].trained == 5  # first in the file: served first
+    plan["comparisons"][1]["min_seeds"] = 7  # the headline's floor: 2 × 4 × 60 s = 480 s
+    first, headline, *_ = seedplan.choose(plan)
+    assert first.trained == 3 and first.added_seconds == 0  # 120 s left: not all of its need
+    assert (headline.trained, headline.added_seconds) == (8, 600)  # its floor, then what is left
+    plan["comparisons"][1]["min_seeds"] = 6  # 360 s: 240 s left, exactly the cheap one's need
+    first, headline, *_ = seedplan.choose(plan)
+    assert (first.trained, headline.trained) == (5, 6)

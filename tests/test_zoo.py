@@ -95,9 +95,9 @@ def test_default_jobs_cover_specs_and_table2_per_seed():
     assert flagship == {(n, s) for n in zoo.FLAGSHIP for s in (0, 1, 2)}
     matched = [(n, s) for n, s, _, r in cpu if r == "matched"]
     planned = seedplan.planned_counts("cpu")  # seeds chosen by power add to the profile's 3
-    extra = sum(max(n - 3, 0) for (regime, _), n in planned.items() if regime == "matched")
+    extra = sum(max(n - 3, 0) for (regime, *_), n in planned.items() if regime == "matched")
     assert len(matched) == 3 * len(zoo.MATCHED) + extra and ("alibi", 2) in matched
-    in_plan = {name: n for (regime, name), n in planned.items() if regime == "matched"}
+    in_plan = {name: n for (regime, name, _), n in planned.items() if regime == "matched"}
     assert all({(name, s) for s in range(n)} <= set(matched) for name, n in in_plan.items())
 
 
@@ -240,3 +240,16 @@ def test_only_the_dissected_regimes_record_tail_evaluations():
         assert tc.tail_evals == (train.TAIL_EVALS if regime in zoo.TAIL_REGIMES else 0), regime
         assert "tail_evals" not in tc.to_dict()
     assert set(zoo.TAIL_REGIMES) == {"matched", "flagship"}
+
+
+def test_the_seed_plans_lesson_seeds_reach_the_corpus_it_names_only():
+    from ropebook import seedplan
+
+    planned = {k: n for k, n in seedplan.planned_counts("cpu").items() if k[0] == "lesson"}
+    assert planned, "the plan buys lesson seeds (0.25-RoPE vs NoPE, data/seed_plan.json)"
+    for (_, name, domain), n in planned.items():
+        assert zoo.seeds_for(name, profile="cpu", domain=domain) == tuple(range(n))
+        assert zoo.seeds_for(name, profile="cpu", domain=domain, planned=False) == (0, 1, 2)
+    assert zoo.seeds_for("rope", profile="cpu", domain="python") == (0, 1, 2)  # not planned
+    jobs = set(zoo.default_jobs("cpu"))
+    assert all((name, n - 1, domain, "lesson") in jobs for (_, name, domain), n in planned.items())

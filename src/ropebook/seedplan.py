@@ -7,10 +7,15 @@ turns it into seed counts:
 
 1. each comparison needs ``power.seeds_needed(sd, target)`` paired seeds (95 %, 80 % power);
 2. comparisons are served in file order; adding a seed to a model costs its regime's seconds per
-   model, and a model already raised for an earlier comparison costs nothing more;
+   model on each of the comparison's ``domains`` (the corpora it is measured on; Shakespeare if
+   it names none), and a model already raised there for an earlier comparison costs nothing
+   more;
 3. a *headline* comparison (0.75-RoPE vs RoPE) gets the most seeds that fit, up to its need; any
    other gets its need only if all of it fits (a partial spend would still leave it far from its
-   target), else it stays at the base seeds.
+   target), else it stays at the base seeds;
+4. a comparison's ``min_seeds``, if it names any, are bought before step 2 serves anyone: a
+   minimum another part of the book relies on (the noise anatomy's paired seeds), so that a
+   cheaper comparison served earlier in the file cannot take them.
 
 Chapters then buy seeds of their own, once their first seeds are measured
 (:func:`ropebook.analysis.ablation.seeds_to_buy`): ``chapter_minutes`` gives each such chapter
@@ -28,9 +33,9 @@ of two and is at least 1: a slower machine keeps the reference plan (and takes l
 benchmark's ±10 % never moves a seed count. ``ROPEBOOK_SPEEDUP`` pins it, to reproduce a plan
 made elsewhere.
 
-:func:`seed_counts` gives ``(regime, model) -> seeds`` for :func:`ropebook.zoo.seeds_for`. Seeds
-are added after the profile's own (0, 1, 2, then 3, 4, ...), so existing models keep their spec
-hashes and a partial zoo still serves every chapter. Nothing here trains or reads a model.
+:func:`seed_counts` gives ``(regime, model, domain) -> seeds`` for :func:`ropebook.zoo.seeds_for`.
+Seeds are added after the profile's own (0, 1, 2, then 3, 4, ...), so existing models keep their
+spec hashes and a partial zoo still serves every chapter. Nothing here trains or reads a model.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from ropebook import REPO_ROOT, buildrecord
 from ropebook.stats import power
 
 PLAN_PATH = REPO_ROOT / "data" / "seed_plan.json"
+DOMAINS = ("shakespeare", "python")  # a comparison's corpora: its models train on each
 SPEEDUP_ENV = "ROPEBOOK_SPEEDUP"
 
 
@@ -57,13 +63,15 @@ class Choice:
     id: str
     regime: str
     models: tuple[str, ...]
-    paired_sd: float  # the planning s.d. (the largest the book measured)
+    domains: tuple[str, ...]
+    paired_sd: float  # the planning s.d. (what the book measured; its source says where)
     sd_range: tuple[float, float]
     source: str
     target: float
     needed: int
     trained: int
     added_seconds: float  # training time this comparison added (beyond earlier ones)
+    min_seeds: int = 0  # bought before any comparison is served (step 4 above)
 
     @property
     def mde(self) -> float:
@@ -83,6 +91,9 @@ def load_plan(path: Path | str = PLAN_PATH) -> dict:
         for table in ("seconds_per_model", "base_seeds"):
             if c["regime"] not in plan[table]:
                 raise ValueError(f"seed plan {path}: {table} lacks regime {c['regime']!r}")
+        domains = c.get("domains", DOMAINS[:1])
+        if not domains or not set(domains) <= set(DOMAINS):
+            raise ValueError(f"seed plan {path}: comparison {c['id']!r}: domains from {DOMAINS}")
         if not (c["paired_sd_percent"] > 0 and c["target_mde_percent"] > 0):
             raise ValueError(f"seed plan {path}: comparison {c['id']!r} needs s.d. and target > 0")
     return plan
@@ -218,47 +229,63 @@ def choose(plan: Mapping, budget_seconds: float | None = None) -> list[Choice]:
     defaults to :func:`spare_seconds`."""
     left = spare_seconds(plan) if budget_seconds is None else float(budget_seconds)
     confidence, pw = plan["confidence"], plan["power"]
-    counts: dict[tuple[str, str], int] = {}
+    counts: dict[tuple[str, str, str], int] = {}  # (regime, model, domain) -> seeds so far
+
+    def domains(c: Mapping) -> tuple[str, ...]:
+        return tuple(c.get("domains", DOMAINS[:1]))
+
+    def have(c: Mapping) -> dict[tuple[str, str, str], int]:
+        base = plan["base_seeds"][c["regime"]]
+        keys = [(c["regime"], m, d) for m in c["models"] for d in domains(c)]
+        return {key: counts.get(key, base) for key in keys}
+
+    def cost(c: Mapping, n: int) -> float:
+        seconds = plan["seconds_per_model"][c["regime"]]
+        return seconds * sum(max(0, n - k) for k in have(c).values())
+
+    def raise_to(c: Mapping, n: int) -> None:
+        counts.update({key: max(k, n) for key, k in have(c).items()})
+
+    floors = {}  # a comparison's min_seeds come before any other's seeds (the issue's minimum)
+    for c in plan["comparisons"]:
+        floors[c["id"]] = cost(c, c.get("min_seeds", 0))
+        left -= floors[c["id"]]
+        raise_to(c, c.get("min_seeds", 0))
     choices = []
     for c in plan["comparisons"]:
-        regime, models = c["regime"], tuple(c["models"])
-        base, seconds = plan["base_seeds"][regime], plan["seconds_per_model"][regime]
-        have = {m: counts.get((regime, m), base) for m in models}
-
-        def cost(n: int, have=have, seconds=seconds) -> float:
-            return seconds * sum(max(0, n - k) for k in have.values())
-
         sd, target = c["paired_sd_percent"], c["target_mde_percent"]
         needed = power.seeds_needed(sd, target, confidence=confidence, power=pw)
-        now = min(have.values())
-        affordable = [n for n in range(now, max(needed, now) + 1) if cost(n) <= max(left, 0)]
+        now = min(have(c).values())
+        affordable = [n for n in range(now, max(needed, now) + 1) if cost(c, n) <= max(left, 0)]
         n = affordable[-1] if c["headline"] else (needed if needed in affordable else now)
-        left -= cost(n)
-        for m in models:
-            counts[regime, m] = max(have[m], n)
+        spent = cost(c, n)
+        left -= spent
+        raise_to(c, n)
         choices.append(
             Choice(
                 id=c["id"],
-                regime=regime,
-                models=models,
+                regime=c["regime"],
+                models=tuple(c["models"]),
+                domains=domains(c),
                 paired_sd=sd,
                 sd_range=tuple(c["sd_range_percent"]),
                 source=c["source"],
                 target=target,
                 needed=needed,
                 trained=n,
-                added_seconds=cost(n),
+                added_seconds=floors[c["id"]] + spent,
+                min_seeds=c.get("min_seeds", 0),
             )  # fmt: skip
         )
     return choices
 
 
-def seed_counts(choices: list[Choice]) -> dict[tuple[str, str], int]:
-    """``(regime, model) -> seeds`` the zoo trains for the planned comparisons."""
-    counts: dict[tuple[str, str], int] = {}
+def seed_counts(choices: list[Choice]) -> dict[tuple[str, str, str], int]:
+    """``(regime, model, domain) -> seeds`` the zoo trains for the planned comparisons."""
+    counts: dict[tuple[str, str, str], int] = {}
     for c in choices:
-        for m in c.models:
-            counts[c.regime, m] = max(counts.get((c.regime, m), 0), c.trained)
+        for key in ((c.regime, m, d) for m in c.models for d in c.domains):
+            counts[key] = max(counts.get(key, 0), c.trained)
     return counts
 
 
@@ -269,7 +296,7 @@ def extend_seeds(seeds: tuple[int, ...], n: int) -> tuple[int, ...]:
 
 
 @functools.cache
-def planned_counts(profile: str) -> dict[tuple[str, str], int]:
+def planned_counts(profile: str) -> dict[tuple[str, str, str], int]:
     """The plan's counts for ``profile`` on this machine (:func:`machine_speedup`; empty for a
     profile the plan was not measured on)."""
     plan = load_plan()

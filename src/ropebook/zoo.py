@@ -559,7 +559,7 @@ def seeds_for(
         return seeds if any(n == name for n, _ in _task_groups()) else ()
     # The p-RoPE comparisons that carry the paper's claim get the seeds their measured noise
     # needs (ropebook.seedplan, data/seed_plan.json), added after the profile's own.
-    count = seedplan.planned_counts(profile).get((regime, name)) if planned else None
+    count = seedplan.planned_counts(profile).get((regime, name, domain)) if planned else None
     if regime == "flagship":
         chosen = seeds[:FLAGSHIP_SEEDS] if name in FLAGSHIP else ()
         return seedplan.extend_seeds(seeds, count) if count and chosen else chosen
@@ -567,7 +567,8 @@ def seeds_for(
         chosen = seeds if name in MATCHED else ()
         return seedplan.extend_seeds(seeds, count) if count and chosen else chosen
     budget = SEED_BUDGET.get((profile, domain))
-    return seeds if budget is None or name in budget else seeds[:1]
+    chosen = seeds if budget is None or name in budget else seeds[:1]
+    return seedplan.extend_seeds(seeds, count) if count and chosen == seeds else chosen
 
 
 Job = tuple[str, int, str, str]  # name, seed, domain, regime

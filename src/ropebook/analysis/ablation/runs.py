@@ -265,10 +265,13 @@ def compare_curves(
     factor: float,
     confidence: float = 0.95,
 ) -> Comparison:
-    """:func:`compare` of the perplexities at ``factor × context`` (one curve per seed)."""
+    """:func:`compare` of the perplexities at ``factor × context`` (one curve per seed, in seed
+    order), paired on the seeds both have: the first ``min(len)`` (seeds a plan adds come after
+    the profile's own, :func:`ropebook.seedplan.extend_seeds`)."""
+    shared = min(len(a_curves), len(b_curves))
     return compare(
-        a, [c.ppl_at(factor) for c in a_curves], b, [c.ppl_at(factor) for c in b_curves],
-        confidence, log=True,
+        a, [c.ppl_at(factor) for c in a_curves[:shared]],
+        b, [c.ppl_at(factor) for c in b_curves[:shared]], confidence, log=True,
     )  # fmt: skip
 
 

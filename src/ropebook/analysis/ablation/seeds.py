@@ -255,14 +255,11 @@ def kendall_tau(
 
 
 def per_seed_tau(values: Mapping[str, Sequence[float]], reference: Mapping[str, float]) -> list:
-    """τ of each seed's own ranking against ``reference`` (all variants need the same seeds)."""
-    n_seeds = {len(v) for v in values.values()}
-    if len(n_seeds) != 1:
-        raise ValueError(f"variants have different numbers of seeds: {sorted(n_seeds)}")
-    return [
-        kendall_tau({n: v[s] for n, v in values.items()}, reference)[0]
-        for s in range(n_seeds.pop())
-    ]
+    """τ of each seed's own ranking against ``reference``, over the seeds every variant has: the
+    first ``min(len(v))`` (a variant with seeds added by power has them after the profile's own,
+    :func:`ropebook.seedplan.extend_seeds`, so its first seeds are everyone's)."""
+    shared = min(len(v) for v in values.values())
+    return [kendall_tau({n: v[s] for n, v in values.items()}, reference)[0] for s in range(shared)]
 
 
 def ranks(values: Mapping[str, float]) -> dict[str, int]:
@@ -309,13 +306,15 @@ def relative_change(
     table: Mapping[str, Estimate], reference: str, confidence: float = 0.95
 ) -> dict[str, Estimate]:
     """Each variant relative to ``reference`` in %, paired seed by seed: the :class:`Estimate` of
-    ``100 (a_s / ref_s − 1)`` over seeds ``s`` (``reference`` against itself is exactly 0)."""
-    return {
-        name: estimate(
-            100 * (np.asarray(est.values) / np.asarray(table[reference].values) - 1), confidence
-        )
-        for name, est in table.items()
-    }
+    ``100 (a_s / ref_s − 1)`` over the seeds ``s`` both have, the first ones (seeds added by power
+    come after the profile's own); ``reference`` against itself is exactly 0."""
+    ref = np.asarray(table[reference].values)
+
+    def paired(values) -> np.ndarray:
+        shared = min(len(values), len(ref))
+        return 100 * (np.asarray(values[:shared]) / ref[:shared] - 1)
+
+    return {name: estimate(paired(est.values), confidence) for name, est in table.items()}
 
 
 def combine_verdicts(verdicts: Sequence[str]) -> str:
@@ -404,10 +403,10 @@ def seed_noise(
     """:class:`SeedNoise` of per-domain seed tables and the paper's columns."""
 
     def paired(table: Mapping[str, Estimate]) -> dict[str, float] | None:
-        sizes = {e.n for e in table.values()}
-        if len(sizes) != 1 or min(sizes) < 2:
+        shared = min(e.n for e in table.values())  # the seeds every variant has: the first ones
+        if shared < 2:
             return None
-        return paired_noise({n: e.values for n, e in table.items()})
+        return paired_noise({n: e.values[:shared] for n, e in table.items()})
 
     def cv(table: Mapping[str, Estimate]) -> float:
         values = [np.std(e.values, ddof=1) / e.mean for e in table.values() if e.n > 1]
