@@ -599,7 +599,7 @@ CLAIMS.record(
         f"{c.b} {c.b_est.format(3)} (paired: {c.paired_status})"
         for d, c in nope_vs_next.items()
     ),
-    seeds=len(seeds),
+    seeds=min(c.difference.n for c in nope_vs_next.values()),  # paired on both corpora
     to_decide=decide.domains_to_decide(nope_vs_next),
 )
 for name, value in show.ordering_counts(comparisons).items():

@@ -12,7 +12,8 @@ Profiles trade size for time (Shakespeare train split: 1.37 M tokens at vocabula
 - ``smoke``: ~3 s per model (the whole zoo in ~1 minute), for tests and chapter smoke runs;
   its numbers mean nothing.
 - ``cpu`` (the default book): every spec on Shakespeare and Table 2 on Python with one seed,
-  three seeds of the p-RoPE ablation models (:data:`SEED_BUDGET`), and the other regimes below:
+  three seeds of the p-RoPE ablation models (:data:`SEED_BUDGET`; more where the seed plan buys
+  them, :mod:`ropebook.seedplan`), and the other regimes below:
   :func:`default_jobs` lists them, ``python -m ropebook zoo`` prints how many are cached and its
   time estimate for this machine before it trains, and the README's build table gives the time
   measured per regime. To fit, the lesson model keeps the CABLE figures' 12 heads but gives each
