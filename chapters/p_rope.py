@@ -545,14 +545,10 @@ comparisons = {
     (b, w, d): ablation.compare_models(LABELS[b], models[b, d], LABELS[w], models[w, d], confidence)
     for b, w, d in keys
 }
-added = (
-    "; ".join(  # the seed plan's (data/seed_plan.json) and this step's
-        f"{LABELS[n]} ({d}): {len(runs)}"
-        for (n, d), runs in models.items()
-        if len(runs) > len(seeds)
-    )
-    or "none"
-)
+
+# %% tags=["remove-input"]
+more = {key: len(runs) for key, runs in models.items() if len(runs) > len(seeds)}  # plan's, step's
+added = "; ".join(f"{LABELS[n]} ({d}): {k}" for (n, d), k in more.items()) or "none"
 glue("p_rope.added_seeds", added, display=False)
 glue("p_rope.seed_budget", budget.source, display=False)
 
