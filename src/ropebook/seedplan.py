@@ -49,10 +49,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ropebook import REPO_ROOT, buildrecord
+from ropebook.data import DOMAINS  # a comparison's corpora: its models train on each
 from ropebook.stats import power
 
 PLAN_PATH = REPO_ROOT / "data" / "seed_plan.json"
-DOMAINS = ("shakespeare", "python")  # a comparison's corpora: its models train on each
 SPEEDUP_ENV = "ROPEBOOK_SPEEDUP"
 
 

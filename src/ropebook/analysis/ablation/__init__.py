@@ -89,6 +89,7 @@ from ropebook.analysis.ablation.seeds import (
     seed_table,
     seeds_by_power,
     seeds_to_buy,
+    shared_seeds,
     worst_rival,
 )
 
@@ -142,6 +143,7 @@ __all__ = [
     "paired_sd_percent",
     "paper_gap",
     "per_seed_tau",
+    "shared_seeds",
     "percent_estimate",
     "plane_scores",
     "plane_vector",

@@ -27,6 +27,7 @@ from ropebook.analysis.ablation.seeds import (
     compare,
     estimate,
     paired_sd_percent,
+    shared_seeds,
 )
 from ropebook.stats.power import sd_interval, seeds_needed
 
@@ -266,13 +267,10 @@ def compare_curves(
     confidence: float = 0.95,
 ) -> Comparison:
     """:func:`compare` of the perplexities at ``factor × context`` (one curve per seed, in seed
-    order), paired on the seeds both have: the first ``min(len)`` (seeds a plan adds come after
-    the profile's own, :func:`ropebook.seedplan.extend_seeds`)."""
-    shared = min(len(a_curves), len(b_curves))
-    return compare(
-        a, [c.ppl_at(factor) for c in a_curves[:shared]],
-        b, [c.ppl_at(factor) for c in b_curves[:shared]], confidence, log=True,
-    )  # fmt: skip
+    order), paired on the seeds both have (:func:`shared_seeds`)."""
+    ppl = shared_seeds({side: [c.ppl_at(factor) for c in curves]
+                        for side, curves in (("a", a_curves), ("b", b_curves))})  # fmt: skip
+    return compare(a, ppl["a"], b, ppl["b"], confidence, log=True)
 
 
 def extrapolation_summary(

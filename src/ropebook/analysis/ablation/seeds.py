@@ -254,12 +254,19 @@ def kendall_tau(
     return float(result.statistic), float(result.pvalue)
 
 
-def per_seed_tau(values: Mapping[str, Sequence[float]], reference: Mapping[str, float]) -> list:
-    """τ of each seed's own ranking against ``reference``, over the seeds every variant has: the
-    first ``min(len(v))`` (a variant with seeds added by power has them after the profile's own,
-    :func:`ropebook.seedplan.extend_seeds`, so its first seeds are everyone's)."""
+def shared_seeds(values: Mapping[str, Sequence]) -> dict[str, Sequence]:
+    """Each variant's per-seed values (seed order) cut to the seeds every variant has: the first
+    ``min(len)``, since seeds added by power come after the profile's own
+    (:func:`ropebook.seedplan.extend_seeds`). What the paired, seed-by-seed measures read."""
     shared = min(len(v) for v in values.values())
-    return [kendall_tau({n: v[s] for n, v in values.items()}, reference)[0] for s in range(shared)]
+    return {name: v[:shared] for name, v in values.items()}
+
+
+def per_seed_tau(values: Mapping[str, Sequence[float]], reference: Mapping[str, float]) -> list:
+    """τ of each seed's own ranking against ``reference``, over :func:`shared_seeds`."""
+    values = shared_seeds(values)
+    n_seeds = len(next(iter(values.values())))
+    return [kendall_tau({n: v[s] for n, v in values.items()}, reference)[0] for s in range(n_seeds)]
 
 
 def ranks(values: Mapping[str, float]) -> dict[str, int]:
@@ -306,13 +313,12 @@ def relative_change(
     table: Mapping[str, Estimate], reference: str, confidence: float = 0.95
 ) -> dict[str, Estimate]:
     """Each variant relative to ``reference`` in %, paired seed by seed: the :class:`Estimate` of
-    ``100 (a_s / ref_s − 1)`` over the seeds ``s`` both have, the first ones (seeds added by power
-    come after the profile's own); ``reference`` against itself is exactly 0."""
-    ref = np.asarray(table[reference].values)
+    ``100 (a_s / ref_s − 1)`` over the seeds ``s`` both have (:func:`shared_seeds`);
+    ``reference`` against itself is exactly 0."""
 
     def paired(values) -> np.ndarray:
-        shared = min(len(values), len(ref))
-        return 100 * (np.asarray(values[:shared]) / ref[:shared] - 1)
+        a, ref = shared_seeds({"a": values, "ref": table[reference].values}).values()
+        return 100 * (np.asarray(a) / np.asarray(ref) - 1)
 
     return {name: estimate(paired(est.values), confidence) for name, est in table.items()}
 
@@ -403,10 +409,8 @@ def seed_noise(
     """:class:`SeedNoise` of per-domain seed tables and the paper's columns."""
 
     def paired(table: Mapping[str, Estimate]) -> dict[str, float] | None:
-        shared = min(e.n for e in table.values())  # the seeds every variant has: the first ones
-        if shared < 2:
-            return None
-        return paired_noise({n: e.values[:shared] for n, e in table.items()})
+        values = shared_seeds({n: e.values for n, e in table.items()})
+        return paired_noise(values) if min(map(len, values.values())) >= 2 else None
 
     def cv(table: Mapping[str, Estimate]) -> float:
         values = [np.std(e.values, ddof=1) / e.mean for e in table.values() if e.n > 1]
