@@ -57,6 +57,7 @@ import numpy as np
 from ropebook import (
     CACHE_DIR,
     checkpoints,
+    data,
     layouts,
     seedplan,
     tasks,
@@ -66,7 +67,7 @@ from ropebook import (
 from ropebook.model import ModelConfig, Params
 
 ZOO_FORMAT = 1  # part of every spec hash: bump it when model or training maths change
-DOMAINS: tuple[str, ...] = ("shakespeare", "python")
+DOMAINS = data.DOMAINS  # the text corpora a zoo model trains on (tasks: tasks.TASKS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -322,8 +323,6 @@ def configs(
 
 
 def _tokens(domain: str, split: str, vocab_size: int) -> np.ndarray:
-    from ropebook import data
-
     return data.load_tokens(domain, split, vocab_size=vocab_size)
 
 
