@@ -69,7 +69,7 @@ from ropebook.present import dynamics as show_dy
 from ropebook.present import frequencies as show
 
 plots.setup()
-seeds = zoo.PROFILES[profile].seeds
+seeds = zoo.seeds_for(model_name, profile=profile)  # the profile's, and those the seed plan adds
 models = [zoo.load(model_name, seed=s, profile=profile, progress=False) for s in seeds]
 controls = [zoo.load(control_name, seed=s, profile=profile, progress=False) for s in seeds]
 config = models[0].config
@@ -612,7 +612,9 @@ plots.table(show.similarity_table(similarity, reference))
 # %% [markdown]
 # The reading holds if, over seeds, even the least similar pair of domains correlates above
 # `domain_similarity`; below it but still above the queries-vs-values yardstick counts as
-# *partly*.
+# *partly*. Its interval is over the model's seeds ({glue:text}`frequency_usage.n_seeds` here):
+# in the `cpu` profile the seed plan adds RoPE seeds to the profile's for this reading, as many
+# as the spread across seeds it measured beforehand needs ({ref}`methods-power`).
 
 # %%
 domain = fq.domain_reading(similarity, q_vs_v, domain_similarity)
@@ -659,6 +661,7 @@ found = {
     "flat_bound": float(flat_bound), "head_counts": str(counts), "n_heads_total": n_heads_total,
     "high_head_share": float(high_head_share), "strongest_top": float(strongest_top),
     "domain_least": float(domain.least.mean), "domain_yardstick": float(domain.yardstick),
+    "n_seeds": n_seeds,
 }  # fmt: skip
 for name, value in found.items():
     glue(f"frequency_usage.{name}", value, display=False)

@@ -276,4 +276,4 @@ def _plan_target(regime: str) -> float:
 
     (entry,) = [p for p in seedplan.load_plan()["comparisons"]
                 if p["regime"] == regime and p["models"] == list(recipes.ARMS)]  # fmt: skip
-    return entry["target_mde_percent"]
+    return entry["target_mde"]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from ropebook import seedplan, zoo
+from ropebook import REPO_ROOT, seedplan, zoo
 from ropebook.present import seedplan as show
 from ropebook.stats import power
 
 
 def _plan(budget_minutes: float) -> dict:
-    comparison = {"sd_range_percent": [0.4, 0.4], "source": "test"}
+    comparison = {"sd_range": [0.4, 0.4], "source": "test"}
     return {
         "profile": "cpu", "confidence": 0.95, "power": 0.8,
         "budget": {"build_minutes": budget_minutes, "build_minutes_measured": 0,
@@ -19,11 +19,11 @@ def _plan(budget_minutes: float) -> dict:
         "base_seeds": {"matched": 3, "flagship": 3},
         "comparisons": [
             comparison | {"id": "a", "regime": "matched", "models": ["p", "r"],
-                          "paired_sd_percent": 0.43, "target_mde_percent": 0.5, "headline": True},
+                          "sd": 0.43, "target_mde": 0.5, "headline": True},
             comparison | {"id": "b", "regime": "flagship", "models": ["p", "r"],
-                          "paired_sd_percent": 0.9, "target_mde_percent": 1.0, "headline": True},
+                          "sd": 0.9, "target_mde": 1.0, "headline": True},
             comparison | {"id": "c", "regime": "matched", "models": ["q", "r"],
-                          "paired_sd_percent": 1.4, "target_mde_percent": 0.5, "headline": False},
+                          "sd": 1.4, "target_mde": 0.5, "headline": False},
         ],
     }  # fmt: skip
 
@@ -43,7 +43,7 @@ def test_a_secondary_comparison_gets_all_it_needs_or_nothing_and_shares_models()
     plan = _plan(140)  # 8400 s: a (600 s) and b (7200 s) fit, c's ~7000 s do not
     c = seedplan.choose(plan)[2]
     assert c.needed > 50 and c.trained == 3  # 1.4 % at 0.5 % needs ~60 seeds: not affordable
-    plan["comparisons"][2]["target_mde_percent"] = 2.0  # now it fits: only "q" costs, "r" is paid
+    plan["comparisons"][2]["target_mde"] = 2.0  # now it fits: only "q" costs, "r" is paid
     a, _, c = seedplan.choose(plan)
     assert c.met and c.added_seconds == 60 * max(0, c.needed - 3)
     counts = seedplan.seed_counts(seedplan.choose(plan))
@@ -170,8 +170,8 @@ def test_a_comparison_on_both_corpora_pays_for_both_and_raises_both(tmp_path):
     plan["seconds_per_model"]["lesson"], plan["base_seeds"]["lesson"] = 20, 3
     plan["comparisons"].insert(0, {
         "id": "l", "regime": "lesson", "models": ["q", "n"], "domains": ["shakespeare", "python"],
-        "paired_sd_percent": 2.4, "target_mde_percent": 2.0, "headline": False,
-        "sd_range_percent": [2.4, 2.4], "source": "test",
+        "sd": 2.4, "target_mde": 2.0, "headline": False,
+        "sd_range": [2.4, 2.4], "source": "test",
     })  # fmt: skip
     lesson = seedplan.choose(plan)[0]
     needed = power.seeds_needed(2.4, 2.0)
@@ -189,8 +189,8 @@ def test_a_comparison_on_both_corpora_pays_for_both_and_raises_both(tmp_path):
 
 def test_a_minimum_is_bought_before_cheaper_comparisons_earlier_in_the_file():
     plan = _plan(10)  # 600 s
-    cheap = {"id": "l", "regime": "matched", "models": ["q", "n"], "paired_sd_percent": 1.0,
-             "target_mde_percent": 2.0, "headline": False, "sd_range_percent": [1.0, 1.0],
+    cheap = {"id": "l", "regime": "matched", "models": ["q", "n"], "sd": 1.0,
+             "target_mde": 2.0, "headline": False, "sd_range": [1.0, 1.0],
              "source": "test"}  # fmt: skip
     plan["comparisons"].insert(0, cheap)
     assert power.seeds_needed(1.0, 2.0) == 5  # 2 models × 2 seeds × 60 s = 240 s
@@ -202,3 +202,39 @@ def test_a_minimum_is_bought_before_cheaper_comparisons_earlier_in_the_file():
     plan["comparisons"][1]["min_seeds"] = 6  # 360 s: 240 s left, exactly the cheap one's need
     first, headline, *_ = seedplan.choose(plan)
     assert (first.trained, headline.trained) == (5, 6)
+
+
+def test_a_comparison_in_its_own_units_plans_seeds_alike_and_stays_out_of_perplexity_sds():
+    plan = _plan(1000) | {"units": seedplan.PERPLEXITY_PERCENT}
+    plan["seconds_per_model"]["lesson"], plan["base_seeds"]["lesson"] = 20, 3
+    one_model = {"id": "domains", "regime": "lesson", "models": ["r"], "units": "correlation",
+                 "sd": 0.024, "sd_range": [0.024, 0.036], "target_mde": 0.043,
+                 "headline": False, "source": "test"}  # fmt: skip
+    plan["comparisons"].insert(0, one_model)
+    first = seedplan.choose(plan)[0]
+    assert first.needed == power.seeds_needed(0.024, 0.043) == 5  # s.d. / target alone decide
+    assert first.met and first.added_seconds == 20 * 2 and first.units == "correlation"
+    assert seedplan.choose(plan)[1].units == seedplan.PERPLEXITY_PERCENT  # the plan's default
+    assert seedplan.measured_sd("lesson", ("r",), plan) is None  # a correlation is not a % s.d.
+    assert seedplan.measured_sd("matched", ("p", "r"), plan).sd == 0.43
+    (row,) = show.plan_rows([first], {})
+    assert row["comparison"] == "domains (units: correlation)"
+    assert (row["paired s.d. (book)"], row["target MDE"]) == ("0.024 (0.024–0.036)", "0.043")
+    assert row["MDE planned"] == f"{power.min_detectable_effect(0.024, 5):.3f}" and "%" not in str(
+        row
+    )
+
+
+def test_the_plan_buys_the_rope_seeds_that_the_frequency_chapters_domain_reading_needs():
+    """The frequency-usage chapter reads RoPE on the seeds the plan adds (its Fig. 19 claim, a
+    correlation); the plan must afford that entry's whole need on the reference machine, and the
+    chapters that pair every Table 2 model on the profile's seeds must not take it up."""
+    plan = seedplan.load_plan()
+    (domains,) = [c for c in seedplan.choose(plan) if c.units != seedplan.PERPLEXITY_PERCENT]
+    assert domains.models == ("rope",) and domains.domains == ("shakespeare",) and domains.met
+    assert seedplan.seed_counts([domains])["lesson", "rope", "shakespeare"] == domains.trained > 3
+    text = (REPO_ROOT / "chapters" / "frequency_usage.py").read_text()
+    assert "seeds = zoo.seeds_for(model_name, profile=profile)" in text
+    for chapter in ("p_rope", "p_sweep"):
+        text = (REPO_ROOT / "chapters" / f"{chapter}.py").read_text()
+        assert 'seeds = zoo.seeds_for("rope", profile=profile, planned=False)' in text

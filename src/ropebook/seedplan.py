@@ -1,9 +1,9 @@
 """Seeds chosen by power: how many seeds each p-RoPE comparison gets, and what that resolves.
 
 ``data/seed_plan.json`` records the paired standard deviations the book measured (with the build
-and chapter they come from), each comparison's target minimum detectable effect (MDE, % of
-perplexity), the training time of one model per regime and the build budget. :func:`choose`
-turns it into seed counts:
+and chapter they come from), each comparison's target minimum detectable effect (MDE), the
+training time of one model per regime and the build budget. :func:`choose` turns it into seed
+counts:
 
 1. each comparison needs ``power.seeds_needed(sd, target)`` paired seeds (95 %, 80 % power);
 2. comparisons are served in file order; adding a seed to a model costs its regime's seconds per
@@ -16,6 +16,11 @@ turns it into seed counts:
 4. a comparison's ``min_seeds``, if it names any, are bought before step 2 serves anyone: a
    minimum another part of the book relies on (the noise anatomy's paired seeds), so that a
    cheaper comparison served earlier in the file cannot take them.
+
+S.d.s and targets are in the plan's ``units`` (% of perplexity: a paired difference of two
+models' perplexities) unless a comparison names its own: a claim read on one model per seed (the
+least similar pair of input domains, a correlation) plans its seeds the same way, since the seeds
+needed depend on s.d. / target alone.
 
 Chapters then buy seeds of their own, once their first seeds are measured
 (:func:`ropebook.analysis.ablation.seeds_to_buy`): ``chapter_minutes`` gives each such chapter
@@ -54,17 +59,18 @@ from ropebook.stats import power
 
 PLAN_PATH = REPO_ROOT / "data" / "seed_plan.json"
 SPEEDUP_ENV = "ROPEBOOK_SPEEDUP"
+PERPLEXITY_PERCENT = "% of perplexity"  # the units of a paired difference of perplexities
 
 
 @dataclass(frozen=True)
 class Choice:
-    """One comparison's seed count and what it resolves (s.d.s and MDEs in % of perplexity)."""
+    """One comparison's seed count and what it resolves (s.d.s and MDEs in ``units``)."""
 
     id: str
     regime: str
     models: tuple[str, ...]
     domains: tuple[str, ...]
-    paired_sd: float  # the planning s.d. (what the book measured; its source says where)
+    sd: float  # the planning s.d. (what the book measured; its source says where)
     sd_range: tuple[float, float]
     source: str
     target: float
@@ -72,11 +78,12 @@ class Choice:
     trained: int
     added_seconds: float  # training time this comparison added (beyond earlier ones)
     min_seeds: int = 0  # bought before any comparison is served (step 4 above)
+    units: str = "% of perplexity"  # of ``sd``, ``sd_range`` and ``target``
 
     @property
     def mde(self) -> float:
         """MDE at the trained seed count, at the planning s.d."""
-        return power.min_detectable_effect(self.paired_sd, self.trained)
+        return power.min_detectable_effect(self.sd, self.trained)
 
     @property
     def met(self) -> bool:
@@ -94,9 +101,15 @@ def load_plan(path: Path | str = PLAN_PATH) -> dict:
         domains = c.get("domains", DOMAINS[:1])
         if not domains or not set(domains) <= set(DOMAINS):
             raise ValueError(f"seed plan {path}: comparison {c['id']!r}: domains from {DOMAINS}")
-        if not (c["paired_sd_percent"] > 0 and c["target_mde_percent"] > 0):
+        if not (c["sd"] > 0 and c["target_mde"] > 0):
             raise ValueError(f"seed plan {path}: comparison {c['id']!r} needs s.d. and target > 0")
     return plan
+
+
+def units_of(comparison: Mapping, plan: Mapping) -> str:
+    """The units of a comparison's s.d. and target: its own, else the plan's, else % of
+    perplexity."""
+    return comparison.get("units", plan.get("units", PERPLEXITY_PERCENT))
 
 
 def _room(plan: Mapping, speedup: int) -> tuple[float, float]:
@@ -253,7 +266,7 @@ def choose(plan: Mapping, budget_seconds: float | None = None) -> list[Choice]:
         raise_to(c, c.get("min_seeds", 0))
     choices = []
     for c in plan["comparisons"]:
-        sd, target = c["paired_sd_percent"], c["target_mde_percent"]
+        sd, target = c["sd"], c["target_mde"]
         needed = power.seeds_needed(sd, target, confidence=confidence, power=pw)
         now = min(have(c).values())
         affordable = [n for n in range(now, max(needed, now) + 1) if cost(c, n) <= max(left, 0)]
@@ -267,14 +280,15 @@ def choose(plan: Mapping, budget_seconds: float | None = None) -> list[Choice]:
                 regime=c["regime"],
                 models=tuple(c["models"]),
                 domains=domains(c),
-                paired_sd=sd,
-                sd_range=tuple(c["sd_range_percent"]),
+                sd=sd,
+                sd_range=tuple(c["sd_range"]),
                 source=c["source"],
                 target=target,
                 needed=needed,
                 trained=n,
                 added_seconds=floors[c["id"]] + spent,
                 min_seeds=c.get("min_seeds", 0),
+                units=units_of(c, plan),
             )  # fmt: skip
         )
     return choices
@@ -318,10 +332,15 @@ class MeasuredSd:
 
 def measured_sd(regime: str, models, plan: Mapping | None = None) -> MeasuredSd | None:
     """The paired s.d. the book measured for comparing ``models`` in ``regime`` (the plan's entry
-    for the same pair, else the largest in the regime); ``None`` for a regime the plan lacks."""
-    entries = [c for c in (plan or load_plan())["comparisons"] if c["regime"] == regime]
+    for the same pair, else the largest in the regime; entries in other units than % of
+    perplexity are left out); ``None`` for a regime the plan lacks."""
+    plan = plan or load_plan()
+    entries = [
+        c for c in plan["comparisons"]
+        if c["regime"] == regime and units_of(c, plan) == PERPLEXITY_PERCENT
+    ]  # fmt: skip
     if not entries:
         return None
     same = [c for c in entries if set(c["models"]) == set(models)]
-    chosen = same[0] if same else max(entries, key=lambda c: c["paired_sd_percent"])
-    return MeasuredSd(float(chosen["paired_sd_percent"]), chosen["id"], bool(same))
+    chosen = same[0] if same else max(entries, key=lambda c: c["sd"])
+    return MeasuredSd(float(chosen["sd"]), chosen["id"], bool(same))

@@ -116,7 +116,7 @@ def study_values(
     detectable = c.min_detectable(confidence)
     a, b = results["arms"]
     target = next(
-        p["target_mde_percent"] for p in seedplan.load_plan()["comparisons"]
+        p["target_mde"] for p in seedplan.load_plan()["comparisons"]
         if p["regime"] == results["regime"] and p["models"] == [a, b]
     )  # fmt: skip
     paper_gap = paper_gap_percent(paper, a, b)

@@ -8,11 +8,16 @@ import math
 from collections.abc import Mapping
 
 from ropebook.analysis.ablation import Comparison, paired_sd_percent
-from ropebook.seedplan import Choice
+from ropebook.seedplan import PERPLEXITY_PERCENT, Choice
 
 
 def _percent(x: float) -> str:
     return f"{x:.2f} %" if math.isfinite(x) else "—"
+
+
+def _in_units(x: float, units: str) -> str:
+    """A planned s.d. or MDE: in % of perplexity as ``0.43 %``, any other units as ``0.024``."""
+    return _percent(x) if units == PERPLEXITY_PERCENT else f"{x:.3f}"
 
 
 def plan_rows(
@@ -22,22 +27,25 @@ def plan_rows(
     power: float = 0.8,
 ) -> list[dict]:
     """One row per planned comparison: the s.d. the plan used (and the range measured), the target
-    MDE, seeds needed and planned, the MDE planned; then this run's seeds, paired s.d. and MDE
-    (``measured``: comparison id → this run's :class:`Comparison`; missing → —)."""
+    MDE, seeds needed and planned, the MDE planned, in the comparison's units (a % sign for % of
+    perplexity, else a number, the units named beside the comparison); then this run's seeds,
+    paired s.d. and MDE (``measured``: comparison id → this run's :class:`Comparison`; missing →
+    —)."""
     rows = []
     for c in choices:
         now = measured.get(c.id)
         sd_now = paired_sd_percent(now) if now is not None else math.nan
-        low, high = c.sd_range
+        low, high = (_in_units(x, c.units).removesuffix(" %") for x in c.sd_range)
+        named = "" if c.units == PERPLEXITY_PERCENT else f" (units: {c.units})"
         rows.append(
             {
-                "comparison": c.id,
-                "paired s.d. (book)": f"{c.paired_sd:.2f} %"
-                + (f" ({low:.2f}–{high:.2f})" if low != high else ""),
-                "target MDE": f"{c.target:.2f} %",
+                "comparison": c.id + named,
+                "paired s.d. (book)": _in_units(c.sd, c.units)
+                + (f" ({low}–{high})" if low != high else ""),
+                "target MDE": _in_units(c.target, c.units),
                 "seeds needed": c.needed,
                 "seeds planned": c.trained,
-                "MDE planned": _percent(c.mde),
+                "MDE planned": _in_units(c.mde, c.units),
                 "seeds here": now.difference.n if now is not None else "—",
                 "s.d. here": _percent(sd_now),
                 "MDE here": _percent(now.min_detectable(confidence, power))
