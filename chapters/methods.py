@@ -652,8 +652,9 @@ glue("methods.same_spec.gpu", show_studies.provenance_text(gpu_matched, studies.
 # 0.25-RoPE against NoPE in the lesson regime on each corpus, planned from paired seeds measured
 # beforehand (`data/seed_plan.json` names the study) with the paper's gap in Table 2 as its
 # target (its verdicts are the p-RoPE chapter's, {ref}`p-rope-orderings`), and RoPE's query maps
-# across input domains (the frequency-usage chapter's Fig. 19 reading, planned from 16 seeds
-# measured beforehand; its s.d. and target are a correlation, not % of perplexity), then
+# across input domains (the frequency-usage chapter's Fig. 19 reading, planned from seeds
+# measured beforehand, the study named beside it; its s.d. and target are a correlation, not %
+# of perplexity), then
 # 0.75-RoPE vs RoPE, which a CPU build can only bound and which takes what is left once the
 # {glue:text}`methods.plan.matched_floor` paired seeds the noise anatomy above needs are bought.
 # The last three columns are this run's own (matched and flagship only: the lesson rows are
