@@ -85,40 +85,46 @@ CLAIMS = claims.ClaimSet(
         "decay.prop31",
         "Barbero et al. 2025, Prop. 3.1, App. A.1",
         "With k = R^r q the softmax of a RoPE query peaks exactly at distance r",
+        kind=claims.PROVED,
     ),
     claims.ClaimSpec(
         "decay.lemma_a1",
         "Barbero et al. 2025, Lemma A.1, App. A.1",
         "n·g ≡ 0 (mod 2π) only for n = 0 when g ≠ 0 is rational (e.g. RoPE's g_1 = 1)",
+        kind=claims.PROVED,
     ),
     claims.ClaimSpec(
         "decay.prop32",
         "Barbero et al. 2025, Prop. 3.2, App. A.1",
         "For independent Gaussian q, k, E[qᵀRʳk] = 0 at every distance r",
+        kind=claims.PROVED,
     ),
     claims.ClaimSpec(
         "decay.fig2_ones_decay",
         "Barbero et al. 2025, Fig. 2(a); Su et al. 2021",
         "All-ones q and k give activations that decay with distance",
+        kind=claims.CHECKED,
     ),
     claims.ClaimSpec(
         "decay.fig2_gaussian_no_decay",
         "Barbero et al. 2025, Fig. 2(b)",
         "Gaussian q, k drawn afresh at every position show no decay",
         claims.interval_above(decay_threshold),
+        kind=claims.CHECKED,
     ),
     claims.ClaimSpec(
         "decay.fig9",
         "Barbero et al. 2025, Fig. 9, App. B.4",
         "One Gaussian q and one Gaussian k repeated along the sequence show no clear decay",
         claims.interval_above(decay_threshold),
+        kind=claims.CHECKED,
     ),
     claims.ClaimSpec(
         "decay.fig8_random_rope",
         "Barbero et al. 2025, Fig. 8, App. B.3",
         "Random RoPE: a larger L makes the all-ones curve decay faster; "
         "Gaussian curves are unaffected",
-        claims.given,  # decay.random_rope_verdict: held, partly or not held
+        claims.given,  # decay.random_rope_verdict: held, partly or not held, kind=claims.CHECKED
     ),
     claims.ClaimSpec(
         "decay.trained",

@@ -117,16 +117,16 @@ for name, value in {
 CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "pe_zoo.alibi_slopes", "Press et al. 2022",
-        "ALiBi's bias is −m_h·(i−j) with slopes m_h = 2^(−8h/H)", claims.holds,
+        "ALiBi's bias is −m_h·(i−j) with slopes m_h = 2^(−8h/H)", claims.holds, kind=claims.CHECKED,
     ),
     claims.ClaimSpec(  # evidence: (at least half of the 12 heads fit, all 12 fit)
         "pe_zoo.fig12_alibi", "CABLE Fig. 12",
         "ALiBi heads at 512 tokens span 511·m_h (≈322 down to ≈2), as the figure's colour bars",
-        claims.graded,
+        claims.graded, kind=claims.CHECKED,
     ),
     claims.ClaimSpec(  # evidence: spread below toeplitz_tol in every layer, at both lengths
         "pe_zoo.kerple_toeplitz", "Chi et al. 2022 (Kerple); CABLE Fig. 10 caption",
-        "Kerple biases are functions of i−j only", claims.holds,
+        "Kerple biases are functions of i−j only", claims.holds, kind=claims.CHECKED,
     ),
     claims.ClaimSpec(  # evidence: (Toeplitz, Toeplitz and 0 at r = 0 and non-increasing)
         "pe_zoo.fig10_kerple", "CABLE Fig. 10",

@@ -54,7 +54,7 @@ plots.setup()
 CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(  # largest difference below tolerance
         "real_checkpoints.hf_loader", "ropebook.hf vs Hugging Face transformers (Llama, Gemma)",
-        "Our JAX reading of Llama/Gemma checkpoints matches transformers", claims.holds),
+        "Our JAX reading of Llama/Gemma checkpoints matches transformers", claims.holds, kind=claims.CHECKED),
     claims.ClaimSpec(
         "real_checkpoints.low_freq", "Barbero et al. 2025, App. C, Fig. 10",
         "A real checkpoint's queries and keys favour low frequencies; its values are flat",

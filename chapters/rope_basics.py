@@ -51,12 +51,19 @@ CLAIMS = claims.ClaimSet(
         "rope_basics.relative",
         "Su et al. 2021; Barbero et al. 2025, Sec. 2",
         "RoPE scores depend only on relative position",
+        kind=claims.PROVED,
     ),
-    claims.ClaimSpec("rope_basics.norm", "Su et al. 2021", "RoPE preserves query and key norms"),
+    claims.ClaimSpec(
+        "rope_basics.norm",
+        "Su et al. 2021",
+        "RoPE preserves query and key norms",
+        kind=claims.PROVED,
+    ),
     claims.ClaimSpec(
         "rope_basics.p_rope_grid",
         "Barbero et al. 2025, Sec. 6.1",
         "0.75-RoPE keeps the fastest 75% of frequencies",
+        kind=claims.CHECKED,
     ),
 )
 

@@ -107,7 +107,7 @@ CLAIMS = claims.ClaimSet(
         "rope_scaling.rules_match_transformers", f"{OURS} (transformers' modeling_rope_utils)",
         "Our PI, dynamic NTK, YaRN and Llama 3.1 rules give transformers' inverse frequencies "
         "and attention factors to float32 rounding",
-        claims.holds,
+        claims.holds, kind=claims.CHECKED,
     ),
     claims.ClaimSpec(
         "rope_scaling.plain_rope_fails", f"{PI}, Sec. 1; Press et al. 2022 (ALiBi), Sec. 2",

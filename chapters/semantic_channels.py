@@ -95,23 +95,23 @@ print(
 CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "semantic_channels.lemma_a3", "Barbero et al. 2025, Lemma A.3",
-        "A softmax weight whose activation is not the largest is at most 1/2", claims.holds,
+        "A softmax weight whose activation is not the largest is at most 1/2", claims.holds, kind=claims.PROVED,
     ),
     claims.ClaimSpec(
         "semantic_channels.lemma_a2", "Barbero et al. 2025, Lemma A.2",
-        "The angles n·g mod 2π of an irrational rotation are dense in the circle", claims.holds,
+        "The angles n·g mod 2π of an irrational rotation are dense in the circle", claims.holds, kind=claims.PROVED,
     ),
     claims.ClaimSpec(
         "semantic_channels.thm61", "Barbero et al. 2025, Thm. 6.1",
         "A single RoPE frequency cannot attend robustly (α > 1−ε for every placement) on long "
         "enough sequences",
-        claims.holds,
+        claims.holds, kind=claims.PROVED,
     ),
     claims.ClaimSpec(
         "semantic_channels.low_freq_survive", "Barbero et al. 2025, Sec. 6 and App. E.1",
         "The lowest frequencies are the most robust semantic channels: the length at which a "
         "frequency breaks grows as 1/g",
-        claims.holds,
+        claims.holds, kind=claims.CHECKED,
     ),
     claims.ClaimSpec(
         "semantic_channels.apostrophe_head", "Barbero et al. 2025, Figs 7, 12, 17",

@@ -94,3 +94,79 @@ def test_combine_the_parts_that_could_be_tested():
     assert claims.combine_testable(["cannot decide", "not testable here"]) == "cannot decide"
     assert claims.combine_testable(["not held", "held"]) == "partly"
     assert claims.combine_testable(["not testable here"] * 2) == "not testable here"
+
+
+# ---------------------------------------------------------------- every rule family, every way
+def test_interval_rules_reach_every_verdict():
+    above = claims.interval_above(0.0, margin=0.5)
+    assert above((0.1, 0.4)) == "held"  # wholly above, even inside the margin
+    assert above((-0.9, -0.1)) == "not held"
+    assert above((-0.3, 0.4)) == "bounded"  # contains 0, inside ±0.5: a decided null
+    assert above((-0.3, 0.6)) == "cannot decide"  # reaches past the margin
+    below = claims.interval_below(1.0, margin=0.2)
+    assert [below(i) for i in ((0.1, 0.9), (1.1, 1.5), (0.9, 1.1), (0.7, 1.1))] == [
+        "held",
+        "not held",
+        "bounded",
+        "cannot decide",
+    ]
+    # without a margin nothing is bounded
+    assert claims.interval_above(0.0)((-0.01, 0.01)) == "cannot decide"
+
+
+def test_informative_or_keeps_a_regime_that_cannot_tell_out_of_the_verdicts():
+    assert claims.informative_or(True, "held") == "held"
+    assert claims.informative_or(False, "held") == "uninformative here"
+    assert claims.informative_or(False, "not held") == "uninformative here"
+    with pytest.raises(ValueError, match="not in"):
+        claims.informative_or(True, "fine")
+
+
+def test_combine_reaches_bounded_and_uninformative():
+    assert claims.combine(["bounded", "bounded"]) == "bounded"
+    assert claims.combine(["bounded", "cannot decide"]) == "cannot decide"
+    assert claims.combine(["bounded", "not held"]) == "not held"
+    assert claims.combine(["bounded", "held"]) == "partly"
+    assert claims.combine(["held", "uninformative here"]) == "uninformative here"
+
+
+def test_proofs_and_checks_are_asserted_not_scored():
+    specs = claims.ClaimSet(
+        claims.ClaimSpec("k.proof", "Barbero et al. 2025, Prop. 3.1", "p", kind=claims.PROVED),
+        claims.ClaimSpec("k.check", "ours", "c", kind=claims.CHECKED),
+        claims.ClaimSpec("k.none", "ours", "n", claims.untestable, kind=claims.CHECKED),
+        claims.ClaimSpec("k.find", "Barbero et al. 2025, Fig. 3", "f", claims.interval_above(0)),
+        claims.ClaimSpec("k.open", "Barbero et al. 2025, Fig. 4", "o", claims.interval_above(0)),
+    )
+    with pytest.raises(claims.CheckFailed, match="k.check"):
+        specs.record("k.check", False, "off by 1e-3")
+    assert "k.check" not in specs.records  # nothing half-recorded
+    specs.record("k.proof", True, "sympy")
+    specs.record("k.check", True, "exact")
+    specs.record("k.none", None, "no heads to check")  # nothing to check: allowed, no plan asked
+    specs.record("k.find", (0.1, 0.3), "0.2")
+    specs.record("k.open", (-0.1, 0.3), "0.1", to_decide="12 seeds")
+    records = specs.claims()
+    assert [c.kind for c in records] == ["proved", "checked", "checked", "finding", "finding"]
+    counts = claims.tally(records)
+    assert counts["findings"] == 2 and counts["held"] == 1 and counts["cannot decide"] == 1
+    assert counts["proved"] == 1 and counts["checked"] == 2
+    assert counts["not testable here"] == 0  # the check with nothing to check is not scored
+    assert claims.tally_text(records) == (
+        "2 findings (1 held, 1 cannot decide); 1 proved, 2 checked"
+    )
+    assert [claims.verdict_label(c) for c in records[:3]] == [
+        "proved",
+        "checked",
+        "checked: not testable here",
+    ]
+    family = claims.expected_false_verdicts(records)
+    assert family["decided"] == 1 and family["expected"] == pytest.approx(0.05)
+    assert family["cannot_decide_share"] == 0.5
+    with pytest.raises(ValueError, match="kind"):
+        claims.ClaimSpec("k.bad", "s", "t", kind="anecdote")
+
+
+def test_claims_glued_before_kinds_load_as_findings():
+    old = {"id": "a.b", "source": "s", "statement": "t", "measured": "m", "verdict": "held"}
+    assert claims.Claim(**old).kind == "finding"

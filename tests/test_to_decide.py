@@ -142,20 +142,24 @@ def test_a_trend_over_training_counts_seeds_of_its_change():
     assert decide.trend_to_decide(trend).startswith(f"{expected} seeds would detect")
 
 
-def test_the_scorecard_lists_every_open_claim():
-    def claim(cid, verdict, to_decide=None):
-        return claims.Claim(cid, "s", "t", "m", verdict, to_decide=to_decide)
+def test_the_scorecard_lists_every_open_finding():
+    def claim(cid, verdict, to_decide=None, kind="finding"):
+        return claims.Claim(cid, "s", "t", "m", verdict, to_decide=to_decide, kind=kind)
 
     record = claims.ChapterRecord(
         "ch", "Ch", [claim("a", "held"), claim("b", "cannot decide", "10 seeds"),
-                     claim("c", "not testable here")], {},
+                     claim("c", "not testable here"), claim("d", "uninformative here", "θ = 500"),
+                     claim("e", "not testable here", kind="checked"),
+                     claim("f", "held", kind="proved")], {},
     )  # fmt: skip
     rows = decide.undecided_rows([record])
     assert [(r["claim"], r["what would decide it"]) for r in rows] == [
         ("b", "10 seeds"),
         ("c", "— (not recorded)"),
-    ]
+        ("d", "θ = 500"),
+    ]  # a check with nothing to check is not an open finding
     values = decide.undecided_values([record])
     assert values == {
-        "claims": 3, "undecided": 2, "cannot_decide": 1, "not_testable": 1, "with_plan": 1
+        "findings": 4, "undecided": 3, "cannot_decide": 1, "uninformative": 1, "not_testable": 1,
+        "with_plan": 2,
     }  # fmt: skip

@@ -3,9 +3,16 @@
 Every chapter ends with ``claims.glue_claims([...])``: the claims are shown as a table and glued
 (``myst_nb.glue``) under ``claims`` as JSON, plus ``<id>.verdict`` and ``<id>.measured`` for prose.
 The scorecard chapter reads them back from the executed notebooks with :func:`read_claims`.
-A claim left *cannot decide* or *not testable here* must say what would decide it
-(``to_decide``: seeds, tokens or another experiment, with numbers; sentences in
-:mod:`ropebook.present.decide`): :meth:`ClaimSet.claims` refuses to publish it otherwise.
+
+Each claim is of one of three kinds (:data:`KINDS`). A *finding* is an empirical statement that
+the data could contradict; only findings are scored. A *proof* (a sympy proof executed on the
+page) and a *check* (an implementation or construction check, which fails only if the code is
+wrong) are asserted: recording one that does not hold raises :class:`CheckFailed`, so the build
+fails, and the summary pages list them apart with their own counts.
+
+A finding left *cannot decide*, *uninformative here* or *not testable here* must say what would
+decide it (``to_decide``: seeds, tokens, a regime or another experiment, with numbers; sentences
+in :mod:`ropebook.present.decide`): :meth:`ClaimSet.claims` refuses to publish it otherwise.
 """
 
 from __future__ import annotations
@@ -13,19 +20,39 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+# finding: the data could contradict it (scored). proved: a symbolic proof executed on the page.
+# checked: an implementation or construction check that fails only if the code is wrong.
+FINDING, PROVED, CHECKED = "finding", "proved", "checked"
+KINDS = (FINDING, PROVED, CHECKED)
+
 # held / not held: the evidence decides, one way or the other. partly: a claim of several parts
-# of which some hold. cannot decide: the run's interval contains the claimed threshold, so it can
-# only bound the effect (say the bound in ``measured``, the run's minimum detectable effect in
-# ``evidence``). not testable here: this book cannot measure it (say why).
-VERDICTS = ("held", "partly", "not held", "cannot decide", "not testable here")
+# of which some hold. bounded: a decided null — the interval contains the threshold but lies
+# inside a margin around it fixed before the data (the paper's gap or the chapter's unit), so
+# any effect is smaller than the margin. cannot decide: the interval contains the threshold and
+# reaches beyond the margin (say the bound in ``measured``, the detectable effect in
+# ``evidence``). uninformative here: the regime cannot tell the claim by construction (say the
+# measurement that shows why); no verdict on the paper. not testable here: this book cannot
+# measure it (say why).
+VERDICTS = (
+    "held", "partly", "bounded", "not held", "cannot decide", "uninformative here",
+    "not testable here",
+)  # fmt: skip
+DECIDED = ("held", "partly", "bounded", "not held")
 # The verdicts that leave a claim open: each such claim must say what would decide it
-# (``Claim.to_decide``: seeds, tokens or a different experiment, with numbers).
-UNDECIDED = ("cannot decide", "not testable here")
+# (``Claim.to_decide``: seeds, tokens, a regime or a different experiment, with numbers).
+UNDECIDED = ("cannot decide", "uninformative here", "not testable here")
+# What a proof or check may record: it held, or there was nothing here to check it on.
+ASSERTED = ("held", "not testable here")
+
+
+class CheckFailed(AssertionError):
+    """A proof or check that did not hold: the code (or the proof) is wrong, the build stops."""
 
 
 @dataclass(frozen=True)
@@ -41,25 +68,42 @@ class Claim:
     # What would decide an undecided claim (seeds, tokens or another experiment, with numbers).
     # Last and optional, so the claims of notebooks executed before it existed still load.
     to_decide: str | None = None
+    kind: str = FINDING  # last, so claims glued before kinds existed load as findings
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.id!r}: verdict {self.verdict!r} not in {VERDICTS}")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id!r}: kind {self.kind!r} not in {KINDS}")
         if not self.id or not self.source or not self.statement or not self.measured:
             raise ValueError(f"claim {self.id!r}: id, source, statement and measured are required")
 
     @property
+    def finding(self) -> bool:
+        return self.kind == FINDING
+
+    @property
     def undecided(self) -> bool:
-        return self.verdict in UNDECIDED
+        return self.finding and self.verdict in UNDECIDED
 
 
-def verdict_from_interval(low: float, high: float, *, threshold: float, above: bool = True) -> str:
+def verdict_from_interval(
+    low: float, high: float, *, threshold: float, above: bool = True, margin: float | None = None
+) -> str:
     """``held`` if the whole interval is on the claimed side of ``threshold``, ``not held`` if it
-    is wholly on the other side, ``cannot decide`` if it contains it (the run only bounds the
-    effect; a wider run may still decide)."""
-    if above:
-        return "held" if low > threshold else "not held" if high < threshold else "cannot decide"
-    return "held" if high < threshold else "not held" if low > threshold else "cannot decide"
+    is wholly on the other side. An interval that contains the threshold is ``bounded`` when it
+    lies within ``threshold ± margin`` (a margin fixed before the data: any effect is smaller
+    than it) and ``cannot decide`` otherwise (the run only bounds the effect; more may decide)."""
+    claimed, against = (
+        (low > threshold, high < threshold) if above else (high < threshold, low > threshold)
+    )
+    if claimed:
+        return "held"
+    if against:
+        return "not held"
+    if margin is not None and threshold - margin <= low and high <= threshold + margin:
+        return "bounded"
+    return "cannot decide"
 
 
 # ---------------------------------------------------------------- verdict rules
@@ -84,30 +128,46 @@ def graded(evidence: tuple[bool, ...] | list[bool]) -> str:
     return "held" if all(parts) else "partly" if any(parts) else "not held"
 
 
-def interval_above(threshold: float) -> Rule:
-    """Rule for an interval ``(low, high)`` that the claim says lies above ``threshold``."""
-    return lambda interval: verdict_from_interval(*interval, threshold=threshold, above=True)
+def interval_above(threshold: float, *, margin: float | None = None) -> Rule:
+    """Rule for an interval ``(low, high)`` that the claim says lies above ``threshold``
+    (``bounded`` within ``± margin`` of it, see :func:`verdict_from_interval`)."""
+    return lambda interval: verdict_from_interval(
+        *interval, threshold=threshold, above=True, margin=margin
+    )
 
 
-def interval_below(threshold: float) -> Rule:
+def interval_below(threshold: float, *, margin: float | None = None) -> Rule:
     """Rule for an interval ``(low, high)`` that the claim says lies below ``threshold``."""
-    return lambda interval: verdict_from_interval(*interval, threshold=threshold, above=False)
+    return lambda interval: verdict_from_interval(
+        *interval, threshold=threshold, above=False, margin=margin
+    )
+
+
+def informative_or(informative: bool, verdict: str) -> str:
+    """``verdict`` where the regime can tell the claim, else ``uninformative here``: a test
+    that is null by construction (e.g. planes that barely turn over the context) decides
+    nothing about the paper, whatever its interval says."""
+    return given(verdict) if informative else "uninformative here"
 
 
 def combine(verdicts) -> str:
     """One verdict for a claim tested in several parts (domains, lengths, q and k): ``not
-    testable here`` if any part is; ``held`` if all are; ``partly`` if some part held (or
-    partly); else ``not held`` if some part is established false, ``cannot decide`` if none is."""
+    testable here`` if any part is, else ``uninformative here`` if any part is; ``held`` if
+    all are; ``partly`` if some part held (or partly); else ``not held`` if some part is
+    established false, ``bounded`` if every part is, ``cannot decide`` otherwise."""
     verdicts = list(verdicts)
     if not verdicts:
         raise ValueError("no verdicts to combine")
-    if "not testable here" in verdicts:
-        return "not testable here"
+    for unknown in ("not testable here", "uninformative here"):
+        if unknown in verdicts:
+            return unknown
     if all(v == "held" for v in verdicts):
         return "held"
     if any(v in ("held", "partly") for v in verdicts):
         return "partly"
-    return "not held" if "not held" in verdicts else "cannot decide"
+    if "not held" in verdicts:
+        return "not held"
+    return "bounded" if all(v == "bounded" for v in verdicts) else "cannot decide"
 
 
 def combine_testable(verdicts) -> str:
@@ -132,12 +192,18 @@ def untestable(_: Any = None) -> str:
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """What a chapter claims, stated once: id, source, statement and the rule deciding it."""
+    """What a chapter claims, stated once: id, source, statement, the rule deciding it and its
+    kind (:data:`KINDS`: a finding unless it is a proof or a check)."""
 
     id: str
     source: str
     statement: str
     rule: Rule = holds
+    kind: str = FINDING
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id!r}: kind {self.kind!r} not in {KINDS}")
 
 
 class ClaimSet:
@@ -177,10 +243,14 @@ class ClaimSet:
         if basis is None and seeds and self.basis:
             basis = f"{seeds} seed{'s' if seeds != 1 else ''}; {self.basis}"
         verdict = spec.rule(evidence)
+        if spec.kind != FINDING and verdict not in ASSERTED:
+            raise CheckFailed(
+                f"{spec.kind} claim {claim_id!r} ({spec.statement}): {verdict}; {measured}"
+            )
         claim = Claim(
             id=spec.id, source=spec.source, statement=spec.statement, measured=measured,
             verdict=verdict, interval=interval, seeds=seeds, evidence=basis,
-            to_decide=to_decide if verdict in UNDECIDED else None,
+            to_decide=to_decide if verdict in UNDECIDED else None, kind=spec.kind,
         )  # fmt: skip
         self.records[claim_id] = claim
 
@@ -217,6 +287,14 @@ def evidence_cell(claim: Claim) -> str:
     return ("" if evidence == "—" else f"{evidence}. ") + f"*To decide:* {claim.to_decide}"
 
 
+def verdict_label(claim: Claim) -> str:
+    """The verdict column: a finding's verdict; a proof's or check's kind (they are asserted,
+    not scored), with *not testable here* where there was nothing to check."""
+    if claim.finding:
+        return claim.verdict
+    return claim.kind if claim.verdict == "held" else f"{claim.kind}: {claim.verdict}"
+
+
 def markdown_table(claims: list[Claim]) -> str:
     """The claims as a Markdown table; each source's typed citations link to the bibliography."""
     from ropebook.citations import cite_roles
@@ -226,9 +304,53 @@ def markdown_table(claims: list[Claim]) -> str:
         measured = c.measured + (f" ({c.interval})" if c.interval else "")
         source = cite_roles(c.source)
         rows.append(
-            f"| {c.statement} — *{source}* | {measured} | {evidence_cell(c)} | **{c.verdict}** |"
+            f"| {c.statement} — *{source}* | {measured} | {evidence_cell(c)} | "
+            f"**{verdict_label(c)}** |"
         )
     return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- tallies
+def tally(claims: Iterable[Claim]) -> dict[str, int]:
+    """What the summary pages count: ``findings`` and each verdict among them (proofs and checks
+    are never scored), and ``proved`` and ``checked`` apart."""
+    claims = list(claims)
+    findings = [c for c in claims if c.finding]
+    kinds = Counter(c.kind for c in claims)
+    verdicts = Counter(c.verdict for c in findings)
+    return {
+        "findings": len(findings),
+        **{v: verdicts[v] for v in VERDICTS},
+        PROVED: kinds[PROVED],
+        CHECKED: kinds[CHECKED],
+    }
+
+
+def tally_text(claims: Iterable[Claim]) -> str:
+    """A tally in words: ``"5 findings (3 held, 2 cannot decide); 2 proved, 1 checked"``."""
+    counts = tally(claims)
+    verdicts = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
+    n = counts["findings"]
+    text = f"{n} finding{'s' if n != 1 else ''}" + (f" ({verdicts})" if verdicts else "")
+    asserted = ", ".join(f"{counts[k]} {k}" for k in (PROVED, CHECKED) if counts[k])
+    return f"{text}; {asserted}" if asserted else text
+
+
+def expected_false_verdicts(claims: Iterable[Claim], alpha: float = 0.05) -> dict[str, float]:
+    """The family's error, stated: each decided finding rests on a test at level ``alpha`` (a 95 %
+    interval, or p < 0.05), so if every one of their true effects sat exactly at its threshold
+    (the worst case for each), ``alpha`` × their number would be decided the wrong way on
+    average. ``decided``: how many; ``expected``: that bound; ``cannot_decide_share``: the share
+    of findings left *cannot decide*."""
+    findings = [c for c in claims if c.finding]
+    decided = [c for c in findings if c.verdict in DECIDED]
+    open_share = sum(c.verdict == "cannot decide" for c in findings) / max(len(findings), 1)
+    return {
+        "alpha": alpha,
+        "decided": len(decided),
+        "expected": alpha * len(decided),
+        "cannot_decide_share": open_share,
+    }
 
 
 def glue_claims(claims: list[Claim]) -> None:

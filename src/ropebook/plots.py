@@ -70,20 +70,21 @@ def table(rows: list[dict], *, digits: int = 3):
 
 
 # ------------------------------------------------------------------ summary pages (scorecard)
-# held, partly, not held, cannot decide, not testable here (claims.VERDICTS)
-VERDICT_COLOURS = ("#2a9d8f", "#e9c46a", "#e76f51", "#8ecae6", "#adb5bd")
+# held, partly, bounded, not held, cannot decide, uninformative here, not testable here
+# (claims.VERDICTS)
+VERDICT_COLOURS = ("#2a9d8f", "#e9c46a", "#90be6d", "#e76f51", "#8ecae6", "#cdb4db", "#adb5bd")
 
 
 def _claim_rows(claims: list) -> list[dict]:
     from ropebook.citations import cite_roles
-    from ropebook.claims import evidence_text
+    from ropebook.claims import evidence_text, verdict_label
 
     return [
         {
             "claim (source)": f"{c.statement} — *{cite_roles(c.source)}*",
             "measured": c.measured + (f" ({c.interval})" if c.interval else ""),
             "evidence": evidence_text(c),
-            "verdict": f"**{c.verdict}**",
+            "verdict": f"**{verdict_label(c)}**",
         }
         for c in claims
     ]
@@ -91,19 +92,17 @@ def _claim_rows(claims: list) -> list[dict]:
 
 def claims_by_chapter(records: list):
     """Every claim of every chapter (:class:`ropebook.claims.ChapterRecord`): per chapter a line
-    linking to it with its verdict tally, then a four-column table of its claims."""
-    from collections import Counter
-
+    linking to it with its tally (findings by verdict, proofs and checks apart), then a
+    four-column table of its claims, findings first."""
     from IPython.display import Markdown
 
-    from ropebook.claims import VERDICTS
+    from ropebook.claims import tally_text
 
     parts = []
     for record in records:
-        tally = Counter(c.verdict for c in record.claims)
-        verdicts = ", ".join(f"{tally[v]} {v}" for v in VERDICTS if tally[v])
-        parts.append(f"**[{record.title}]({record.name}.ipynb)**: {verdicts}")
-        parts.append(table(_claim_rows(record.claims)).data)
+        parts.append(f"**[{record.title}]({record.name}.ipynb)**: {tally_text(record.claims)}")
+        ordered = sorted(record.claims, key=lambda c: not c.finding)
+        parts.append(table(_claim_rows(ordered)).data)
     return Markdown("\n\n".join(parts))
 
 
@@ -127,11 +126,16 @@ def wrapped_labels(labels: list[str], width: int = 28) -> str:
 
 
 def verdict_chart(records: list, *, width: int = 360, label_width: int = 28):
-    """Stacked bars: how many claims of each chapter got each verdict (chapter titles wrapped)."""
+    """Stacked bars: how many findings of each chapter got each verdict (chapter titles
+    wrapped); proofs and checks are not scored, so not drawn."""
     from ropebook.claims import VERDICTS
 
     counts = [
-        {"chapter": r.title, "verdict": v, "claims": sum(c.verdict == v for c in r.claims)}
+        {
+            "chapter": r.title,
+            "verdict": v,
+            "findings": sum(c.finding and c.verdict == v for c in r.claims),
+        }
         for r in records
         for v in VERDICTS
     ]
@@ -147,12 +151,12 @@ def verdict_chart(records: list, *, width: int = 360, label_width: int = 28):
                 sort=titles,
                 axis=alt.Axis(labelExpr=wrapped_labels(titles, label_width), labelLimit=0),
             ),
-            x=alt.X("claims:Q", title="number of claims"),
+            x=alt.X("findings:Q", title="number of findings"),
             color=alt.Color(
                 "verdict:N",
                 scale=alt.Scale(domain=list(VERDICTS), range=list(VERDICT_COLOURS)),
             ),
-            tooltip=["chapter:N", "verdict:N", "claims:Q"],
+            tooltip=["chapter:N", "verdict:N", "findings:Q"],
         )
         .properties(width=width, height=alt.Step(max(20, 13 * lines + 8)))
     )
@@ -160,12 +164,14 @@ def verdict_chart(records: list, *, width: int = 360, label_width: int = 28):
 
 def coverage_table(covered: dict):
     """One row per paper item of :func:`ropebook.claims.coverage`: how many claims test it, their
-    verdicts and the chapters that hold them (linked)."""
+    verdicts (or kinds, for proofs and checks) and the chapters that hold them (linked)."""
+    from ropebook.claims import verdict_label
+
     rows = [
         {
             "item": item,
             "claims": len(found),
-            "verdicts": ", ".join(sorted({c.verdict for _, c in found})) or "—",
+            "verdicts": ", ".join(sorted({verdict_label(c) for _, c in found})) or "—",
             "where": ", ".join(sorted({f"[{name}]({name}.ipynb)" for name, _ in found})) or "—",
         }
         for item, found in covered.items()
@@ -176,22 +182,20 @@ def coverage_table(covered: dict):
 # ------------------------------------------------------------------ summary pages (landing page)
 def chapter_findings(records: list, *, shown: int = 3):
     """The landing page's "What each chapter found": per chapter a paragraph linking to it with its
-    verdict tally and its first ``shown`` claims (statement, verdict, measured)."""
-    from collections import Counter
-
+    tally and its first ``shown`` findings (statement, verdict, measured)."""
     from IPython.display import Markdown
 
-    from ropebook.claims import VERDICTS
+    from ropebook.claims import tally_text
 
     def summary(record) -> str:
-        tally = Counter(c.verdict for c in record.claims)
-        verdicts = ", ".join(f"{tally[v]} {v}" for v in VERDICTS if tally[v])
+        scored = [c for c in record.claims if c.finding]
         findings = "; ".join(
-            f"{c.statement} — *{c.verdict}* ({c.measured})" for c in record.claims[:shown]
+            f"{c.statement} — *{c.verdict}* ({c.measured})" for c in scored[:shown]
         )
-        extra = len(record.claims) - shown
+        extra = len(scored) - shown
         more = f"; and {extra} more" if extra > 0 else ""
-        return f"**[{record.title}]({record.name}.ipynb)** ({verdicts}). {findings}{more}."
+        lead = f"**[{record.title}]({record.name}.ipynb)** ({tally_text(record.claims)})"
+        return f"{lead}. {findings}{more}." if findings else f"{lead}."
 
     return Markdown("## What each chapter found\n\n" + "\n\n".join(summary(r) for r in records))
 

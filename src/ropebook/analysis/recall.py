@@ -192,14 +192,19 @@ class Paired:
     n: int
     sd: float = float("nan")  # of the paired differences (nan with fewer than 2 seeds)
 
-    def verdict(self, *, above: bool = True, threshold: float = 0.0) -> str:
+    def verdict(
+        self, *, above: bool = True, threshold: float = 0.0, margin: float | None = None
+    ) -> str:
         """``held`` if the interval lies on the claimed side of ``threshold``, ``not held`` if
-        on the other, else ``cannot decide`` (and always with fewer than 2 seeds)."""
+        on the other, ``bounded`` if it lies within ``threshold ± margin``, else ``cannot
+        decide`` (and always with fewer than 2 seeds)."""
         from ropebook.claims import verdict_from_interval
 
         if self.n < 2:
             return "cannot decide"
-        return verdict_from_interval(*self.estimate.bounds, threshold=threshold, above=above)
+        return verdict_from_interval(
+            *self.estimate.bounds, threshold=threshold, above=above, margin=margin
+        )
 
     def equivalence(self, margin: float) -> str:
         """A claim of *no* difference: ``held`` if the interval lies inside ``(−margin,

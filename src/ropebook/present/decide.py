@@ -250,14 +250,16 @@ def undecided_rows(records: Sequence) -> list[dict]:
 
 
 def undecided_values(records: Sequence) -> dict[str, int]:
-    """Counts for the scorecard's prose: all claims, the undecided ones, how many of those are
-    *cannot decide* and *not testable here*, and how many say what would decide them."""
-    claims = [c for r in records for c in r.claims]
-    open_ = [c for c in claims if c.undecided]
+    """Counts for the scorecard's prose: the findings (proofs and checks are not scored), the
+    undecided ones, how many of those are *cannot decide*, *uninformative here* and *not
+    testable here*, and how many say what would decide them."""
+    findings = [c for r in records for c in r.claims if c.finding]
+    open_ = [c for c in findings if c.undecided]
     return {
-        "claims": len(claims),
+        "findings": len(findings),
         "undecided": len(open_),
         "cannot_decide": sum(c.verdict == "cannot decide" for c in open_),
+        "uninformative": sum(c.verdict == "uninformative here" for c in open_),
         "not_testable": sum(c.verdict == "not testable here" for c in open_),
         "with_plan": sum(bool(c.to_decide) for c in open_),
     }

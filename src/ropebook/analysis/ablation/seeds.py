@@ -172,11 +172,15 @@ class Comparison:
         )
         return percent_of_perplexity(mde)
 
-    def verdict(self, claimed_lower: str, *, test: str = "paired") -> str:
+    def verdict(
+        self, claimed_lower: str, *, test: str = "paired", margin: float | None = None
+    ) -> str:
         """Verdict on "``claimed_lower`` has the lower value": ``held`` if the ``test`` separates
-        the two in that direction, ``not held`` if the other way, ``cannot decide`` if it does
-        not separate them (:attr:`bound` says how large the effect can be), ``not testable here``
-        with a single seed.
+        the two in that direction, ``not held`` if the other way; when it does not separate them,
+        ``bounded`` if the difference's interval lies within ``± margin`` (in its units: percent
+        of perplexity for a ``log`` comparison; a margin fixed before the data), else ``cannot
+        decide`` (:attr:`bound` says how large the effect can be); ``not testable here`` with a
+        single seed.
 
         ``test="paired"``: the paired difference's interval excludes 0 (falls back to
         ``"intervals"`` when the seeds differ); ``test="intervals"``: the two intervals do not
@@ -189,13 +193,18 @@ class Comparison:
             return "not testable here"
         if test == "paired" and self.paired:
             if not self.paired_separated:
-                return "cannot decide"
+                return "bounded" if self.within(margin) else "cannot decide"
             lower = self.a if self.difference.mean < 0 else self.b
         elif not self.separated:
-            return "cannot decide"
+            return "bounded" if self.within(margin) else "cannot decide"
         else:
             lower = self.lower
         return "held" if lower == claimed_lower else "not held"
+
+    def within(self, margin: float | None) -> bool:
+        """The difference's interval lies inside ``± margin`` (never, without a margin)."""
+        d = self.difference
+        return margin is not None and -margin <= d.low and d.high <= margin
 
 
 def compare(
@@ -332,13 +341,21 @@ def combine_verdicts(verdicts: Sequence[str]) -> str:
 
 
 def pair_verdicts(
-    comparisons: Mapping[tuple[str, str, str], Comparison], pairs: Sequence[tuple[str, str, str]]
+    comparisons: Mapping[tuple[str, str, str], Comparison],
+    pairs: Sequence[tuple[str, str, str]],
+    *,
+    margin: float | None = None,
 ) -> dict[str, str]:
     """``{claim id: verdict}`` for ``pairs`` of ``(better, worse, claim id)``: "better is lower"
-    on every domain of ``comparisons``, combined with :func:`combine_verdicts`."""
+    on every domain of ``comparisons`` (``bounded`` within ``± margin``, see
+    :meth:`Comparison.verdict`), combined with :func:`combine_verdicts`."""
     return {
         cid: combine_verdicts(
-            [c.verdict(c.a) for (b, w, _), c in comparisons.items() if (b, w) == (better, worse)]
+            [
+                c.verdict(c.a, margin=margin)
+                for (b, w, _), c in comparisons.items()
+                if (b, w) == (better, worse)
+            ]
         )
         for better, worse, cid in pairs
     }
