@@ -273,6 +273,47 @@ def pair_text(by_domain: Mapping[str, Comparison], digits: int = 3, *, names: bo
     )
 
 
+def extrapolation_test_rows(comparisons: Mapping[str, Comparison]) -> list[dict]:
+    """One row per extrapolation comparison (``where -> Comparison`` of 0.75-RoPE against RoPE):
+    both perplexities, the paired difference and what the paired test says."""
+    return [
+        {
+            "where": where,
+            "0.75-RoPE": c.a_est.format(2),
+            "RoPE": c.b_est.format(2),
+            "paired Δ": c.difference.format(2),
+            "paired": c.paired_status,
+        }
+        for where, c in comparisons.items()
+    ]
+
+
+def exploratory_text(
+    planned: Mapping[str, Comparison], later: Mapping[str, Comparison], verdict: str
+) -> str:
+    """What seeds bought after looking at a comparison add, as an exploratory reading beside the
+    planned seeds' verdict (empty when none were bought)."""
+    if all(later[d].difference.n == c.difference.n for d, c in planned.items()):
+        return ""
+    return (
+        f". Exploratory, with seeds bought after seeing this effect (not the verdict): "
+        f"{difference_text(later, 2)}, {verdict}"
+    )
+
+
+def uninformative_text(head_dim: int, length: int, base: float) -> str:
+    """Why a p-RoPE-versus-RoPE test over ``length`` tokens cannot fail, and where it could."""
+    from ropebook.analysis.ablation import INFORMATIVE_ANGLE, dropped_turn
+
+    turn = dropped_turn(head_dim, length, base)
+    return (
+        f"the planes 0.75-RoPE frees turn at most {turn:.2g} rad over {length:,} tokens under "
+        f"RoPE (d = {head_dim}, θ = {base:g}), short of the {INFORMATIVE_ANGLE:.2f} rad (a quarter "
+        "turn) past which they could turn a match against itself: a regime whose freed planes "
+        "turn further (the matched regime, p-RoPE's headline) can decide it"
+    )
+
+
 def difference_text(by_domain: Mapping[str, Comparison], digits: int = 3) -> str:
     """The paired differences per domain on one line: ``domain paired Δ mean ± hw; ...``."""
     return "; ".join(f"{d} paired Δ {c.difference.format(digits)}" for d, c in by_domain.items())

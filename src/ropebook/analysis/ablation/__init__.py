@@ -19,12 +19,14 @@ from ropebook.analysis.ablation.constructions import (
     ALL_PLANES,
     FAST_PLANES,
     FREE_PLANES,
+    INFORMATIVE_ANGLE,
     TABLE1_VARIANTS,
     Construction,
     PositionalCheck,
     construction,
     dropped_turn,
     first_negative,
+    freed_planes_informative,
     match_attention,
     match_scale,
     min_target_attention,
@@ -62,6 +64,7 @@ from ropebook.analysis.ablation.runs import (
     validation_curve,
 )
 from ropebook.analysis.ablation.seeds import (
+    PERPLEXITY_MARGIN,
     Comparison,
     Estimate,
     SeedNoise,
@@ -94,6 +97,7 @@ from ropebook.analysis.ablation.seeds import (
 )
 
 __all__ = [
+    "PERPLEXITY_MARGIN",
     "ALL_PLANES",
     "DOMAINS",
     "PAIRS",
@@ -116,7 +120,9 @@ __all__ = [
     "comparisons_over_training",
     "compare_models",
     "construction",
+    "INFORMATIVE_ANGLE",
     "dropped_turn",
+    "freed_planes_informative",
     "estimate",
     "extrapolation_curve",
     "extrapolation_summary",

@@ -250,3 +250,19 @@ def dropped_turn(head_dim: int, length: int, base: float, proportion: float = 0.
     """Largest angle (rad) that a plane p-RoPE frees turns, under RoPE, over ``length`` tokens."""
     freed = rope.frequencies(head_dim, base, variant="p-rope", proportion=proportion) == 0
     return float(rope.base_frequencies(head_dim, base)[freed].max() * length)
+
+
+# What freeing RoPE's slowest planes changes is how a semantic match scores at a distance (Thm 6.1,
+# Sec. 6.1): on a plane turned by angle a the match scores cos a, which first turns against the
+# match past a quarter turn. Planes that never turn that far over the span a test covers score a
+# match within cos(π/2) of unrotated, so a test of p-RoPE against RoPE there cannot tell the two
+# apart by construction: it is *uninformative here*, whatever its interval.
+INFORMATIVE_ANGLE = math.pi / 2
+
+
+def freed_planes_informative(
+    head_dim: int, length: int, base: float, proportion: float = 0.75
+) -> bool:
+    """Whether the planes p-RoPE frees turn, under RoPE, by at least :data:`INFORMATIVE_ANGLE`
+    over ``length`` tokens: whether a p-RoPE-versus-RoPE test over that span can fail."""
+    return dropped_turn(head_dim, length, base, proportion) >= INFORMATIVE_ANGLE

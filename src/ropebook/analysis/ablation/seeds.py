@@ -21,6 +21,11 @@ import numpy as np
 from ropebook.analysis import mean_interval
 from ropebook.stats.power import bound_text, min_detectable_effect, percent_of_perplexity
 
+# The margin, fixed before the data, inside which a perplexity comparison's paired interval is a
+# decided null (*bounded*): the unit the book states its comparisons in, 0.5 % of perplexity, about
+# the paper's own RoPE-vs-0.75-RoPE gap on Wiki (0.48 %, Table 2).
+PERPLEXITY_MARGIN = 0.5
+
 # ---------------------------------------------------------------- estimates over seeds
 
 
@@ -518,3 +523,11 @@ def noise_target_verdict(noise_percent: float, target: float = 1.0) -> str:
     if not np.isfinite(noise_percent):
         return "not testable here"
     return "held" if noise_percent <= target else "not held"
+
+
+def seeds_grown(before: Mapping, after: Mapping) -> list:
+    """The keys of comparisons whose paired seeds grew between ``before`` (the comparisons the
+    first seeds gave) and ``after`` (the same keys once :func:`seeds_to_buy` added seeds). Those
+    seeds were bought from the *observed* difference of the runs being judged, so a verdict read
+    on them is exploratory, not confirmatory: a design that looks twice."""
+    return [k for k, c in after.items() if c.difference.n > before[k].difference.n]
