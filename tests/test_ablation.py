@@ -54,6 +54,24 @@ def test_paired_noise_is_within_noise():
         c.verdict("a", test="bayes")
 
 
+def test_a_paired_null_inside_the_margin_is_bounded():
+    # a - b = (-0.1, +0.1, 0.0, +0.05): contains 0, half-width ≈ 0.15
+    c = ablation.compare("a", [1.9, 2.1, 2.0, 2.05], "b", [2.0, 2.0, 2.0, 2.0])
+    assert c.verdict("a", margin=0.5) == "bounded" == c.verdict("b", margin=0.5)
+    assert c.verdict("a", margin=0.1) == "cannot decide"  # the interval reaches past ±0.1
+    assert c.verdict("a") == "cannot decide"  # no margin: never bounded
+    # separated comparisons keep their direction whatever the margin
+    clear = ablation.compare("a", [1.0, 1.1, 0.9], "b", [2.0, 2.1, 1.9])
+    assert clear.verdict("a", margin=5.0) == "held" and clear.verdict("b", margin=5.0) == "not held"
+    # on the log scale the margin is in percent of perplexity
+    ppl = ablation.compare("a", [100.1, 99.9, 100.2], "b", [100.0, 100.0, 100.0], log=True)
+    assert ppl.verdict("a", margin=ablation.PERPLEXITY_MARGIN) == "bounded"
+    assert ppl.verdict("a", margin=0.01) == "cannot decide"
+    assert ablation.pair_verdicts({("a", "b", "x"): c}, [("a", "b", "c.id")], margin=0.5) == {
+        "c.id": "bounded"
+    }
+
+
 def test_single_seed_is_not_testable():
     c = ablation.compare("a", [1.0], "b", [2.0])
     assert not c.testable and not c.separated and c.status == "single seed"
@@ -678,3 +696,16 @@ def test_per_seed_measures_pair_on_the_seeds_every_variant_has():
     paper = {"W": {"a": 1.0, "b": 2.0, "c": 4.0}}
     assert ablation.seed_noise(more, paper).paired == ablation.seed_noise(tables, paper).paired
     assert ablation.seed_noise(more, paper).unpaired != ablation.seed_noise(tables, paper).unpaired
+
+
+def test_a_p_rope_test_is_informative_only_where_the_freed_planes_pass_a_quarter_turn():
+    # d = 16, θ = 10⁴: 0.75-RoPE frees planes 6 and 7; the faster turns at 10⁴^(-12/16) rad/token
+    g = 10_000.0 ** (-12 / 16)
+    assert ablation.dropped_turn(16, 128, 10_000.0) == pytest.approx(128 * g)
+    assert ablation.INFORMATIVE_ANGLE == pytest.approx(math.pi / 2)
+    edge = math.ceil(ablation.INFORMATIVE_ANGLE / g)  # the first length past a quarter turn
+    assert not ablation.freed_planes_informative(16, edge - 1, 10_000.0)
+    assert ablation.freed_planes_informative(16, edge, 10_000.0)
+    # the book's regimes: the lesson one cannot tell p-RoPE from RoPE, the matched one can
+    assert not ablation.freed_planes_informative(16, 8 * 128, 10_000.0)
+    assert ablation.freed_planes_informative(32, 128, 200.0)

@@ -32,6 +32,8 @@ def test_paired_verdicts_and_equivalence():
     same = rc.paired([0.50, 0.51, 0.49], [0.50, 0.50, 0.50])
     assert same.equivalence(0.05) == "held" and same.verdict() == "cannot decide"
     assert up.equivalence(0.05) == "not held"
+    assert same.verdict(margin=0.05) == "bounded" and up.verdict(above=True, margin=0.05) == "held"
+    assert same.verdict(margin=0.001) == "cannot decide"
     one = rc.paired([0.9, np.nan], [0.1, 0.2])  # a seed that did not learn drops out
     assert one.n == 1 and one.verdict() == "cannot decide" and "no interval" in one.text()
 
