@@ -17,7 +17,7 @@ ROPEBOOK_BUILD := $(or $(ROPEBOOK_BUILD),$(shell date -u +"make, started %Y-%m-%
 export ROPEBOOK_BUILD
 STAGE = $(PY) -m ropebook stage
 
-.PHONY: book setup install assets vendor data proofs machine zoo chapters run html check-site test lint sync browser slurm cluster-zoo clean
+.PHONY: book setup install assets vendor data proofs machine pull zoo chapters run html check-site test lint sync browser slurm cluster-zoo clean
 
 book: setup assets data proofs machine zoo chapters html
 
@@ -60,7 +60,13 @@ proofs: setup
 machine: setup
 	$(STAGE) machine -- $(PY) -m ropebook machine
 
-zoo: setup data
+# The zoo published for this checkout's models (an archive named by `zoo --key`), downloaded,
+# verified and installed where one is reachable: ROPEBOOK_ZOO_URL points elsewhere, set empty
+# turns it off; offline or refused, one line says so and the zoo stage trains what is missing.
+pull: setup data
+	$(PY) -m ropebook zoo --profile $(PROFILE) --pull --optional
+
+zoo: setup data pull
 	$(STAGE) zoo -- $(PY) -m ropebook zoo --profile $(PROFILE) --workers auto
 
 # Sources to notebooks. Saving from Jupyter (or `jupytext --sync`) rewrites a source byte for
@@ -72,7 +78,7 @@ chapters: setup sync
 	$(STAGE) chapters -- $(PY) -m ropebook run all --profile $(PROFILE) --jobs $(JOBS)
 
 # make run CHAPTER=rope_basics PARAMS="seed=1 head_dim=128"
-run: setup
+run: setup pull
 	$(PY) -m ropebook run $(CHAPTER) --profile $(PROFILE) $(foreach p,$(PARAMS),-p $(subst =, ,$(p)))
 
 # Build the site from executed/, then check it: no external assets, no error outputs, no broken

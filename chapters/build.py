@@ -67,9 +67,12 @@ if stage_rows := show.stage_rows(records):
 # ## The zoo by regime
 #
 # Models trained by this build and found in the cache, per training regime, with the training
-# time measured beside the time estimated before training began.
+# time measured beside the time estimated before training began. Before training, the build
+# pulls the zoo published for this checkout's models where one is reachable (`ropebook zoo
+# --pull`); the models it downloaded count as cached, and each chapter's provenance names them.
 
 # %% tags=["remove-input"]
+display(Markdown(show.pull_text(records)))
 table_or_missing(show.zoo_rows(records), "zoo", "the zoo (`ropebook zoo`)")
 
 # %% [markdown]

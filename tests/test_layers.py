@@ -60,8 +60,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ropebook.plots",),
     # charts, tables and sentences of the measurements
     ("ropebook.present",),
-    # symbolic proofs, the built site's checks, the command lines
-    ("ropebook.proofs", "ropebook.sitecheck", "ropebook.zoo_command", "ropebook.__main__"),
+    # symbolic proofs, the built site's checks, the zoo as a verified download, the command lines
+    ("ropebook.proofs", "ropebook.sitecheck", "ropebook.zoo_archive", "ropebook.zoo_command",
+     "ropebook.__main__"),
 )  # fmt: skip
 
 

@@ -122,16 +122,22 @@ def test_chapters_show_each_models_spec_hash_beside_its_provenance():
         Path("/c/zoo/cccc"): meta,  # trained before provenance was recorded
         Path("/c/finetune/dddd"): tune,
     }
-    table = pipeline.models_table(loaded).splitlines()
-    assert table[:2] == ["| model | spec hash | trained with |", "|---|---|---|"]
+    origin = {"archive": "zoo-cpu-0123456789abcdef.tar", "published": "P", "pulled": "Q"}
+    table = pipeline.models_table(loaded, {Path("/c/zoo/bbbb"): origin}).splitlines()
+    assert table[:2] == ["| model | spec hash | trained with | source |", "|---|---|---|---|"]
     rows = {row.split(" | ")[1].strip("`"): row for row in table[2:]}
     assert rows["aaaa"] == (
         "| rope, seed 1, python | `aaaa` | steps 0–60: 2 cpu devices, fused attention, "
-        "JAX 0.1 on h |"
+        "JAX 0.1 on h | trained here |"
     )
     assert (
         "steps 0–30: 2 cpu devices, fused attention, JAX 0.1 on h, Slurm job 7_3; " in rows["bbbb"]
     )
-    assert rows["bbbb"].endswith("steps 30–60: 1 cpu device, xla attention, JAX 0.1 on h |")
+    assert rows["bbbb"].endswith(
+        "steps 30–60: 1 cpu device, xla attention, JAX 0.1 on h | downloaded: "
+        "zoo-cpu-0123456789abcdef.tar, published P, pulled Q |"
+    )
     assert "`cccc` | not recorded" in rows["cccc"]
     assert rows["dddd"].startswith("| fine-tune of `aaaa`, yarn, seed 0 | `dddd` | not recorded")
+    line = pipeline.models_line([origin, None, origin, None, None])
+    assert line == "2 downloaded (zoo-cpu-0123456789abcdef.tar, published P), 3 trained here"

@@ -30,8 +30,9 @@ functions included, and holds the floors below to it). Bottom to top:
   production layouts trained on language (a study).
 - ``plots`` — figure helpers shared by chapters (Altair, vendored for offline use).
 - ``present`` — the charts, tables and sentences of the measurements (same module names).
-- ``proofs``, ``sitecheck``, ``zoo_command``, ``__main__`` — sympy statements per chapter; checks
-  of the built site; the zoo's command line; the command line.
+- ``proofs``, ``sitecheck``, ``zoo_archive``, ``zoo_command``, ``__main__`` — sympy statements per
+  chapter; checks of the built site; the trained zoo as a verified download (published as one
+  archive per key, pulled into the cache); the zoo's command line; the command line.
 
 Data flows one way: data → zoo (train) → chapters (analyse, prove, plot, glue claims) → pipeline
 → the book; the library never imports a chapter, and chapters never train ad hoc (they ask the

@@ -27,6 +27,8 @@ from ropebook.model import ModelConfig, Params
 
 CHECKPOINT_JSON = "checkpoint.json"
 FORMAT = 1
+# Beside a model downloaded from a published zoo (ropebook.zoo_archive): which archive, when.
+ORIGIN_JSON = "origin.json"
 
 
 class CheckpointError(io.IntegrityError):
@@ -109,6 +111,21 @@ def read_metadata(directory: Path | str) -> dict[str, Any]:
             f"{path}: not a format-{FORMAT} checkpoint (missing {sorted(missing)})"
         )
     return meta
+
+
+def read_origin(directory: Path | str) -> dict[str, Any] | None:
+    """Where a downloaded model came from (:data:`ORIGIN_JSON`: its archive and when it was
+    published and pulled), or ``None`` for a model trained into this cache."""
+    path = Path(directory) / ORIGIN_JSON
+    try:
+        origin = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{path}: not valid JSON ({error})") from error
+    if not isinstance(origin, dict):
+        raise CheckpointError(f"{path}: not a JSON object")
+    return origin
 
 
 def snapshot_steps(directory: Path | str) -> list[int]:

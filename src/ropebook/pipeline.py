@@ -315,11 +315,36 @@ def _trained_with(segments: list[dict[str, Any]]) -> str:
     return "; ".join(phrases)
 
 
-def models_table(loaded: dict[Path, dict[str, Any]]) -> str:
+def source(origin: dict[str, Any] | None) -> str:
+    """Where a model came from: ``trained here`` (into this cache), or downloaded from a published
+    zoo (``origin``: its ``origin.json``, :mod:`ropebook.zoo_archive`), with the archive and when
+    it was published and pulled."""
+    if origin is None:
+        return "trained here"
+    return (
+        f"downloaded: {origin.get('archive')}, published {origin.get('published')}, "
+        f"pulled {origin.get('pulled')}"
+    )
+
+
+def models_line(origins: list[dict[str, Any] | None]) -> str:
+    """``"3 downloaded (zoo-cpu-….tar, published …), 2 trained here"``: the provenance line's
+    count of the chapter's models by where they came from."""
+    downloaded = [o for o in origins if o is not None]
+    archives = sorted({f"{o.get('archive')}, published {o.get('published')}" for o in downloaded})
+    parts = [f"{len(downloaded)} downloaded ({'; '.join(archives)})"] if downloaded else []
+    return ", ".join([*parts, f"{len(origins) - len(downloaded)} trained here"])
+
+
+def models_table(
+    loaded: dict[Path, dict[str, Any]], origins: dict[Path, dict[str, Any] | None] | None = None
+) -> str:
     """A Markdown table of the trained models a chapter loaded (``checkpoints.LOADED``): each one's
     spec hash (its cache folder) beside how it was trained (devices, attention path, JAX, host),
-    what can move its numbers at float32 rounding without changing the hash."""
-    rows = ["| model | spec hash | trained with |", "|---|---|---|"]
+    what can move its numbers at float32 rounding without changing the hash, and where it came
+    from (``origins`` by folder: trained here, or downloaded from which archive, when)."""
+    origins = origins or {}
+    rows = ["| model | spec hash | trained with | source |", "|---|---|---|---|"]
     for folder, meta in sorted(loaded.items(), key=lambda item: str(item[0])):
         extra = meta.get("extra", {})
         spec, tune = extra.get("spec", {}), extra.get("finetune", {})
@@ -328,7 +353,8 @@ def models_table(loaded: dict[Path, dict[str, Any]]) -> str:
             str(v) for v in (first, tune.get("method"), f"seed {meta['train']['seed']}",
                              spec.get("domain")) if v is not None
         )  # fmt: skip
-        rows.append(f"| {name} | `{folder.name}` | {_trained_with(meta.get('provenance', []))} |")
+        trained = _trained_with(meta.get("provenance", []))
+        rows.append(f"| {name} | `{folder.name}` | {trained} | {source(origins.get(folder))} |")
     return "\n".join(rows)
 
 
@@ -348,8 +374,9 @@ def show_provenance() -> None:
     from ropebook import checkpoints
 
     devices = [f"{d.platform}:{d.device_kind}" for d in jax.devices()]
+    origins = {folder: checkpoints.read_origin(folder) for folder in checkpoints.LOADED}
     models = [
-        {"folder": str(folder), "provenance": meta.get("provenance", [])}
+        {"folder": str(folder), "provenance": meta.get("provenance", []), "origin": origins[folder]}
         for folder, meta in checkpoints.LOADED.items()
     ]
     record = {"jax_backend": jax.default_backend(), "jax_devices": devices, "models": models}
@@ -361,11 +388,12 @@ def show_provenance() -> None:
             f"*Provenance:* commit `{_git_commit()}`, JAX {versions.get('jax')} on "
             f"{record['jax_backend']} ({', '.join(sorted(set(devices)))}), "
             f"Python {versions['python']}, run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-            f"{_took()}."
+            f"{_took()}." + (f" Models: {models_line(list(origins.values()))}." if origins else "")
         )
     )
     if checkpoints.LOADED:
-        display(Markdown(f"*Trained models used here:*\n\n{models_table(checkpoints.LOADED)}"))
+        table = models_table(checkpoints.LOADED, origins)
+        display(Markdown(f"*Trained models used here:*\n\n{table}"))
 
 
 # ------------------------------------------------------------------ the page's "Rerun" box

@@ -590,6 +590,16 @@ def default_jobs(profile: str, seeds: tuple[int, ...] | None = None) -> list[Job
     return [(n, s[i], d, r) for i in range(depth) for (n, d, r), s in chosen.items() if i < len(s)]
 
 
+def key(jobs: list[Job], profile: str, overrides: dict[str, Any] | None = None) -> str:
+    """One hash of these jobs' spec hashes (``zoo --key``): the CI cache's key and the name of the
+    published zoo (:mod:`ropebook.zoo_archive`); the same models, the same key."""
+    hashes = sorted(
+        spec_hash(n, seed=s, profile=profile, domain=d, regime=r, **(overrides or {}))
+        for n, s, d, r in jobs
+    )
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:16]
+
+
 def cache_state(directory: Path) -> tuple[str, int]:
     """``(state, step)`` of a model's cache folder: ``done`` (a complete checkpoint), ``running``
     (a process holds the model's lock, training or loading it), ``interrupted`` (a checkpoint short

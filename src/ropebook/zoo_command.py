@@ -11,12 +11,13 @@ model is, and how it is trained and cached, lives in :mod:`ropebook.zoo`.
 from __future__ import annotations
 
 import argparse
-import hashlib
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from ropebook import buildplan, buildrecord, tasks, train, workers, zoo
+from ropebook import buildplan, buildrecord, checkpoints, tasks, train, workers, zoo, zoo_archive
 from ropebook.zoo import Job
 
 
@@ -98,9 +99,29 @@ def main(argv: list[str] | None = None) -> int:
         "--key", action="store_true",
         help="train nothing: print one hash of these models' spec hashes (a CI cache key)",
     )  # fmt: skip
+    parser.add_argument(
+        "--pull", nargs="?", const="", metavar="URL",
+        help="train nothing: download the published zoo of this checkout's key (or the archive "
+        "at URL), verify it and install the models the cache lacks (ropebook.zoo_archive; "
+        f"default place: ${zoo_archive.ZOO_URL_ENV}, else this clone's GitHub release)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--optional", action="store_true",
+        help="with --pull: no zoo published, none reachable or one refused is not an error "
+        "(one line says so; make book and make run then train what is missing)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--publish", type=Path, metavar="DIR",
+        help="train nothing: write this profile's zoo from the cache into DIR as the archive "
+        "zoo-<profile>-<key>.tar and its manifest zoo-<profile>-<key>.json",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.queue:
         return zoo.work_queue(args.queue)
+    if args.pull is not None:
+        return pull(args.profile, args.pull, optional=args.optional)
+    if args.publish is not None:
+        return publish(args.profile, args.publish)
     overrides = {} if args.steps is None else {"steps": args.steps}
     try:
         shard = parse_shard(args.shard)
@@ -128,11 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.status:
         return print_status(jobs, args.profile, overrides)
     if args.key:
-        hashes = sorted(
-            zoo.spec_hash(n, seed=s, profile=args.profile, domain=d, regime=r, **overrides)
-            for n, s, d, r in jobs
-        )
-        print(hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:16])
+        print(zoo.key(jobs, args.profile, overrides))
         return 0
     start = time.perf_counter()
     items = [_plan_item(*job, args.profile, overrides) for job in jobs]
@@ -148,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         batched = zoo.train_seed_groups(jobs, args.profile, overrides)
     reported = set(batched) if n_workers > 1 else set()  # the workers' polling moved the bar
     rows = []
-    regimes = {p.regime: {"trained": 0, "cached": 0, "seconds": 0.0, "estimated": p.seconds}
-               for p in buildplan.plan(items, rates)}  # fmt: skip
+    regimes = {p.regime: {"trained": 0, "cached": 0, "downloaded": 0, "seconds": 0.0,
+                          "estimated": p.seconds} for p in buildplan.plan(items, rates)}  # fmt: skip
     for i, (job, item) in enumerate(zip(jobs, items, strict=True), 1):
         name, seed, domain, regime = job
         print(f"[{i}/{len(jobs)}] {name} seed={seed} domain={domain} regime={regime}", flush=True)
@@ -165,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         status = "trained" if trained else "cached"
         new = not item.cached  # trained by this build (here, by a seed group or another shard)
         regimes[regime]["trained" if new else "cached"] += 1
+        # of the cached, those a pull installed (zoo --pull; their origin.json says from where)
+        regimes[regime]["downloaded"] += not new and checkpoints.read_origin(m.path) is not None
         regimes[regime]["seconds"] += seconds * trained
         rows.append(
             (
@@ -190,6 +209,58 @@ def main(argv: list[str] | None = None) -> int:
         counts = [{"regime": regime, **n} for regime, n in regimes.items()]
         record = {"profile": args.profile, "regimes": counts, "workers": n_workers}  # build page
         print(f"recorded: {buildrecord.write('zoo', record)}")
+    return 0
+
+
+def pull(profile: str, url: str, *, optional: bool = False) -> int:
+    """``zoo --pull [URL]``: the published zoo of this checkout's key for ``profile`` (or the
+    archive at ``url``) verified and installed (:func:`ropebook.zoo_archive.pull`), recorded
+    for the build page (``zoo-pull.json``). Exit status 0 when pulled; when nothing could be
+    fetched or what was fetched is refused, one line and 1, or 0 with ``optional``."""
+    began = time.perf_counter()
+    location = url or zoo_archive.default_location()
+    record: dict[str, Any] = {"profile": profile}
+    if location is None:
+        why = (f"{zoo_archive.ZOO_URL_ENV} is empty" if zoo_archive.ZOO_URL_ENV in os.environ
+               else f"no {zoo_archive.ZOO_URL_ENV} and no GitHub origin")  # fmt: skip
+        line = f"zoo pull off ({why}): models the cache lacks are trained"
+        buildrecord.write("zoo-pull", record | {"outcome": "off", "line": line})
+        print(line)
+        return 0
+    needs_key = "{" in location or not location.endswith(".tar")
+    address = zoo_archive.archive_url(location, profile, _key(profile) if needs_key else "")
+    record["url"] = address
+    try:
+        pulled = zoo_archive.pull(address, profile)
+    except zoo_archive.ZooArchiveError as error:
+        unreachable = isinstance(error, zoo_archive.ZooUnreachable)
+        then = "; models the cache lacks are trained" if optional else ""
+        line = f"{'no zoo pulled' if unreachable else 'zoo refused'}: {error}{then}"
+        outcome = "unreachable" if unreachable else "refused"
+        buildrecord.write("zoo-pull", record | {"outcome": outcome, "line": line})
+        print(line, file=sys.stdout if optional else sys.stderr)
+        return 0 if optional else 1
+    counts = {k: len(getattr(pulled, k)) for k in ("installed", "present", "skipped")}
+    buildrecord.write("zoo-pull", record | counts | {
+        "outcome": "pulled", "archive": pulled.archive, "published": pulled.published,
+        "seconds": round(time.perf_counter() - began, 1), "line": pulled.summary(),
+    })  # fmt: skip
+    return 0
+
+
+def _key(profile: str) -> str:
+    return zoo.key(zoo.default_jobs(profile), profile)
+
+
+def publish(profile: str, out: Path) -> int:
+    """``zoo --publish DIR``: :func:`ropebook.zoo_archive.publish`, one line; 1 if refused."""
+    try:
+        done = zoo_archive.publish(profile, out)
+    except zoo_archive.ZooArchiveError as error:
+        print(f"not published: {error}", file=sys.stderr)
+        return 1
+    print(f"published {done.models} models: {done.archive} ({done.size / 1024**2:,.1f} MiB), "
+          f"{done.pointer}")  # fmt: skip
     return 0
 
 

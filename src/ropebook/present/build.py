@@ -13,7 +13,8 @@ from typing import Any
 from ropebook import REPO_ROOT, buildrecord
 from ropebook.buildrecord import duration
 
-DETAILED = ("machine", "zoo", "chapters")  # the records commands write besides their stage's
+# the records commands write besides their stage's (zoo-pull: `zoo --pull`, before the zoo stage)
+DETAILED = ("machine", "zoo", "zoo-pull", "chapters")
 # make book's stages before the chapters, each with its own stage record
 BEFORE_CHAPTERS = buildrecord.STAGES[: buildrecord.STAGES.index("chapters")]
 
@@ -110,8 +111,10 @@ def _stage_detail(records: Records, stage: str, record: Mapping[str, Any]) -> st
         regimes = zoo["regimes"]
         trained = sum(r["trained"] for r in regimes)
         cached = sum(r["cached"] for r in regimes)
+        downloaded = sum(r.get("downloaded", 0) for r in regimes)
+        of = f" ({downloaded} of them downloaded)" if downloaded else ""
         on = f", on {zoo['workers']} worker processes" if zoo.get("workers", 1) > 1 else ""
-        return f"{zoo['profile']} profile: {trained} trained, {cached} cached{on}"
+        return f"{zoo['profile']} profile: {trained} trained, {cached} cached{of}{on}"
     return "`" + " ".join(record["command"]) + "`"
 
 
@@ -188,8 +191,29 @@ def machine_text(records: Records) -> str:
     )
 
 
+def pull_text(records: Records) -> str:
+    """What the pull before the zoo stage did (``zoo --pull``, :mod:`ropebook.zoo_archive`): the
+    archive downloaded, when it was published, and its models installed, already here and
+    skipped; or why no zoo was pulled; or that no pull is recorded."""
+    pull = records.get("zoo-pull")
+    if pull is None:
+        return (
+            "No published zoo was pulled: no `zoo --pull` is recorded, so every model was trained."
+        )
+    when = _when(records, pull)
+    if pull["outcome"] != "pulled":
+        return f"No published zoo was pulled ({when}): {pull['line']}."
+    return (
+        f"Pulled ({when}, {duration(pull['seconds'])}) from `{pull['url']}`: {pull['archive']}, "
+        f"published {pull['published']}; {pull['installed']} models downloaded and installed, "
+        f"{pull['present']} already in the cache, {pull['skipped']} skipped (not this "
+        "checkout's specs). Downloaded models count as cached below."
+    )
+
+
 def zoo_rows(records: Records) -> list[dict[str, Any]]:
-    """Per regime: models trained and cached, training time measured and estimated before."""
+    """Per regime: models trained, cached (and of them downloaded), training time measured and
+    estimated before."""
     zoo = records.get("zoo")
     if zoo is None:
         return []
@@ -198,6 +222,7 @@ def zoo_rows(records: Records) -> list[dict[str, Any]]:
             "regime": r["regime"],
             "trained": r["trained"],
             "cached": r["cached"],
+            "downloaded": r.get("downloaded", 0),
             "training time": duration(r["seconds"]) if r["trained"] else "—",
             "estimated before": duration(r["estimated"]) if r["trained"] else "—",
         }
