@@ -62,6 +62,7 @@ regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 sn
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
+from myst_nb import glue
 
 from ropebook import claims, data, plots, zoo
 from ropebook.analysis import Estimate, decay
@@ -124,21 +125,24 @@ CLAIMS = claims.ClaimSet(
         "Barbero et al. 2025, Fig. 8, App. B.3",
         "Random RoPE: a larger L makes the all-ones curve decay faster; "
         "Gaussian curves are unaffected",
-        claims.given,  # decay.random_rope_verdict: held, partly or not held, kind=claims.CHECKED
+        claims.given,  # decay.random_rope_verdict: held, partly or not held
+        kind=claims.CHECKED,
     ),
     claims.ClaimSpec(
         "decay.trained",
         "Barbero et al. 2025, Sec. 3 (beyond the paper: the book's models)",
-        "Trained RoPE queries and keys need not decay: not every layer's mean "
-        "activation is higher at short than at long distances",
-        claims.fails,  # evidence: every layer decays
+        "Trained RoPE queries and keys need not decay: some layer of a trained RoPE model is "
+        "shown not to decay (its mean activation grows with distance, or stays within a margin "
+        "fixed in advance)",
+        decay.trained_verdict,  # evidence: the classes of the RoPE models' layers
     ),
     claims.ClaimSpec(
         "decay.over_training",
         f"Barbero et al. 2025, Sec. 3; ours (training dynamics, {regime} regime)",
         "Training does not push every layer of a RoPE model toward decay: the least-decaying "
-        "layer's decay falls over training, as Gemma 7B's heads exploit non-decay",
-        claims.given,  # dy.trend_test(...).claim_verdict: paired over seeds
+        "layer's decay falls over training more than NoPE's (the same model without rotation), "
+        "as Gemma 7B's heads exploit non-decay",
+        claims.given,  # dy.controlled_trend(rope, nope).claim_verdict: paired over seeds
     ),
 )
 CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed intervals
@@ -449,14 +453,32 @@ print(
 show.trained_chart(trained, model_names, seeds)
 
 # %% [markdown]
-# A layer **decays** if its mean activation at short distances ($1 \le r \le$ `trained_short`) is
-# higher than at long ones (the last quarter of the context), with a 95% interval on the
-# difference that excludes $0$; it **grows** if the interval is wholly below $0$, and is **flat**
-# otherwise. The interval is over training seeds when the profile has several; with one seed it
-# is over the held-out windows (so it reflects text, not training, variability — said so under
-# the table).
+# Each layer's statistic is its **relative contrast**: the mean activation at short distances
+# ($1 \le r \le$ `trained_short`) minus that over the last quarter of the context, divided by the
+# layer's mean absolute activation (so that larger norms do not make a larger contrast). A layer
+# **decays** if the 95% interval of its contrast lies wholly above $0$ and **grows** if wholly
+# below. An interval that contains $0$ is **flat** only if it also lies within
+# $\pm${glue:text}`decay.margin` — a margin fixed before the data: a tenth of the layer's own
+# mean absolute activation. For scale, the all-ones set-up, the argument for decay, gives a
+# contrast of {glue:text}`decay.ones_contrast:.2f` by the same measure at this model's head size,
+# base and context, so a flat layer decays, if at all, by a small fraction of what that argument
+# predicts. An interval that contains $0$ and reaches past the margin is **uncertain**: the run
+# cannot tell decay from none. The interval is over training seeds when the profile has several;
+# with one seed it is over the held-out windows (so it reflects text, not training, variability
+# — said so under the table).
+#
+# The claim is about RoPE, so it is decided on the fully rotary models of `model_names` (here
+# {glue:text}`decay.rope_models`; 0.75-RoPE is shown beside, but its unrotated planes cannot
+# decay by construction): **held** if some layer is *shown* not to decay (grows, or flat), **not
+# held** if every layer decays, **cannot decide** if the layers that do not decay are merely
+# uncertain.
 
 # %%
+rope_models = [n for n in model_names if zoo.ALL_SPECS[n].get("encoding") == "rope"]
+ones_contrast = decay.ones_contrast(m.config.head_dim, m.config.rope_base, context, trained_short)
+glue("decay.margin", decay.TRAINED_MARGIN, display=False)
+glue("decay.ones_contrast", ones_contrast, display=False)
+glue("decay.rope_models", ", ".join(rope_models) or "none", display=False)
 trained_decay = decay.trained_decay(trained, model_names, seeds, trained_short)
 print(show.trained_summary(trained_decay))
 show.trained_table(trained_decay)
@@ -464,9 +486,13 @@ show.trained_table(trained_decay)
 # %% tags=["remove-input"]
 CLAIMS.record(
     "decay.trained",
-    trained_decay.all_decay,
-    show.trained_measured(trained_decay),
+    trained_decay.behaviours(rope_models),
+    show.trained_measured(trained_decay, rope_models)
+    + f"; the all-ones set-up's contrast here {ones_contrast:.2f}",
     seeds=len(seeds),
+    to_decide=show.trained_to_decide(trained_decay, rope_models)
+    if rope_models
+    else "a fully rotary model (encoding 'rope') in model_names",
 )
 
 # %% [markdown]
@@ -495,7 +521,8 @@ CLAIMS.record(
 # The models are the flagship ones of the `regime` parameter (matched spectrum: the slowest
 # pair turns over the context about as often as Gemma 7B's over 8k tokens; params kept at
 # log-spaced steps and step 0), with the seeds the zoo trains for them (`n_model_seeds` > 0
-# picks seeds 0 .. n-1 instead). NoPE is the control: it has no rotation to decay with.
+# picks seeds 0 .. n-1 instead). NoPE is the control: it has no rotation to decay with, and it
+# decides the verdict (below).
 
 # %% tags=["hide-input"]
 flagship = dy.load_models(
@@ -524,21 +551,23 @@ display(show_dy.decay_chart(dy.trajectories(decay_runs, "least-decaying layer"))
 plots.table(show_dy.trend_table(decay_trends))
 
 # %% [markdown]
-# The verdict pairs each seed's untrained model with its last snapshot: a 95% interval over
-# seeds of the change wholly below zero reads *moves toward the Gemma result*, wholly above
-# *away*, containing zero *cannot decide* (always so with one seed). Spearman's $\rho$ with
-# tokens seen says whether the change is steady.
+# The table above reads each model alone: each seed's untrained model against its last
+# snapshot, a 95% interval over seeds of the change wholly below zero reading *moves toward the
+# Gemma result*, wholly above *away*, containing zero *cannot decide* (always so with one seed);
+# Spearman's $\rho$ with tokens seen says whether the change is steady. **The verdict is
+# RoPE's change minus NoPE's, seed by seed**, because a fall that NoPE shows too is what
+# training does to any attention layer, not what RoPE's rotation lets it do: the same reading
+# on that paired difference decides it.
+
+# %%
+decay_control = dy.controlled_trends(decay_runs, ["least-decaying layer"])
+plots.table(show_dy.control_table(list(decay_control.values())))
 
 # %% tags=["remove-input"]
 rope_decay = next(t for t in decay_trends if t.model == "rope")
 CLAIMS.record(
     "decay.over_training",
-    rope_decay.claim_verdict,
-    rope_decay.measured(),
-    interval=rope_decay.change.text,
-    seeds=rope_decay.n_seeds,
-    basis=rope_decay.basis(),
-    to_decide=decide.trend_to_decide(rope_decay),
+    **show_dy.control_claim(list(decay_control.values()), [rope_decay], regime=regime),
 )
 
 # %% [markdown]

@@ -146,26 +146,107 @@ def test_trained_decay_classifies_layers():
     trained = {
         ("down", 0): _curves(1.0, 0.0, noise=0.01),
         ("up", 0): _curves(0.0, 1.0, noise=0.01),
-        ("level", 0): _curves(0.5, 0.5, noise=0.01),
+        ("level", 0): _curves(1.0, 1.0, noise=0.01),
+        ("noisy", 0): _curves(1.0, 1.0, noise=0.5),
     }
-    result = decay.trained_decay(trained, ["down", "up", "level"], (0,), short=2)
-    assert [r["behaviour"] for r in result.rows] == ["decays", "grows", "flat"]
-    assert result.rows[0]["short − long"] == pytest.approx(1.0, abs=0.03)
-    assert result.over == "4 windows (1 seed)" and not result.all_decay
-    assert result.counts()["down"] == {"decays": 1, "flat": 0, "grows": 0}
-    assert (
-        show.trained_summary(result)
-        == "down: 1 of 1 layers decays; up: 1 of 1 layers grows; level: 1 of 1 layers flat"
+    result = decay.trained_decay(trained, ["down", "up", "level", "noisy"], (0,), short=2)
+    assert [r["behaviour"] for r in result.rows] == ["decays", "grows", "flat", "uncertain"]
+    # relative contrast: (1 − 0) over the mean |a| at r >= 1 (2 of 7 distances at 1, 2 at 0 ...)
+    assert result.rows[0][decay.CONTRAST] == pytest.approx(1.0 / (2 / 7), rel=0.05)
+    assert result.over == "4 windows (1 seed)" and not result.all_decay and result.n == 4
+    assert result.counts()["down"] == {"decays": 1, "flat": 0, "uncertain": 0, "grows": 0}
+    assert show.trained_summary(result) == (
+        "down: 1 of 1 layers decays; up: 1 of 1 layers grows; level: 1 of 1 layers flat; "
+        "noisy: 1 of 1 layers uncertain"
     )
-    assert show.trained_measured(result).endswith("(short r = 1-2 vs last quarter of 8 tokens)")
-    assert "95% intervals over 4 windows (1 seed)." in show.trained_table(result).data
+    measured = show.trained_measured(result, ["down"])
+    assert measured.startswith("down: 1 of 1 layers decays (short r = 1-2 vs last quarter of 8")
+    assert "±0.1 of the layer's mean |activation|" in measured
+    table = show.trained_table(result).data
+    assert "95% intervals over 4 windows (1 seed); *flat*" in table and "| low |" not in table
+    assert "noisy layer 0" in show.trained_to_decide(result, ["noisy"])
 
 
 def test_trained_decay_over_seeds():
     trained = {("m", s): _curves(1.0 + 0.1 * s, 0.0, seed=s) for s in range(3)}
     result = decay.trained_decay(trained, ["m"], (0, 1, 2), short=2)
-    assert result.over == "3 seeds" and result.all_decay
-    assert result.rows[0]["short − long"] == pytest.approx(1.1)  # mean of 1.0, 1.1, 1.2
+    assert result.over == "3 seeds" and result.all_decay and result.n == 3
+    assert result.rows[0][decay.CONTRAST] == pytest.approx(3.5)  # each seed: 1 over 2/7 of it
+
+
+def test_behaviour_against_the_margin():
+    m = decay.TRAINED_MARGIN
+    assert decay.behaviour(0.01, 0.2) == "decays"
+    assert decay.behaviour(-0.3, -0.01) == "grows"
+    assert decay.behaviour(-m / 2, m / 2) == "flat"
+    assert decay.behaviour(-m / 2, 2 * m) == "uncertain"
+    assert decay.behaviour(-0.5, 0.5, margin=1.0) == "flat"
+
+
+def _layer(values):
+    """One layer's curves over seeds whose relative contrasts are ``values`` (one per seed)."""
+    t = 8
+    out = {}
+    for s, v in enumerate(values):
+        curve = np.ones((1, 2, t))  # mean |a| = 1, short and long at 1 ...
+        curve[..., 1:3] += v / 2  # ... then the short distances raised by v/2 and the
+        curve[..., (3 * t) // 4 :] -= v / 2  # long ones lowered by v/2: contrast v / mean |a|
+        out["rope", s] = curve
+    return out
+
+
+@pytest.mark.parametrize(
+    ("values", "verdict", "classes"),
+    [
+        ([0.5, 0.6, 0.55], "not held", ["decays"]),  # every layer decays
+        ([-0.5, -0.6, -0.55], "held", ["grows"]),  # shown to grow
+        ([0.02, -0.02, 0.0], "held", ["flat"]),  # bounded within the margin: held on flat
+        ([0.5, -0.5, 0.0], "cannot decide", ["uncertain"]),  # merely uncertain
+    ],
+)
+def test_trained_verdict_reaches_every_verdict(values, verdict, classes):
+    result = decay.trained_decay(_layer(values), ["rope"], (0, 1, 2), short=2)
+    assert result.behaviours(["rope"]) == classes
+    assert decay.trained_verdict(result.behaviours(["rope"])) == verdict
+
+
+def test_trained_verdict_over_several_layers():
+    assert decay.trained_verdict(["decays", "uncertain", "flat"]) == "held"
+    assert decay.trained_verdict(["decays", "uncertain"]) == "cannot decide"  # not "held"
+    assert decay.trained_verdict(["decays", "decays"]) == "not held"
+    assert decay.trained_verdict([]) == "not testable here"
+    with pytest.raises(ValueError, match="unknown"):
+        decay.trained_verdict(["level"])
+
+
+def test_samples_to_bound():
+    # mean 0, s.d. of one sample 1 (interval over 3 samples): t_{m-1}/sqrt(m) <= 0.1 near 400
+    sd_half = 4.302652729911275 / np.sqrt(3)  # t_{2, 0.975} / sqrt(3)
+    need = decay.samples_to_bound(0.0, -sd_half, sd_half, 3, margin=0.1)
+    assert 380 < need < 420
+    assert decay.samples_to_bound(0.2, 0.0, 0.4, 3, margin=0.1) is None  # mean past the margin
+    assert decay.samples_to_bound(0.0, 0.0, 0.0, 1) is None  # one sample: no s.d.
+
+
+def test_ones_contrast_is_a_third_of_a_unit_or_more_at_every_profile():
+    """The margin is under a third of the decay the all-ones argument predicts, everywhere."""
+    from ropebook import zoo
+
+    for profile in zoo.PROFILES:
+        for regime in ("lesson", "matched"):
+            config, _ = zoo.configs("rope", profile=profile, regime=regime)
+            contrast = decay.ones_contrast(config.head_dim, config.rope_base, config.context, 8)
+            assert contrast > 3 * decay.TRAINED_MARGIN
+
+
+def test_freed_turn_and_informativeness():
+    # head_dim 16 at base 10^4: the freed planes are the slowest 2 of 8, the faster at 10^-0.75
+    turn = decay.freed_turn(16, 10_000.0, 1024)
+    assert turn == pytest.approx(10_000 ** (-0.75) * 1024)
+    assert decay.FREED_TURN_INFORMATIVE == pytest.approx(np.pi / 2)
+    assert not decay.extrapolation_informative(turn)  # the lesson regime at 8 x 128: ~1 rad
+    assert decay.extrapolation_informative(decay.freed_turn(32, 200.0, 1024))  # matched: ~19
+    assert decay.extrapolation_informative(np.pi / 2)  # the threshold itself is informative
 
 
 def test_figures_keep_their_titles():

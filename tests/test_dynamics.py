@@ -214,6 +214,78 @@ def test_growing_a_head_needs_the_level_not_only_a_rise():
     assert dy.level_verdict(dy.trend_test(trajectory([[0.0, 0.9]])), 0.5) == ("cannot decide", None)
 
 
+def test_growing_a_head_judges_the_rise_given_against_the_control():
+    high = dy.trend_test(trajectory(np.array([[0.0, 0.9], [0.1, 0.8], [0.0, 0.85]])))
+    assert dy.level_verdict(high, 0.5, rise=dy.TOWARD)[0] == "held"
+    assert dy.level_verdict(high, 0.5, rise=dy.AWAY)[0] == "partly"  # there, grew less than NoPE
+    assert dy.level_verdict(high, 0.5, rise=dy.UNDECIDED)[0] == "cannot decide"
+    assert dy.level_verdict(high, 1.5, rise=dy.TOWARD)[0] == "not held"  # short of the level
+
+
+def named(values, model, seeds=None, toward=1, statistic="stat"):
+    values = np.atleast_2d(values)
+    seeds = tuple(range(len(values))) if seeds is None else seeds
+    return dy.Trajectory(
+        statistic, model, seeds, np.arange(values.shape[1]),
+        np.r_[0, np.geomspace(10, 1000, values.shape[1] - 1)].astype(int), values, toward,
+    )  # fmt: skip
+
+
+def test_controlled_trend_judges_rope_against_nope_seed_by_seed():
+    nope = named([[0.0, 1.0], [0.0, 2.0], [0.0, 3.0]], "nope")  # NoPE rises too
+    # RoPE rises by more than NoPE on every seed (same seed paired): toward → held
+    rope = named([[0.0, 1.5], [0.0, 2.6], [0.0, 3.4]], "rope")
+    more = dy.controlled_trend(rope, nope)
+    assert more.verdict == dy.TOWARD and more.claim_verdict == "held"
+    assert more.changes == pytest.approx((0.5, 0.6, 0.4)) and more.seeds == (0, 1, 2)
+    assert dy.trend_test(rope).verdict == dy.TOWARD
+    # RoPE rises, but less than NoPE: its own trend says toward, the controlled one away
+    less = dy.controlled_trend(named([[0.0, 0.5], [0.0, 1.4], [0.0, 2.6]], "rope"), nope)
+    assert less.verdict == dy.AWAY and less.claim_verdict == "not held"
+    # as much as NoPE, give or take: cannot decide
+    same = dy.controlled_trend(named([[0.0, 1.5], [0.0, 1.5], [0.0, 3.0]], "rope"), nope)
+    assert same.verdict == dy.UNDECIDED and same.claim_verdict == "cannot decide"
+    assert 0 < same.mde and "3 paired seeds (rope and nope of the same seed)" in same.basis()
+    # toward = -1: a larger fall than NoPE's is toward
+    fall = dy.controlled_trend(
+        named([[0.0, -1.5], [0.0, -2.6], [0.0, -3.4]], "rope", toward=-1),
+        named([[0.0, -1.0], [0.0, -2.0], [0.0, -3.0]], "nope", toward=-1),
+    )
+    assert fall.verdict == dy.TOWARD
+    assert "rope minus nope, paired by seed: -0.500 (rope -2.500, nope -2.000)" in fall.measured()
+
+
+def test_controlled_trend_pairs_common_seeds_and_checks_its_inputs():
+    rope = named([[0.0, 1.0], [0.0, 2.0]], "rope", seeds=(0, 1))
+    nope = named([[0.0, 0.5], [0.0, 0.0]], "nope", seeds=(1, 2))
+    one = dy.controlled_trend(rope, nope)  # seed 1 only
+    assert one.seeds == (1,) and one.changes == (1.5,) and one.verdict == dy.UNDECIDED
+    assert one.mde is None and one.basis().startswith("1 seed")
+    with pytest.raises(ValueError, match="share no seed"):
+        dy.controlled_trend(rope, named([[0.0, 1.0]], "nope", seeds=(5,)))
+    with pytest.raises(ValueError, match="does not match"):
+        dy.controlled_trend(rope, named([[0.0, 1.0]], "nope", statistic="other"))
+    runs = {"rope": {"stat": rope}, "nope": {"stat": nope}}
+    assert set(dy.controlled_trends(runs, ["stat"])) == {"stat"}
+    assert dy.controlled_trends({"rope": {"stat": rope}}, ["stat"]) == {}
+
+
+def test_control_table_and_claim_fields():
+    nope = named([[0.0, 1.0], [0.0, 2.0], [0.0, 3.0]], "nope")
+    rope = named([[0.0, 1.5], [0.0, 2.6], [0.0, 3.4]], "rope")
+    controlled = dy.controlled_trend(rope, nope)
+    row = show.control_table([controlled])[0]
+    assert row["rope − nope"].startswith("+0.500 [") and row["verdict"] == dy.TOWARD
+    assert row["rope change"] == pytest.approx(2.5) and row["nope change"] == pytest.approx(2.0)
+    fields = show.control_claim([controlled], [dy.trend_test(rope)])
+    assert fields["evidence"] == "held" and fields["seeds"] == 3
+    assert "alone: rope stat: untrained" in fields["measured"]
+    assert "paired seeds" in fields["to_decide"]
+    missing = show.control_claim([], [dy.trend_test(rope)], regime="lesson")
+    assert missing["evidence"] == "not testable here"
+    assert "nope control trained in the lesson regime" in missing["to_decide"]
+
+
 def test_trajectory_checks_shapes_and_direction():
     with pytest.raises(ValueError, match="toward"):
         trajectory([[0.0, 1.0]], toward=2)

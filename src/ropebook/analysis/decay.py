@@ -19,7 +19,10 @@ The decay chapter's checks, one function each: :func:`closest_return` (Lemma A.1
 :func:`prop31_softmax_peaks` (Prop. 3.1), :func:`zero_mean_check` (Prop. 3.2),
 :func:`setup_vectors` and :func:`decay_ratios` (Figs 2 and 9), :func:`random_rope_summary` and
 :func:`random_rope_verdict` (Fig. 8), :func:`trained_activation_curves` and :func:`trained_decay`
-(the book's models). Their tables and figures are in :mod:`ropebook.present.decay`.
+(the book's models: :func:`relative_contrast` per layer, classed by :func:`behaviour` against
+:data:`TRAINED_MARGIN`, the claim read by :func:`trained_verdict`); and whether a RoPE vs p-RoPE
+extrapolation test can tell them apart here (:func:`freed_turn` against
+:data:`FREED_TURN_INFORMATIVE`). Their tables and figures are in :mod:`ropebook.present.decay`.
 """
 
 from __future__ import annotations
@@ -439,18 +442,99 @@ def trained_activation_curves(params, config, windows, *, max_tokens: int = 2048
     return np.concatenate(per_batch, axis=1)
 
 
+# A layer is shown not to decay when its interval of the relative contrast (short − long over
+# mean |a|, :func:`relative_contrast`) lies wholly below 0, or inside ± this margin: a tenth of
+# the layer's own mean absolute activation. Fixed before the data: the all-ones argument that
+# decay rests on (Su et al.) gives a contrast of 0.36 to 5.1 of its mean |a| at the book's
+# head sizes, bases and contexts (:func:`ones_contrast`, short distances 1..8, every profile and
+# regime), so a layer bounded within ± 0.1 decays, if at all, by under a third of that.
+TRAINED_MARGIN = 0.1
+
+BEHAVIOURS = ("decays", "flat", "uncertain", "grows")
+"""A layer's class by the interval of its relative contrast: ``decays`` wholly above 0,
+``grows`` wholly below, ``flat`` containing 0 inside ± :data:`TRAINED_MARGIN` (shown not to
+decay by more than the margin), ``uncertain`` containing 0 and reaching past the margin."""
+NOT_DECAYING = ("flat", "grows")  # the classes that show a layer does not decay
+
+
+def relative_contrast(curves, short: int) -> np.ndarray:
+    """``(mean a(r) over r = 1..short − mean over the last quarter) / mean |a(r)| over r >= 1``
+    of mean activation curves ``[..., T]`` (last axis the distance): > 0 decays."""
+    c = np.asarray(curves, np.float64)
+    t = c.shape[-1]
+    contrast = c[..., 1 : short + 1].mean(-1) - c[..., (3 * t) // 4 :].mean(-1)
+    return contrast / np.maximum(np.abs(c[..., 1:]).mean(-1), 1e-30)
+
+
+def ones_contrast(head_dim: int, base: float, context: int, short: int) -> float:
+    """:func:`relative_contrast` of the all-ones curve (:func:`expected_ones_activation`): the
+    decay Su et al.'s argument predicts, on the scale of :data:`TRAINED_MARGIN`."""
+    curve = expected_ones_activation(np.arange(context), head_dim, base)
+    return float(relative_contrast(curve, short))
+
+
+def behaviour(low: float, high: float, margin: float = TRAINED_MARGIN) -> str:
+    """The class (:data:`BEHAVIOURS`) of a layer whose relative contrast has interval
+    ``[low, high]``: ``claims.verdict_from_interval`` of "it decays" (above 0, ± ``margin``)."""
+    from ropebook.claims import verdict_from_interval
+
+    verdict = verdict_from_interval(low, high, threshold=0.0, above=True, margin=margin)
+    return {"held": "decays", "not held": "grows", "bounded": "flat"}.get(verdict, "uncertain")
+
+
+def trained_verdict(behaviours: Sequence[str]) -> str:
+    """Claim "trained RoPE queries and keys need not decay" from the classes of a model's layers:
+    ``held`` if some layer is shown not to decay (``grows``, or ``flat`` within the margin),
+    ``not held`` if every layer decays, ``cannot decide`` if the rest are merely uncertain (too
+    few samples to tell decay from none); ``not testable here`` without layers."""
+    behaviours = list(behaviours)
+    unknown = set(behaviours) - set(BEHAVIOURS)
+    if unknown:
+        raise ValueError(f"unknown layer classes {unknown}; choose from {BEHAVIOURS}")
+    if not behaviours:
+        return "not testable here"
+    if any(b in NOT_DECAYING for b in behaviours):
+        return "held"
+    return "not held" if all(b == "decays" for b in behaviours) else "cannot decide"
+
+
+def samples_to_bound(
+    mean: float, low: float, high: float, n: int, margin: float = TRAINED_MARGIN,
+    confidence: float = 0.95, limit: int = 100_000,
+) -> int | None:  # fmt: skip
+    """Samples whose t-interval around ``mean`` (at the s.d. behind ``[low, high]`` over ``n``)
+    would fit inside ``± margin``; ``None`` if ``|mean| >= margin`` (no count bounds it there),
+    there is no s.d. (one sample), or more than ``limit`` would be needed."""
+    from scipy import stats
+
+    from ropebook.stats.power import sd_from_interval
+
+    room = margin - abs(mean)
+    sd = sd_from_interval(low, high, n, confidence)
+    if room <= 0 or not np.isfinite(sd):
+        return None
+    m = 2
+    while m <= limit:
+        if stats.t.ppf(0.5 + confidence / 2, m - 1) * sd / np.sqrt(m) <= room:
+            return m
+        m = m + 1 if m < 64 else int(m * 1.1)
+    return None
+
+
 @dataclass(frozen=True)
 class TrainedDecay:
     """Per model and layer: does the mean activation fall from short to long distances?"""
 
-    rows: list[dict]  # model, layer, short − long, 95% interval, behaviour
+    rows: list[dict]  # model, layer, relative contrast, 95% interval, behaviour
     over: str  # what the intervals are over: seeds, or windows of one seed
     n_layers: int
     context: int
     short: int
+    margin: float = TRAINED_MARGIN
+    n: int = 0  # samples behind each interval (seeds, or windows of the one seed)
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """``model -> {behaviour: number of layers}`` over decays, flat, grows."""
+        """``model -> {behaviour: number of layers}`` over :data:`BEHAVIOURS`."""
         models = dict.fromkeys(row["model"] for row in self.rows)
         return {
             name: {
@@ -460,46 +544,81 @@ class TrainedDecay:
             for name in models
         }
 
+    def behaviours(self, models: Sequence[str]) -> list[str]:
+        """The layer classes of ``models`` (the evidence of :func:`trained_verdict`)."""
+        return [r["behaviour"] for r in self.rows if r["model"] in models]
+
     @property
     def all_decay(self) -> bool:
         return all(row["behaviour"] == "decays" for row in self.rows)
 
 
-BEHAVIOURS = ("decays", "flat", "grows")
+CONTRAST = "(short − long) / mean |a|"
 
 
-def trained_decay(trained: dict, model_names, seeds, short: int) -> TrainedDecay:
+def trained_decay(
+    trained: dict, model_names, seeds, short: int, margin: float = TRAINED_MARGIN
+) -> TrainedDecay:
     """Classify every layer from ``trained[name, seed] [layers, windows, T]`` curves.
 
-    The statistic is the mean activation at ``1 <= r <= short`` minus that over the last quarter
-    of the context; its 95% t-interval is over seeds (each seed's mean over windows) when there
-    are several, else over the windows of the one seed. ``decays`` if the interval is above 0,
-    ``grows`` if below, ``flat`` otherwise.
+    The statistic is :func:`relative_contrast`: the mean activation at ``1 <= r <= short``
+    minus that over the last quarter of the context, over the layer's mean absolute activation
+    (so that larger norms do not make a larger contrast). Its 95% t-interval is over seeds (each
+    seed's contrast of its mean curve over windows) when there are several, else over the
+    windows of the one seed (each window's contrast over the seed's mean |a|). The class is
+    :func:`behaviour` of that interval with ``margin``.
     """
     first = trained[model_names[0], seeds[0]]
     n_layers, t = first.shape[0], first.shape[-1]
     rows = []
     for name in model_names:
         for layer in range(n_layers):
-            per_seed = [
-                trained[name, s][layer][:, 1 : short + 1].mean(-1)
-                - trained[name, s][layer][:, (3 * t) // 4 :].mean(-1)
-                for s in seeds
-            ]
+            curves = [np.asarray(trained[name, s][layer], np.float64) for s in seeds]
             if len(seeds) > 1:
-                mean, low, high = mean_interval([d.mean() for d in per_seed])
+                samples = [relative_contrast(c.mean(0), short) for c in curves]
                 over = f"{len(seeds)} seeds"
             else:
-                mean, low, high = mean_interval(per_seed[0])
-                over = f"{len(per_seed[0])} windows (1 seed)"
-            behaviour = "decays" if low > 0 else "grows" if high < 0 else "flat"
+                scale = np.maximum(np.abs(curves[0].mean(0)[1:]).mean(), 1e-30)
+                raw = curves[0][:, 1 : short + 1].mean(-1) - curves[0][:, (3 * t) // 4 :].mean(-1)
+                samples = raw / scale
+                over = f"{len(samples)} windows (1 seed)"
+            mean, low, high = mean_interval(samples)
             rows.append(
                 {
                     "model": name,
                     "layer": layer,
-                    "short − long": mean,
+                    CONTRAST: mean,
                     "95% interval": f"[{low:.3f}, {high:.3f}]",
-                    "behaviour": behaviour,
+                    "behaviour": behaviour(low, high, margin),
+                    "low": low,
+                    "high": high,
                 }
             )
-    return TrainedDecay(rows, over, n_layers, t, short)
+    n = len(seeds) if len(seeds) > 1 else first.shape[1]
+    return TrainedDecay(rows, over, n_layers, t, short, margin, n)
+
+
+# ----------------------------------------------------------------- extrapolation's informativeness
+# A test that runs p-RoPE and RoPE past their training length tells them apart only through the
+# planes p-RoPE frees (leaves unrotated). On a plane turned by angle a, a channel's score (a
+# preference for BOS, a semantic match) is multiplied by cos a, which first turns against it
+# past a quarter turn (the decay chapter's Thm. 6.1 reading: a channel flips after π/(2g) to π/g
+# tokens). If the fastest freed plane turns less than π/2 over the longest window evaluated,
+# RoPE never turned those planes against what they carry, and the two models are alike there by
+# construction: the test is "uninformative here", whatever its interval says. (The same quarter
+# turn as ``ablation.INFORMATIVE_ANGLE``, which reads Table 2 and the p sweep.)
+FREED_TURN_INFORMATIVE = np.pi / 2
+
+
+def freed_turn(head_dim: int, base: float, length: int, proportion: float = 0.75) -> float:
+    """The largest angle (rad) a plane that ``proportion``-RoPE frees turns under RoPE over
+    ``length`` tokens (``ablation.dropped_turn``)."""
+    from ropebook.analysis import ablation
+
+    return ablation.dropped_turn(head_dim, length, base, proportion)
+
+
+def extrapolation_informative(turn: float) -> bool:
+    """Can a RoPE vs p-RoPE extrapolation test tell them apart: does the freed planes' fastest
+    turn (:func:`freed_turn`) reach :data:`FREED_TURN_INFORMATIVE`?"""
+    return bool(turn >= FREED_TURN_INFORMATIVE)

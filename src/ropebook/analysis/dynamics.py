@@ -19,9 +19,11 @@ The measures reuse each chapter's own functions, nothing is re-derived here:
   measured on other windows (``analysis.semantic``; Sec. 6, Figs 7, 12).
 
 :func:`trend_test` reads a trajectory: the paired change from the untrained model to the last
-snapshot, with a t-interval over seeds, decides whether the statistic **moves toward the Gemma
+snapshot, with a t-interval over seeds, says whether the statistic **moves toward the Gemma
 result**, **away** from it, or whether the run **cannot decide** (the interval contains 0, or
-there is one seed: nothing to pair over). Spearman's rank correlation with tokens seen per seed
+there is one seed: nothing to pair over). That alone is what training does to any transformer;
+the claims are decided by :func:`controlled_trend`, the same test on RoPE's change minus NoPE's
+(the same model without rotation, same seed), so that only what RoPE adds counts. Spearman's rank correlation with tokens seen per seed
 says whether the change is monotone (95% intervals; detectable change at 80% power). A claim
 that training *grows* a head asks more than a direction: :func:`level_verdict` also needs the
 last snapshot's interval past a level (an induction head's share of attention on its target).
@@ -236,11 +238,11 @@ def norm_share_measure(texts, fraction: float = 0.25) -> Measure:
 
 def decay_contrast(curves, short: int) -> np.ndarray:
     """Per layer, ``(mean activation at r = 1..short − mean over the last quarter) / mean |a|``
-    of ``curves [layers, windows, T]`` (``decay.trained_activation_curves``): > 0 decays."""
-    c = np.asarray(curves, np.float64).mean(1)
-    t = c.shape[-1]
-    contrast = c[:, 1 : short + 1].mean(-1) - c[:, (3 * t) // 4 :].mean(-1)
-    return contrast / np.maximum(np.abs(c[:, 1:]).mean(-1), 1e-30)
+    of ``curves [layers, windows, T]`` (``decay.trained_activation_curves``), windows averaged
+    first (``decay.relative_contrast``): > 0 decays."""
+    from ropebook.analysis import decay
+
+    return decay.relative_contrast(np.asarray(curves, np.float64).mean(1), short)
 
 
 def decay_measure(windows, short: int) -> Measure:
@@ -388,8 +390,6 @@ def trend_test(trajectory: Trajectory) -> Trend:
     """
     from scipy import stats
 
-    from ropebook.stats import power
-
     if not trajectory.toward:
         raise ValueError(f"{trajectory.statistic!r} is descriptive (toward = 0): no trend test")
     values = np.asarray(trajectory.values, np.float64)
@@ -403,13 +403,7 @@ def trend_test(trajectory: Trajectory) -> Trend:
                 for v in values
             ]
         )
-    if n < 2:
-        verdict, mde = UNDECIDED, None
-    else:
-        low, high = sorted((trajectory.toward * estimate.low, trajectory.toward * estimate.high))
-        verdict = TOWARD if low > 0 else AWAY if high < 0 else UNDECIDED
-        sd = float(np.std(change, ddof=1))
-        mde = power.min_detectable_effect(sd, n)
+    verdict, mde = _direction(change, estimate, trajectory.toward)
     return Trend(
         statistic=trajectory.statistic, model=trajectory.model, n_seeds=n,
         untrained=float(values[:, 0].mean()), final=float(values[:, -1].mean()), change=estimate,
@@ -418,23 +412,136 @@ def trend_test(trajectory: Trajectory) -> Trend:
     )  # fmt: skip
 
 
-def level_verdict(trend: Trend, level: float) -> tuple[str, Estimate | None]:
+def _direction(samples: np.ndarray, estimate: Estimate, toward: int) -> tuple[str, float | None]:
+    """``(trend verdict, minimum detectable effect)`` of per-seed ``samples`` whose interval
+    over seeds is ``estimate``: toward ``toward``'s side of 0, away, or undecided (one seed
+    always)."""
+    from ropebook.stats import power
+
+    if len(samples) < 2:
+        return UNDECIDED, None
+    low, high = sorted((toward * estimate.low, toward * estimate.high))
+    verdict = TOWARD if low > 0 else AWAY if high < 0 else UNDECIDED
+    return verdict, power.min_detectable_effect(float(np.std(samples, ddof=1)), len(samples))
+
+
+@dataclass(frozen=True)
+class ControlledTrend:
+    """A model's change over training against its control's (NoPE: the same transformer
+    without rotation), paired seed by seed: ``changes`` are, per seed, (model's last snapshot −
+    its untrained value) − (the control's, same seed). What training does to RoPE *beyond* what
+    it does to the same model without rotation, toward the Gemma result or away from it."""
+
+    statistic: str
+    model: str
+    control: str
+    seeds: tuple[int, ...]
+    difference: Estimate  # interval over seeds of the paired difference of changes
+    toward: int
+    verdict: str  # one of TREND_VERDICTS
+    mde: float | None  # minimum detectable difference at this seed count (None with one seed)
+    changes: tuple[float, ...]  # per seed: model change − control change
+    model_changes: tuple[float, ...]
+    control_changes: tuple[float, ...]
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.seeds)
+
+    @property
+    def claim_verdict(self) -> str:
+        """The verdict as a claim verdict: held / not held / cannot decide."""
+        return CLAIM_VERDICT[self.verdict]
+
+    def measured(self, digits: int = 3) -> str:
+        model, control = np.mean(self.model_changes), np.mean(self.control_changes)
+        return (
+            f"{self.statistic}, change over training of {self.model} minus {self.control}, "
+            f"paired by seed: {self.difference.mean:+.{digits}f} ({self.model} "
+            f"{model:+.{digits}f}, {self.control} {control:+.{digits}f}); the Gemma result lies "
+            f"at {'larger' if self.toward > 0 else 'smaller'} values"
+        )
+
+    def basis(self) -> str:
+        pair = f"{self.model} and {self.control} of the same seed"
+        if self.mde is None:
+            return f"1 seed ({pair}): no interval over seeds, so no verdict"
+        return (
+            f"{self.n_seeds} paired seeds ({pair}), change from the untrained model to the last "
+            f"snapshot; minimum detectable difference {self.mde:.3g} (80% power)"
+        )
+
+
+def controlled_trend(trajectory: Trajectory, control: Trajectory) -> ControlledTrend:
+    """:class:`ControlledTrend` of ``trajectory`` (e.g. RoPE's) against ``control`` (NoPE's, the
+    same statistic), over the seeds both have: the t-interval of (model change − control
+    change) times ``toward`` wholly above 0 → toward the Gemma result, wholly below → away,
+    containing 0 or one seed → cannot decide."""
+    if trajectory.statistic != control.statistic or trajectory.toward != control.toward:
+        raise ValueError(
+            f"control {control.statistic!r} (toward {control.toward}) does not match "
+            f"{trajectory.statistic!r} (toward {trajectory.toward})"
+        )
+    if not trajectory.toward:
+        raise ValueError(f"{trajectory.statistic!r} is descriptive (toward = 0): no trend test")
+    seeds = tuple(s for s in trajectory.seeds if s in control.seeds)
+    if not seeds:
+        raise ValueError(f"{trajectory.model} and {control.model} share no seed to pair")
+
+    def change(tr: Trajectory, seed: int) -> float:
+        row = np.asarray(tr.values, np.float64)[tr.seeds.index(seed)]
+        return float(row[-1] - row[0])
+
+    model = np.array([change(trajectory, s) for s in seeds])
+    base = np.array([change(control, s) for s in seeds])
+    differences = model - base
+    estimate = interval_text(differences, digits=3, unit="seeds")
+    verdict, mde = _direction(differences, estimate, trajectory.toward)
+    return ControlledTrend(
+        statistic=trajectory.statistic, model=trajectory.model, control=control.model,
+        seeds=seeds, difference=estimate, toward=trajectory.toward, verdict=verdict, mde=mde,
+        changes=tuple(float(d) for d in differences),
+        model_changes=tuple(float(c) for c in model), control_changes=tuple(float(c) for c in base),
+    )  # fmt: skip
+
+
+def controlled_trends(
+    runs: dict[str, dict[str, Trajectory]], statistics: Sequence[str], *, model: str = "rope",
+    control: str = "nope",
+) -> dict[str, ControlledTrend]:  # fmt: skip
+    """``statistic -> controlled_trend(runs[model][statistic], runs[control][statistic])``
+    from ``{name: over_training(...)}``; empty if ``runs`` has no ``control``."""
+    if control not in runs:
+        return {}
+    return {s: controlled_trend(runs[model][s], runs[control][s]) for s in statistics}
+
+
+def level_verdict(
+    trend: Trend, level: float, rise: str | None = None
+) -> tuple[str, Estimate | None]:
     """Did training *grow* a head that reaches ``level`` (not merely move toward it)? ``(claim
-    verdict, interval over seeds of the last snapshot's value)``: ``not held`` when that interval
-    lies wholly on the near side of ``level`` (whatever the trend), ``held`` when it lies wholly
-    past it and the trend moved toward it, else ``cannot decide`` (always so with one seed)."""
+    verdict, interval over seeds of the last snapshot's value)``. ``rise`` is the trend verdict
+    of the rise (by default ``trend``'s own; e.g. a :class:`ControlledTrend`'s, against NoPE).
+    ``not held`` when the last snapshot's interval lies wholly on the near side of ``level``
+    (whatever the rise); past it, ``held`` if the rise went toward it, ``partly`` if it went
+    away (the head is there but did not grow beyond the control), else ``cannot decide``
+    (always so with one seed)."""
+    rise = trend.verdict if rise is None else rise
     if len(trend.finals) < 2:
         return "cannot decide", None
     final = interval_text(np.asarray(trend.finals), digits=3, unit="seeds")
     low, high = sorted((trend.toward * (final.low - level), trend.toward * (final.high - level)))
     if high < 0:
         return "not held", final
-    return ("held" if low > 0 and trend.verdict == TOWARD else "cannot decide"), final
+    if low > 0:
+        return {TOWARD: "held", AWAY: "partly"}.get(rise, "cannot decide"), final
+    return "cannot decide", final
 
 
-def combined_verdict(trends: Sequence[Trend]) -> str:
-    """Claim verdict over several trends (e.g. queries and keys), by :func:`ropebook.claims
-    .combine` of toward → held, away → not held, undecided → cannot decide."""
+def combined_verdict(trends: Sequence[Trend | ControlledTrend]) -> str:
+    """Claim verdict over several trends (e.g. queries and keys; plain or controlled), by
+    :func:`ropebook.claims.combine` of toward → held, away → not held, undecided → cannot
+    decide."""
     from ropebook.claims import combine
 
     parts = {TOWARD: "held", AWAY: "not held", UNDECIDED: "cannot decide"}

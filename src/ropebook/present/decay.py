@@ -11,6 +11,7 @@ import numpy as np
 
 from ropebook import plots
 from ropebook.analysis.decay import (
+    CONTRAST,
     SETUPS,
     PeakCheck,
     RandomRopeRow,
@@ -230,24 +231,70 @@ def trained_chart(trained: dict, model_names, seeds, *, width: int = 240):
 
 
 def trained_summary(result: TrainedDecay) -> str:
-    """Per model, how many layers decay, stay flat or grow."""
+    """Per model, how many layers decay, stay flat (within the margin), are uncertain or grow."""
     return "; ".join(
         f"{name}: " + ", ".join(f"{n} of {result.n_layers} layers {b}" for b, n in c.items() if n)
         for name, c in result.counts().items()
     )
 
 
-def trained_measured(result: TrainedDecay) -> str:
-    """The claim's measured text: :func:`trained_summary` and the distances compared."""
+def trained_measured(result: TrainedDecay, models=None) -> str:
+    """The claim's measured text: :func:`trained_summary` (of ``models``, all by default), the
+    distances compared and the margin of *flat*."""
+    if models is not None:
+        rows = [r for r in result.rows if r["model"] in models]
+        result = TrainedDecay(
+            rows, result.over, result.n_layers, result.context, result.short, result.margin,
+            result.n,
+        )  # fmt: skip
     return (
         f"{trained_summary(result)} (short r = 1-{result.short} vs last quarter of "
-        f"{result.context} tokens)"
+        f"{result.context} tokens; flat = interval within ±{result.margin:g} of the layer's "
+        f"mean |activation|)"
     )
+
+
+def trained_to_decide(result: TrainedDecay, models) -> str:
+    """What would decide "need not decay" left open: for each uncertain layer of ``models``,
+    the samples that would bound its interval within the margin (at its measured mean and
+    s.d.), or that the mean lies past the margin and only a sign (below 0) could show it."""
+    from ropebook.analysis.decay import samples_to_bound
+
+    samples = "seeds" if result.over.endswith("seeds") else "windows of the one seed"
+    parts = []
+    for r in result.rows:
+        if r["model"] not in models or r["behaviour"] != "uncertain":
+            continue
+        mean, label = r[CONTRAST], f"{r['model']} layer {r['layer']}"
+        need = samples_to_bound(mean, r["low"], r["high"], result.n, result.margin)
+        if need is not None:
+            parts.append(
+                f"{label} (mean {mean:+.3f}, {r['95% interval']}): {need} {samples} would bound "
+                f"it within ±{result.margin:g} if its mean and s.d. stay as measured"
+            )
+        else:
+            parts.append(
+                f"{label} (mean {mean:+.3f}, {r['95% interval']}): its mean lies outside "
+                f"±{result.margin:g} or has no s.d. (one sample), so more {samples} could "
+                f"decide it only by placing it wholly above or below 0"
+            )
+    tail = (
+        "; with one seed the intervals are over text windows, so seeds (zoo seeds 0..n-1, "
+        "n_model_seeds) are what would decide it for training"
+        if not result.over.endswith("seeds")
+        else ""
+    )
+    return "; ".join(parts) + tail if parts else "no uncertain layer: nothing left to decide"
 
 
 def trained_table(result: TrainedDecay):
     """The per-layer table of :func:`ropebook.analysis.decay.trained_decay`, with what its
-    intervals are over."""
+    intervals are over and the margin of *flat*."""
     from IPython.display import Markdown
 
-    return Markdown(f"{plots.table(result.rows).data}\n\n95% intervals over {result.over}.")
+    rows = [{k: v for k, v in r.items() if k not in ("low", "high")} for r in result.rows]
+    return Markdown(
+        f"{plots.table(rows).data}\n\n95% intervals over {result.over}; *flat*: the interval "
+        f"contains 0 and lies within ±{result.margin:g}, *uncertain*: it contains 0 and reaches "
+        f"past ±{result.margin:g}."
+    )

@@ -2,6 +2,8 @@
 :mod:`ropebook.analysis.dynamics` trajectories.
 
 :func:`describe` (one paragraph on the models), :func:`trend_table` (one row per trend test),
+:func:`control_table` (one row per RoPE − NoPE comparison) and :func:`control_claim` (what a
+claim decided by such comparisons records),
 :func:`trajectory_chart` and its four per-chapter titles (one statistic along training, log
 tokens on x), :func:`pair_heatmap` (per-pair norm shares snapshot by snapshot).
 """
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ropebook.analysis.dynamics import Trajectory, Trend, snapshots
+from ropebook.analysis.dynamics import ControlledTrend, Trajectory, Trend, snapshots
 
 
 def describe(models: dict[str, list], regime: str) -> str:
@@ -56,6 +58,74 @@ def trend_table(trends: Sequence[Trend], digits: int = 3) -> list[dict]:
         }
         for t in trends
     ]  # fmt: skip
+
+
+def control_table(controlled: Sequence[ControlledTrend], digits: int = 3) -> list[dict]:
+    """One row per controlled trend: the statistic, each model's change over training (mean over
+    the paired seeds), their difference with its interval, the minimum difference the seeds could
+    detect (80% power) and the verdict."""
+    rows = []
+    for c in controlled:
+        d = c.difference
+        interval = f" [{d.low:+.{digits}f}, {d.high:+.{digits}f}]" if c.n_seeds > 1 else " (1 seed)"
+        rows.append(
+            {
+                "statistic": c.statistic,
+                f"{c.model} change": round(float(np.mean(c.model_changes)), digits),
+                f"{c.control} change": round(float(np.mean(c.control_changes)), digits),
+                f"{c.model} − {c.control}": f"{d.mean:+.{digits}f}{interval}",
+                "min. detectable difference": "— (1 seed)"
+                if c.mde is None
+                else f"{c.mde:.{digits}f}",
+                "verdict": c.verdict,
+            }
+        )
+    return rows
+
+
+def controlled_to_decide(controlled: ControlledTrend, unit: str = "") -> str:
+    """What would decide a controlled trend: the paired seeds whose difference of changes
+    (model − control) detects the measured one."""
+    from ropebook.present import decide
+    from ropebook.stats import power
+
+    return decide.seeds_text(
+        power.seeds_to_decide(controlled.changes),
+        unit=unit,
+        what=f"the measured {controlled.model} − {controlled.control} difference in the "
+        f"{controlled.statistic} change",
+        samples="paired seeds",
+        sd_name="s.d. of the difference over seeds",
+    )
+
+
+def control_claim(
+    controlled: Sequence[ControlledTrend], trends: Sequence[Trend], *, control: str = "nope",
+    regime: str = "flagship",
+) -> dict:  # fmt: skip
+    """The fields of a claim decided by RoPE − NoPE comparisons (:func:`ropebook.analysis.dynamics
+    .controlled_trend`): ``evidence`` (their combined verdict, or ``not testable here`` without
+    the control), ``measured`` (each comparison, then the model's own trend beside it),
+    ``interval``, ``seeds``, ``basis`` and ``to_decide`` — to pass to ``ClaimSet.record``."""
+    from ropebook.analysis import dynamics as dy
+
+    alone = "; ".join(f"alone: {t.measured()}" for t in trends)
+    if not controlled:
+        return {
+            "evidence": "not testable here",
+            "measured": f"no {control} control in the {regime} regime to set against; {alone}",
+            "seeds": trends[0].n_seeds if trends else None,
+            "to_decide": f"a {control} control trained in the {regime} regime with the same "
+            f"seeds and snapshots",
+        }
+    return {
+        "evidence": dy.combined_verdict(controlled),
+        "measured": "; ".join(c.measured() for c in controlled) + f" — {alone}",
+        "interval": "; ".join(f"{c.statistic}: {c.difference.text}" for c in controlled),
+        "seeds": controlled[0].n_seeds,
+        "basis": controlled[0].basis(),
+        "to_decide": "; ".join(controlled_to_decide(c) for c in controlled),
+    }
 
 
 def chart_rows(trajectories: Sequence[Trajectory]) -> tuple[list[dict], list[dict], list[dict]]:
