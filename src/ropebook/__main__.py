@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,recipes,layout_language,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         ("zoo", "zoo_command", "train (or load from cache) every zoo model of a profile"),
         ("check-site", "sitecheck", "check a built site for external assets and error outputs"),
         ("analyse", "analyse", "frequency-usage figures and a summary for a local checkpoint"),
+        ("layers", "rope_layers", "what a config rotates, layer by layer (no weights)"),
         ("recipes", "recipes", "train the recipe candidates on paired seeds, write their results"),
         (
             "layout_language",

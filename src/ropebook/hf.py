@@ -107,37 +107,54 @@ class HFConfig:
 
     def scaled(self, length: int | None = None) -> scaling.Scaled:
         """The RoPE grid after scaling and the attention factor ``m``, for a call whose longest
-        position is ``length - 1`` (only ``dynamic`` and ``longrope`` depend on it; ``None``:
-        ``max_position_embeddings`` for dynamic, the short factors for LongRoPE, as at
-        transformers' initialisation)."""
-        d, theta, p = self.head_dim, self.rope_theta, dict(self.rope_scaling)
-        if self.rope_type == "linear":
-            return scaling.position_interpolation(d, theta, p["factor"])
-        if self.rope_type == "llama3":
-            return scaling.llama3(
-                d, theta, p["factor"], p["original_max_position_embeddings"],
-                low_freq_factor=p["low_freq_factor"], high_freq_factor=p["high_freq_factor"],
-            )  # fmt: skip
-        if self.rope_type == "dynamic":
-            n = self.max_position_embeddings if length is None else length
-            return scaling.dynamic_ntk(d, theta, p["factor"], self.max_position_embeddings, n)
-        if self.rope_type == "yarn":
-            return scaling.yarn(
-                d, theta, p["factor"], p["original_max_position_embeddings"],
-                alpha=p["beta_slow"], beta=p["beta_fast"], attention_factor=p["attention_factor"],
-            )  # fmt: skip
-        if self.rope_type == "longrope":
-            original = p["original_max_position_embeddings"]
-            return scaling.longrope(
-                d, theta, original, original if length is None else length,
-                short_factor=p["short_factor"], long_factor=p["long_factor"], scale=p["factor"],
-                attention_factor=p.get("attention_factor"),
-            )  # fmt: skip
-        return scaling.Scaled(rope.base_frequencies(d, theta))
+        position is ``length - 1`` (:func:`scaled_grid`)."""
+        return scaled_grid(
+            self.rope_type, self.head_dim, self.rope_theta, dict(self.rope_scaling),
+            self.max_position_embeddings, length,
+        )  # fmt: skip
 
     def frequencies(self, length: int | None = None) -> np.ndarray:
         """Angular frequency of each RoPE chunk after scaling, fastest first (float64)."""
         return self.scaled(length).frequencies
+
+
+def scaled_grid(
+    rope_type: str,
+    head_dim: int,
+    theta: float,
+    params: dict[str, Any],
+    max_position_embeddings: int,
+    length: int | None = None,
+) -> scaling.Scaled:
+    """The grid of ``head_dim`` rotated dims at base ``theta`` after the scaling ``rope_type``
+    with ``params`` (as :func:`scaling_params` fills them), and the attention factor ``m``, for a
+    call whose longest position is ``length - 1``: only ``dynamic`` and ``longrope`` depend on it;
+    ``None``: ``max_position_embeddings`` for dynamic, the short factors for LongRoPE, as at
+    transformers' initialisation. Each rule is :mod:`ropebook.scaling`'s."""
+    d, p = head_dim, params
+    if rope_type == "linear":
+        return scaling.position_interpolation(d, theta, p["factor"])
+    if rope_type == "llama3":
+        return scaling.llama3(
+            d, theta, p["factor"], p["original_max_position_embeddings"],
+            low_freq_factor=p["low_freq_factor"], high_freq_factor=p["high_freq_factor"],
+        )  # fmt: skip
+    if rope_type == "dynamic":
+        n = max_position_embeddings if length is None else length
+        return scaling.dynamic_ntk(d, theta, p["factor"], max_position_embeddings, n)
+    if rope_type == "yarn":
+        return scaling.yarn(
+            d, theta, p["factor"], p["original_max_position_embeddings"],
+            alpha=p["beta_slow"], beta=p["beta_fast"], attention_factor=p["attention_factor"],
+        )  # fmt: skip
+    if rope_type == "longrope":
+        original = p["original_max_position_embeddings"]
+        return scaling.longrope(
+            d, theta, original, original if length is None else length,
+            short_factor=p["short_factor"], long_factor=p["long_factor"], scale=p["factor"],
+            attention_factor=p.get("attention_factor"),
+        )  # fmt: skip
+    return scaling.Scaled(rope.base_frequencies(d, theta))
 
 
 def _fail(path: Path, problem: str) -> CheckpointError:
@@ -192,16 +209,18 @@ def _rope_settings(raw: dict[str, Any], where: Path) -> tuple[float, str, tuple]
         params.setdefault(
             "original_max_position_embeddings", raw.get("max_position_embeddings", 8192)
         )
-    settings = tuple(sorted(_scaling_params(rope_type, params, raw, where).items()))
+    settings = tuple(sorted(scaling_params(rope_type, params, raw, where).items()))
     if not theta > 0:
         raise _fail(where, f"rope_theta must be > 0, got {theta}")
     return theta, rope_type, settings
 
 
-def _scaling_params(
+def scaling_params(
     rope_type: str, params: dict[str, Any], raw: dict[str, Any], where: Path
 ) -> dict[str, Any]:
-    """The parameters each scaling type reads, with transformers' defaults filled in."""
+    """The parameters each scaling type reads, with transformers' defaults filled in (``raw``:
+    the config's top-level fields, for ``max_position_embeddings``); :func:`scaled_grid` reads
+    them."""
     if rope_type == "default":
         return {}
     if rope_type in ("linear", "dynamic"):
