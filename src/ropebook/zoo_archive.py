@@ -580,34 +580,43 @@ def pull(
     pointer_url = url.removesuffix(".tar") + ".json"
     pointer_path = _fetch(pointer_url, downloads, sha256=None, size=None, progress=False)
     try:
-        pointer = _read_pointer(pointer_path, pointer_url)
-        manifest = pointer["manifest"]
-        if pointer["archive"].get("name") != name:
-            raise ZooArchiveError(
-                f"{pointer_url}: describes {pointer['archive'].get('name')}, not {name}"
-            )
-        _check_manifest(manifest, profile, named["key"], pointer_url)
+        return _pull_checked(url, pointer_path, profile, progress=progress, say=say)
     except ZooArchiveError:
-        pointer_path.unlink(missing_ok=True)  # not kept: the next pull asks the server again
+        # refused or cut off: nothing of it kept, so that the next pull asks the server again
+        pointer_path.unlink(missing_ok=True)
+        (downloads / name).unlink(missing_ok=True)
         raise
+
+
+def _pull_checked(
+    url: str, pointer_path: Path, profile: str, *, progress: bool, say: Callable[[str], None]
+) -> Pulled:
+    """:func:`pull` once the archive's ``.json`` is here."""
+    name = Path(urllib.parse.urlparse(url).path).name
+    pointer_url = url.removesuffix(".tar") + ".json"
+    pointer = _read_pointer(pointer_path, pointer_url)
+    manifest = pointer["manifest"]
+    if pointer["archive"].get("name") != name:
+        raise ZooArchiveError(
+            f"{pointer_url}: describes {pointer['archive'].get('name')}, not {name}"
+        )
+    named = ARCHIVE_NAME.fullmatch(name)
+    assert named is not None  # pull checked it
+    _check_manifest(manifest, profile, named["key"], pointer_url)
     done = Pulled(name, url, str(manifest.get("published")))
     todo = _sort_models(manifest, profile, say, done)
     if not todo:
         say(f"nothing to download: {done.summary()}")
         return done
-    archive = _fetch(url, downloads, sha256=pointer["archive"]["sha256"],
+    archive = _fetch(url, pointer_path.parent, sha256=pointer["archive"]["sha256"],
                      size=pointer["archive"]["size"], progress=progress)  # fmt: skip
     zoo_dir = Path(zoo.CACHE_DIR) / "zoo"
     zoo_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=zoo_dir, prefix=".pull-"))  # one file system: renames
     try:
-        try:
-            _stage(archive, manifest, todo, staging)
-            for model in todo:
-                _check_model(staging / model["spec_hash"], model["spec_hash"], name)
-        except ZooArchiveError:
-            archive.unlink(missing_ok=True)  # refused: not kept for the next pull
-            raise
+        _stage(archive, manifest, todo, staging)
+        for model in todo:
+            _check_model(staging / model["spec_hash"], model["spec_hash"], name)
         origin = {"archive": name, "url": url, "archive_sha256": pointer["archive"]["sha256"],
                   "published": manifest.get("published"), "commit": manifest.get("commit"),
                   "pulled": buildrecord.now()}  # fmt: skip
