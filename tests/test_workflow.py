@@ -67,3 +67,24 @@ def test_zoo_key_follows_the_models_specs(capsys):
     assert key() == first  # the same specs, the same key: a push that changes no model hits
     assert key("--steps", "400") != first  # another spec for every model, another key
     assert key("--regimes", "lesson") != first  # fewer models, another key
+
+
+def test_workflow_publishes_the_zoo_it_used_as_a_release_asset_named_by_its_key():
+    from ropebook import zoo_archive
+
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    build = workflow["jobs"]["build"]
+    steps = build["steps"]
+    names = [step.get("name") for step in steps]
+    publish = steps[names.index("Publish the zoo")]
+    assert names.index("Build the book") < names.index("Publish the zoo")
+    assert build["permissions"] == {"contents": "write"}  # release assets
+    run = publish["run"]
+    assert '--profile "$PROFILE" --publish dist' in run
+    assert 'gh release upload zoo "dist/$archive" "dist/$ZOO_KEY.json"' in run
+    assert publish["env"]["ZOO_KEY"] == "${{ steps.zoo.outputs.key }}"
+    # the key step writes zoo-$PROFILE-<key>: the name `zoo --publish` gives the archive
+    key_step = steps[names.index("Key the zoo by its models' spec hashes")]["run"]
+    assert "key=zoo-$PROFILE-$(" in key_step
+    assert zoo_archive.archive_name("cpu", "0123456789abcdef") == "zoo-cpu-0123456789abcdef.tar"
+    assert zoo_archive.RELEASE_TAG == "zoo" and "gh release create zoo" in run
