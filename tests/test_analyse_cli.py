@@ -38,8 +38,13 @@ def test_cli_writes_the_report(gemma3, tmp_path, capsys):
     text = (out / "summary.txt").read_text()
     assert captured.out == text
     assert "gemma3_text: 2 layers, 4 heads / 2 KV heads, head_dim 16" in text
-    assert "layer 0: sliding_attention, local (sliding window 8); RoPE, theta 10,000" in text
-    assert "layer 1: full_attention, global; RoPE, theta 1,000,000" in text
+    assert (
+        "read from the config, as `python -m ropebook layers` does; the running model agrees"
+        in text
+    )
+    assert "layer 0: sliding_attention, sliding window 8; RoPE, θ 10,000" in text
+    assert "layer 1: full_attention, global; RoPE, θ 1,000,000" in text
+    assert "warning [per-layer-type-rope]" in text
     assert "Unrotated planes" in text and "none: every layer rotates every plane" in text
     assert "prompts: 3 from" in text and "60 tokens in all" in text
     assert "UTF-8 bytes" in text  # the tiny checkpoint has no tokenizer
@@ -213,22 +218,23 @@ def test_unreadable_rope_is_an_error_message(gemma3, tmp_path, capsys, monkeypat
 # per family: each layer's line in the summary, and which layers have unrotated planes
 LAYOUTS = {
     "gemma4_text": (
-        ["layer 0: sliding_attention, local (sliding window 8); RoPE, theta 10,000, default, "
-         "half pairing; all 8 planes rotate",
-         "layer 1: full_attention, global; p-RoPE, theta 1,000,000, proportional, half pairing; "
-         "p = 0.25: planes 0–3 of 16 rotate, planes 4–15 unrotated"],
+        ["layer 0: sliding_attention, sliding window 8; RoPE, θ 10,000, default (no scaling); "
+         "half pairing (k, k + R/2); 8 of 8 planes rotate (dims [0, 16) of 16)",
+         "layer 1: full_attention, global; p-RoPE, θ 1,000,000, proportional "
+         "(partial_rotary_factor 0.25); half pairing (k, k + R/2); 4 of 16 planes rotate "
+         "(dims [0, 4), [16, 20) of 32)"],
         {1: "  layer 1 (p-RoPE; planes 4–15 of 16): "},
     ),
     "llama4_text": (
-        ["layer 0: chunked_attention, local (chunks of 8); RoPE, theta 500,000, default, "
-         "interleaved pairing; all 8 planes rotate",
-         "layer 1: full_attention, global; NoPE (no plane rotates"],
+        ["layer 0: chunked_attention, chunks of 8; RoPE, θ 500,000, default (no scaling); "
+         "interleaved pairing (2k, 2k + 1); 8 of 8 planes rotate",
+         "layer 1: full_attention, global; NoPE: no plane rotates"],
         {1: "  layer 1 (NoPE; planes 0–7 of 8): "},
     ),
     "cohere2": (
-        ["layer 0: sliding_attention, local (sliding window 8); RoPE, theta 10,000, default, "
-         "interleaved pairing; all 8 planes rotate",
-         "layer 1: full_attention, global; NoPE (no plane rotates"],
+        ["layer 0: sliding_attention, sliding window 8; RoPE, θ 10,000, default (no scaling); "
+         "interleaved pairing (2k, 2k + 1); 8 of 8 planes rotate",
+         "layer 1: full_attention, global; NoPE: no plane rotates"],
         {1: "  layer 1 (NoPE; planes 0–7 of 8): "},
     ),
 }  # fmt: skip

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ropebook import capture, preflight, prompts
+from ropebook import capture, preflight, prompts, rope_layers
 from ropebook.analysis import frequencies as fq
 from ropebook.analysis import heads as hd
 from ropebook.hf import CheckpointError
@@ -69,6 +69,8 @@ class CheckpointAnalysis:
     previous: np.ndarray
     prompt_source: str = ""
     tokenizer: str = ""
+    # the config's own reading (python -m ropebook layers), for the layer table; None if unread
+    layer_reading: rope_layers.ConfigReading | None = None
 
     def ratio(self, kind: str) -> np.ndarray:
         """``[L, H, K]`` mean pair norm over the isotropic baseline (1 = isotropic)."""
@@ -220,7 +222,43 @@ def analyse_checkpoint(
         grids=grids,
         diagonal=means["diagonal"],
         previous=means["previous"],
+        layer_reading=_config_reading(model),
     )
+
+
+def _config_reading(model) -> rope_layers.ConfigReading | None:
+    """:func:`ropebook.rope_layers.read` of the model's config (``None`` where it cannot read
+    it: the summary then describes the captured grids alone)."""
+    try:
+        return rope_layers.read(model.config)
+    except CheckpointError:
+        return None
+
+
+def layer_lines(result: CheckpointAnalysis) -> list[str]:
+    """The summary's layer table: the config's reading (:mod:`ropebook.rope_layers`), one line
+    per set of identical layers, and its warnings, checked against the running model's grids."""
+    reading = result.layer_reading
+    if reading is None:
+        return [
+            "Layers (attention span; positional encoding, grid from the rotary module's inv_freq):",
+            *(f"  {layers_text(layers)}: {text}" for text, layers in grid_groups(result.grids)),
+        ]
+    differ = rope_layers.disagreements(reading, result.grids)
+    check = (
+        "the running model agrees"
+        if not differ
+        else f"the running model differs at {rope_layers.layers_text(differ)}; the readings "
+        "below use the running model's grids"
+    )
+    return [
+        f"Layers (read from the config, as `python -m ropebook layers` does; {check}):",
+        *(
+            f"  {rope_layers.layers_text(indices)}: {reading.headline(layer)}"
+            for layer, indices in reading.groups()
+        ),
+        *(f"  {trap.line()}" for trap in reading.traps),
+    ]
 
 
 def next_token_loss(model, texts: Sequence[np.ndarray]) -> float:
@@ -377,8 +415,7 @@ def summary(
         f"prompts: {usage.n_texts} from {result.prompt_source}, {usage.n_tokens} tokens in all; "
         f"tokenized with {result.tokenizer}",
         "",
-        "Layers (attention span; positional encoding, grid from the rotary module's inv_freq):",
-        *(f"  {layers_text(layers)}: {text}" for text, layers in grid_groups(result.grids)),
+        *layer_lines(result),
         "",
         f"Frequency usage of the rotated planes of {_count(len(rope), 'RoPE layer')} "
         f"({layers_text(rope)}{left_out}; planes fastest first; a band = "

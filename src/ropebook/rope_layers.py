@@ -173,7 +173,8 @@ class ConfigReading:
     def headline(self, layer: LayerRope) -> str:
         """One line: scope, encoding, θ and rule, pairing, planes and their turns."""
         g = layer.grid
-        scope = "global" if layer.span is None else (
+        kind = f"{g.layer_type}, " if g.layer_type else ""
+        scope = kind + "global" if layer.span is None else kind + (
             f"sliding window {layer.span:,}" if layer.scope == "sliding window"
             else f"chunks of {layer.span:,}")  # fmt: skip
         if g.encoding == "NoPE":
@@ -497,6 +498,21 @@ def read_config(spec: str | Path) -> ConfigReading:
     """:func:`read` of what :func:`load` finds at ``spec``."""
     config, raw, source = load(spec)
     return read(config, raw, source)
+
+
+def disagreements(reading: ConfigReading, grids) -> list[int]:
+    """The layers where a running model's :class:`ropebook.capture.RotaryGrid` (``grids``, from
+    :func:`ropebook.capture.capture`) differs from the config's reading: scope, encoding,
+    pairing, rotated dims or frequencies (relative 1e-5)."""
+    out = []
+    for layer, grid in zip(reading.layers, grids, strict=True):
+        g = layer.grid
+        same = (g.encoding, g.pairing, g.window, g.chunk, g.head_dim, g.rotary_dim) == (
+            grid.encoding, grid.pairing, grid.window, grid.chunk, grid.head_dim, grid.rotary_dim,
+        ) and np.allclose(g.inv_freq, grid.inv_freq, rtol=1e-5, atol=0)  # fmt: skip
+        if not same:
+            out.append(layer.index)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
