@@ -160,3 +160,52 @@ def test_anatomy_numbers_drop_decimals_from_100_up():
     assert rows[5]["value"] == "29.03×" and rows[5]["95% interval"] == "2.98× – 18,891×"
     values = show_noise.anatomy_values(result)
     assert values["pairing_gain"] == "29.03× [2.98, 18,891]" and values["jitter_share"] == "0.0044"
+
+
+# ---------------------------------------------------------------- verdicts on the noise
+
+
+@pytest.mark.parametrize(
+    ("sd", "n", "margin", "verdict"),
+    [
+        (0.5, 64, None, "held"),  # the whole chi-square interval below 1 %
+        (1.5, 64, None, "not held"),  # wholly above
+        (1.0, 4, None, "cannot decide"),  # straddles, wide
+        (1.0, 4000, 0.1, "bounded"),  # straddles, inside 1 ± 0.1
+        (1.0, 1, None, "not testable here"),  # one value: no s.d.
+    ],
+)
+def test_sd_target_reaches_every_verdict(sd, n, margin, verdict):
+    got, (low, high) = show_noise.sd_target(sd, n, 1.0, 0.95, margin)
+    assert got == verdict
+    if n >= 2:
+        assert low < sd < high
+
+
+def test_estimate_target_reads_an_interval_already_formed():
+    def e(low, high):
+        return anatomy.Estimate(1.0, low, high, "chi-square")
+
+    assert show_noise.estimate_target(e(0.5, 0.9)) == "held"
+    assert show_noise.estimate_target(e(1.1, 1.5)) == "not held"
+    assert show_noise.estimate_target(e(0.5, 1.5)) == "cannot decide"
+    assert show_noise.estimate_target(e(0.95, 1.05), margin=0.1) == "bounded"
+    assert show_noise.estimate_target(e(math.nan, math.nan)) == "not testable here"
+
+
+@pytest.mark.parametrize(
+    ("n_seeds", "seed_sd", "window_sd", "margin", "verdict"),
+    [
+        (64, 1.0, 2.0, None, "held"),  # eval s.d. 2/√512 ≈ 0.09: share ≈ 0.008
+        (64, 0.1, 8.0, None, "not held"),  # eval s.d. 0.35 > the training s.d.
+        (3, 1.0, 6.0, None, "cannot decide"),  # share ≈ 0.07 at 3 seeds: interval spans 0.1
+        (5000, 1.0, math.sqrt(noise.NEGLIGIBLE * 512), 0.01, "bounded"),  # at 0.1, tightly
+        (1, math.nan, 1.0, None, "not testable here"),
+    ],
+)
+def test_eval_noise_verdict_reaches_every_verdict(n_seeds, seed_sd, window_sd, margin, verdict):
+    split = noise.NoiseSplit(n_seeds, 512, 0.0, seed_sd, window_sd)
+    assert show_noise.eval_noise_verdict(split, 0.95, margin) == verdict
+    low, high = show_noise.eval_share_interval(split)
+    if n_seeds >= 2:
+        assert low <= split.eval_share <= high

@@ -250,7 +250,8 @@ def test_study_text_names_the_studys_seeds_device_and_reading():
     text = show_recipes.study_text(c, results)
     assert f"{len(results['seeds'])} paired seeds on {results['machine']['devices']}" in text
     assert c.difference.format(2) in text and f"{c.min_detectable():.2f} %" in text
-    assert c.bound in text if c.verdict(c.a) == "cannot decide" else c.verdict(c.a) in text
+    verdict = show_recipes.ordering_verdict(c)  # at the margin: the matched study is bounded
+    assert verdict == "bounded" and f": {verdict}" in text
 
 
 @pytest.mark.parametrize("regime", zoo.TAIL_REGIMES)
@@ -277,3 +278,117 @@ def _plan_target(regime: str) -> float:
     (entry,) = [p for p in seedplan.load_plan()["comparisons"]
                 if p["regime"] == regime and p["models"] == list(recipes.ARMS)]  # fmt: skip
     return entry["target_mde"]
+
+
+# ---------------------------------------------------------------- the kept GPU studies decide
+
+
+def test_margin_is_the_papers_headline_gap_rounded_up():
+    wiki = ablation.PAPER_TABLE2["Wiki"]
+    gap = 100 * abs(wiki["p-rope-0.75"] / wiki["rope"] - 1)  # 0.48 %
+    assert gap <= recipes.MARGIN < gap + 0.05
+    from ropebook.analysis.ablation.seeds import PERPLEXITY_MARGIN  # p_rope's: one margin
+
+    assert recipes.MARGIN == PERPLEXITY_MARGIN
+
+
+def paired(differences, base: float = 30.0) -> ablation.Comparison:
+    """A log-scale comparison whose seeds' differences of losses are ``differences`` (nats)."""
+    d = np.asarray(differences, np.float64)
+    b = base * np.exp(0.01 * np.arange(len(d)))
+    return ablation.compare("A", b * np.exp(d), "B", b, log=True)
+
+
+ORDERINGS = {  # per-seed loss differences (nats) reaching each verdict at the 0.5 % margin
+    "held": [-0.02, -0.021, -0.019, -0.02],  # A lower, well outside 0
+    "not held": [0.02, 0.021, 0.019, 0.02],
+    "bounded": [0.001, -0.001] * 8,  # contains 0, within ±0.5 %
+    "cannot decide": [0.05, -0.05, 0.04, -0.03],  # contains 0, reaches past ±0.5 %
+    "not testable here": [0.01],
+}
+
+
+@pytest.mark.parametrize("verdict", list(ORDERINGS))
+def test_ordering_verdict_reaches_every_verdict(verdict):
+    c = paired(ORDERINGS[verdict])
+    assert show_recipes.ordering_verdict(c) == verdict
+    if verdict == "bounded":  # without a margin the same data only bound the effect
+        assert show_recipes.ordering_verdict(c, None) == "cannot decide"
+
+
+def test_seeds_to_bound_fit_the_interval_inside_the_margin():
+    c = paired([0.012, -0.008, 0.01, -0.006, 0.004, -0.01])
+    n = show_recipes.seeds_to_bound(c)
+    values = 100 * np.log1p(np.asarray(c.difference.values) / 100)
+    room = recipes.MARGIN - abs(values.mean())
+    half = stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1) / np.sqrt(n)
+    assert half <= room < stats.t.ppf(0.975, n - 2) * np.std(values, ddof=1) / np.sqrt(n - 1)
+    assert show_recipes.seeds_to_bound(paired([0.01, 0.011, 0.009])) is None  # mean past 0.5 %
+    assert show_recipes.seeds_to_bound(paired([0.001])) is None
+
+
+def test_gpu_files_are_the_cpu_profiles_models_and_decide_the_headlines():
+    """The kept GPU studies trained the cpu profile's models (their specs differ only in the tail
+    average each run keeps, which leaves the weights trained unchanged): matched 0.75-RoPE −
+    RoPE is bounded within the margin, the flagship's interval reaches past it."""
+    names = {"p-rope-0.75": "0.75-RoPE", "rope": "RoPE"}
+    expected = {"matched": ("bounded", 64), "flagship": ("cannot decide", 32)}
+    for regime, path in recipes.GPU_FILES.items():
+        results = recipes.load(path)
+        differences = recipes.spec_differences(results, "cpu")
+        assert set(differences) == {"average_share"} and recipes.same_model(differences)
+        assert not recipes.same_model(recipes.spec_differences(results, "smoke"))
+        c = show_recipes.study_comparison(results, "today", names)
+        record = show_recipes.study_record(c, results, c, differences)
+        assert (record["evidence"], record["seeds"]) == expected[regime]
+        for part in ("NVIDIA H200", results["measured"], results["commit"], "seeds"):
+            assert part in record["basis"]
+        assert "same models" in record["basis"]
+
+
+def test_arm_differences_leave_out_the_builds_seeds():
+    results = synthetic(np.random.default_rng(1))
+    seeds, d = recipes.arm_differences(results, exclude=(0, 1, 2))
+    assert seeds == list(range(3, 8))
+    a, b = recipes.losses(results, "today", seeds)
+    np.testing.assert_allclose(d, a - b)
+
+
+def test_agreement_both_ways():
+    rng = np.random.default_rng(0)
+    kept = 0.01 * rng.standard_normal(60)
+    same = studies.agreement(kept[:8] * 1.1 + 0.001, kept[8:])
+    assert same.agree and same.overlap and same.verdict() == "held"
+    welch = stats.ttest_ind(kept[8:], kept[:8] * 1.1 + 0.001, equal_var=False)
+    assert same.p_value == pytest.approx(welch.pvalue)
+    apart = studies.agreement(kept[:8] + 0.05, kept[8:])  # the build 5 % above the study
+    assert not apart.agree and apart.verdict() == "not held"
+    assert apart.difference[2] < 0  # study − build, wholly below 0
+    one = studies.agreement([0.01], kept)
+    assert not one.testable and one.verdict() == "not testable here"
+
+
+def test_agreement_of_a_build_with_a_kept_study_and_its_verdict():
+    results = synthetic(np.random.default_rng(2), n=12)
+    a, b = recipes.losses(results, "today", list(range(4)))
+    here = ablation.compare("0.75-RoPE", np.exp(a), "RoPE", np.exp(b), log=True)
+    agreement = show_recipes.agreement_of(here, range(4), results)
+    assert (agreement.n_here, agreement.n_kept) == (4, 8)  # the study's other seeds only
+    assert agreement.verdict() == "held"  # the same distribution on both sides
+    assert show_recipes.agreement_verdict(agreement, {}) == "held"
+    other = {"n_heads": (2, 4)}
+    assert show_recipes.agreement_verdict(agreement, other) == "uninformative here"
+    apart = ablation.compare("0.75-RoPE", np.exp(a + 0.2), "RoPE", np.exp(b), log=True)
+    disagreement = show_recipes.agreement_of(apart, range(4), results)
+    assert show_recipes.agreement_verdict(disagreement, {}) == "not held"
+    rows = show_recipes.agreement_rows({"matched": (disagreement, {})})
+    assert rows[0]["agree"] == "not held"  # shown, not hidden
+    assert "do not overlap" in show_recipes.agreement_text(disagreement)
+
+
+def test_seeds_grown_names_the_comparisons_whose_seeds_were_bought_on_their_data():
+    from ropebook.analysis.ablation.seeds import seeds_grown
+
+    before = {"x": paired([0.01, 0.02]), "y": paired([0.01, 0.02])}
+    after = {"x": paired([0.01, 0.02, 0.0, 0.01]), "y": paired([0.01, 0.02])}
+    assert seeds_grown(before, after) == ["x"]

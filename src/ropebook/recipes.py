@@ -77,6 +77,17 @@ STUDY, DOMAIN = "recipes", "shakespeare"
 # The headline pair under today's recipe on many more seeds, trained on a GPU by
 # tools/gpu_headline.sh (the same specs as the cpu profile's): regime -> its results file.
 GPU_FILES: dict[str, Path] = {r: studies.path_of(f"{STUDY}-gpu-{r}") for r in zoo.TAIL_REGIMES}
+# The margin of a Table 2 ordering, in % of perplexity, fixed before the data: a paired
+# difference whose interval lies within ±MARGIN is *bounded* (a decided null: any effect is
+# smaller). Why 0.5: it is the unit the book reads perplexity differences in (half its paired-noise
+# target of 1 %), and the paper's own headline gap, 0.75-RoPE against RoPE on Wiki (Barbero et al.
+# 2025, Table 2: 4.4414 against 4.4627, -0.48 %), rounded up: an effect no larger than the one
+# the paper reports is the smallest the book sets out to resolve.
+MARGIN = 0.5
+# Recipe fields that leave the weights trained unchanged: the tail average rides in the optimiser
+# state beside them (ropebook.train.tail_average; tests/test_train.py). A study run that differs
+# from a build's spec only in these trained the same model (its spec hash differs all the same).
+TRAINING_NEUTRAL: tuple[str, ...] = ("average_share",)
 
 
 def overrides(schedule: str, profile: str, regime: str) -> dict[str, Any]:
@@ -338,3 +349,39 @@ def main(argv: list[str] | None = None) -> int:
               f"ratio to today {confirmed[1].sd_ratio}")  # fmt: skip
     print(f"written: {path}")
     return 0
+
+
+def spec_differences(results: dict[str, Any], profile: str) -> dict[str, tuple[Any, Any]]:
+    """``field -> (this build's value, the study's)`` wherever the models a build of ``profile``
+    trains for the study's arms (its regime, today's recipe) differ from the study's runs (the
+    study's profile, regime and each run's overrides); the seed aside, and a field that differs
+    for several arms or runs is named once. Empty: the very specs."""
+    regime, out = results["regime"], {}
+    for run in results["runs"]:
+        here = zoo.configs(run["model"], profile=profile, regime=regime)
+        there = zoo.configs(
+            run["model"], profile=results["profile"], regime=regime, **run["overrides"]
+        )
+        for mine, theirs in zip(here, there, strict=True):
+            mine, theirs = mine.to_dict(), theirs.to_dict()
+            for key in sorted(mine.keys() | theirs.keys()):
+                if key != "seed" and mine.get(key) != theirs.get(key):
+                    out.setdefault(key, (mine.get(key), theirs.get(key)))
+    return out
+
+
+def same_model(differences: dict[str, tuple[Any, Any]]) -> bool:
+    """Whether specs that differ by ``differences`` (:func:`spec_differences`) train the same
+    model: they differ in :data:`TRAINING_NEUTRAL` fields at most."""
+    return set(differences) <= set(TRAINING_NEUTRAL)
+
+
+def arm_differences(
+    results: dict[str, Any], recipe: str = "today", *, exclude: tuple[int, ...] = ()
+) -> tuple[list[int], np.ndarray]:
+    """The seeds both arms have under ``recipe``, those in ``exclude`` left out (a build's own,
+    so that what remains is independent of it), and each seed's loss difference a − b (nats, a
+    difference of log perplexities)."""
+    seeds = [s for s in seeds_of(results, recipe) if s not in set(exclude)]
+    a, b = losses(results, recipe, seeds)
+    return seeds, a - b

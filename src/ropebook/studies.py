@@ -5,7 +5,9 @@ chapter needs — losses, the spec hash, the zoo overrides that made it, where i
 ``data/results/<study>.json`` with the command that reproduces it, the commit, the date, the
 machine and the package versions (:func:`write`, atomic). A chapter then shows the study beside
 its own measurements with that provenance, never as if measured in its run, and :func:`stale`
-names the runs whose spec the code no longer trains (the page says so). The studies:
+names the runs whose spec the code no longer trains (the page says so). Where a study decides a
+verdict, the build's own result stands beside it, and :func:`agreement` tests that the two agree
+within their intervals (a disagreement is shown, never hidden). The studies:
 :mod:`ropebook.recipes` (training recipes on paired seeds) and
 :mod:`ropebook.layout_language` (the production layouts on language).
 """
@@ -14,10 +16,16 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ropebook import io, paths, zoo
+from ropebook.stats.power import percent_of_perplexity
 
 RESULTS_DIR = paths.REPO_ROOT / "data" / "results"
 FORMAT = 1
@@ -125,3 +133,82 @@ def stale(results: dict[str, Any]) -> list[str]:
 def provenance(run) -> list[dict[str, Any]]:
     """A trained zoo model's provenance entries (where and how each training call ran)."""
     return json.loads((run.path / "checkpoint.json").read_text()).get("provenance", [])
+
+
+# ---------------------------------------------------------------- a build against a kept study
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """A build's paired difference against a kept study's of the same comparison, each a mean
+    with its Student-t interval in % of perplexity (``(mean, low, high)``), and the difference
+    of the two means (study − build) with Welch's interval and two-sided p-value. The two
+    samples must be independent (the study's seeds that the build also trained left out)."""
+
+    here: tuple[float, float, float]
+    kept: tuple[float, float, float]
+    difference: tuple[float, float, float]
+    p_value: float
+    n_here: int
+    n_kept: int
+    confidence: float = 0.95
+
+    @property
+    def testable(self) -> bool:
+        return min(self.n_here, self.n_kept) >= 2
+
+    @property
+    def overlap(self) -> bool:
+        """The two intervals overlap (a weaker test than :attr:`agree`)."""
+        return self.here[1] <= self.kept[2] and self.kept[1] <= self.here[2]
+
+    @property
+    def agree(self) -> bool:
+        """Welch's interval of the difference of the two means contains 0 (p ≥ 1 − confidence)."""
+        return self.testable and self.difference[1] <= 0 <= self.difference[2]
+
+    def verdict(self) -> str:
+        """``held`` (they agree), ``not held`` (the difference of the means excludes 0: they
+        disagree, evidence about the build or the study, never an error), ``not testable here``
+        with fewer than 2 seeds on a side."""
+        if not self.testable:
+            return "not testable here"
+        return "held" if self.agree else "not held"
+
+
+def _mean_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    from scipy import stats
+
+    mean = float(np.mean(values))
+    if len(values) < 2:
+        return mean, math.nan, math.nan
+    half = stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * stats.sem(values)
+    return mean, float(mean - half), float(mean + half)
+
+
+def agreement(here: Sequence[float], kept: Sequence[float], confidence: float = 0.95) -> Agreement:
+    """:class:`Agreement` of two independent samples of paired differences of losses (nats, one
+    per seed): ``here`` a build's, ``kept`` a study's; formed on the losses, shown in %."""
+    from scipy import stats
+
+    a, b = np.asarray(here, np.float64).ravel(), np.asarray(kept, np.float64).ravel()
+    if not (a.size and b.size):
+        raise ValueError("agreement needs at least one seed on each side")
+    mine, theirs = _mean_interval(a, confidence), _mean_interval(b, confidence)
+    difference, p_value = (math.nan, math.nan, math.nan), math.nan
+    if min(a.size, b.size) >= 2:
+        va, vb = np.var(a, ddof=1) / a.size, np.var(b, ddof=1) / b.size
+        se = math.sqrt(va + vb)
+        dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if se > 0 else 1.0
+        mean = float(b.mean() - a.mean())
+        half = float(stats.t.ppf(0.5 + confidence / 2, dof) * se)
+        difference = (mean, mean - half, mean + half)
+        p_value = float(2 * stats.t.sf(abs(mean) / se, dof)) if se > 0 else float(mean == 0)
+
+    def percent(x: tuple[float, float, float]) -> tuple[float, float, float]:
+        return tuple(percent_of_perplexity(v) for v in x)  # type: ignore[return-value]
+
+    return Agreement(
+        percent(mine), percent(theirs), percent(difference), p_value, int(a.size), int(b.size),
+        confidence,
+    )  # fmt: skip

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ropebook import claims
+from ropebook.stats import power
 from ropebook.stats.anatomy import (
     Anatomy,
     Estimate,
@@ -171,3 +173,53 @@ def anatomy_values(result: Anatomy | None) -> dict[str, str]:
     values["seeds"] = "—" if result is None else str(result.n_seeds)
     values["evals"] = "—" if result is None or result.n_evals < 2 else str(result.n_evals)
     return values
+
+
+# ---------------------------------------------------------------- verdicts on the noise
+# A noise target ("the paired s.d. is at most 1 %", "evaluation variance is at most a tenth of
+# training variance") is judged on the interval of the s.d. or the share, never on its point
+# estimate: ``held`` when the whole interval meets the target, ``not held`` when none of it does,
+# ``cannot decide`` between. A target is a one-sided bound, not a null, so the chapters pass no
+# margin (``bounded`` would say only "near the target"); the rules take one for completeness.
+
+
+def sd_target(
+    sd: float, n: int, target: float = 1.0, confidence: float = 0.95, margin: float | None = None
+) -> tuple[str, tuple[float, float]]:
+    """The verdict on "the s.d. is at most ``target``" from a sample s.d. of ``n`` values (its
+    chi-square interval, :func:`ropebook.stats.power.sd_interval`), and that interval;
+    ``not testable here`` without two values (no s.d.)."""
+    if n < 2 or not math.isfinite(sd):
+        return "not testable here", (math.nan, math.nan)
+    low, high = power.sd_interval(sd, n, confidence)
+    verdict = claims.verdict_from_interval(low, high, threshold=target, above=False, margin=margin)
+    return verdict, (low, high)
+
+
+def estimate_target(e: Estimate, target: float = 1.0, margin: float | None = None) -> str:
+    """:func:`sd_target`'s rule on an interval already formed (an ``anatomy`` estimate)."""
+    if not (math.isfinite(e.low) and math.isfinite(e.high)):
+        return "not testable here"
+    return claims.verdict_from_interval(e.low, e.high, threshold=target, above=False, margin=margin)
+
+
+def eval_share_interval(split: NoiseSplit, confidence: float = 0.95) -> tuple[float, float]:
+    """An interval for the evaluation variance's share of the training variance: the training
+    s.d.'s chi-square interval over the seeds (the evaluation s.d., from seeds × windows, is
+    taken as known: its degrees of freedom are hundreds of times the seeds')."""
+    if split.n_seeds < 2 or not split.seed_sd > 0:
+        return math.nan, math.nan
+    low, high = power.sd_interval(split.seed_sd, split.n_seeds, confidence)
+    return split.eval_sd**2 / high**2, split.eval_sd**2 / low**2
+
+
+def eval_noise_verdict(
+    split: NoiseSplit, confidence: float = 0.95, margin: float | None = None
+) -> str:
+    """The verdict on "evaluation noise is negligible" (share at most
+    :data:`ropebook.stats.noise.NEGLIGIBLE`) from :func:`eval_share_interval`; ``not testable
+    here`` with one seed."""
+    low, high = eval_share_interval(split, confidence)
+    if not math.isfinite(low):
+        return "not testable here"
+    return claims.verdict_from_interval(low, high, threshold=NEGLIGIBLE, above=False, margin=margin)

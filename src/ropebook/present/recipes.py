@@ -1,19 +1,22 @@
-"""The recipe comparison (``ropebook.recipes``): its table and its figure."""
+"""The recipe comparison (``ropebook.recipes``): its table and its figure; and the kept GPU
+studies of the headline pair as the verdicts' evidence, with this build's runs beside them."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import altair as alt
 import numpy as np
 
-from ropebook import recipes, seedplan, studies
+from ropebook import claims, recipes, seedplan, studies
 from ropebook.analysis import ablation
 from ropebook.present import studies as show_studies
 from ropebook.present.ablation import paper_gap_percent, resolution_rows
 from ropebook.present.noise import interval_text, number_text
 from ropebook.recipes import RecipeResult
-from ropebook.stats import anatomy
+from ropebook.stats import anatomy, power
 
 
 def rows(results: list[RecipeResult], names: tuple[str, str], confidence: float) -> list[dict]:
@@ -144,8 +147,9 @@ def study_text(c: ablation.Comparison, results: dict[str, Any], confidence: floa
 
 
 def _reading(c: ablation.Comparison) -> str:
-    """The verdict, or where the comparison cannot decide, the bound it puts on the effect."""
-    return c.bound if c.verdict(c.a) == "cannot decide" else c.verdict(c.a)
+    """The verdict (margin :data:`ropebook.recipes.MARGIN`), or where the comparison cannot
+    decide, the bound it puts on the effect."""
+    return c.bound if ordering_verdict(c) == "cannot decide" else ordering_verdict(c)
 
 
 def _inside(c: ablation.Comparison, gap: float) -> bool | None:
@@ -247,3 +251,177 @@ def _differences_panel(
     )
     title = f"{stage}: seeds {min(seeds)}–{max(seeds)}"
     return (lines + points + zero).properties(width=60 * len(order) + 60, height=240, title=title)
+
+
+# ---------------------------------------------------------------- the kept study decides
+
+
+def ordering_verdict(c: ablation.Comparison, margin: float | None = recipes.MARGIN) -> str:
+    """The verdict on a Table 2 ordering "``c.a`` has the lower perplexity": ``held`` or ``not
+    held`` where the paired interval excludes 0, ``bounded`` where it lies within ``± margin`` %
+    (:data:`ropebook.recipes.MARGIN`, fixed before the data), else ``cannot decide``; ``not
+    testable here`` with one seed (:meth:`~ropebook.analysis.ablation.Comparison.verdict`)."""
+    return c.verdict(c.a, margin=margin)
+
+
+def reading(c: ablation.Comparison, margin: float | None = recipes.MARGIN) -> str:
+    """:func:`ordering_verdict`, with the bound the interval puts on the effect where it
+    cannot decide."""
+    verdict = ordering_verdict(c, margin)
+    return f"{verdict} ({c.bound})" if verdict == "cannot decide" else verdict
+
+
+def seed_span(seeds: Sequence[int]) -> str:
+    """``"0–63"`` for a run of consecutive seeds, else the list."""
+    seeds = sorted(seeds)
+    if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def study_label(results: dict[str, Any]) -> str:
+    """What a verdict resting on a kept study is labelled with: device, date, commit, seeds."""
+    return (
+        f"{measured_text(results)}, commit {results['commit']}, "
+        f"{len(results['seeds'])} seeds ({seed_span(results['seeds'])})"
+    )
+
+
+def spec_text(differences: dict[str, tuple[Any, Any]]) -> str:
+    """How a build's models compare with a study's (:func:`ropebook.recipes.spec_differences`)."""
+    if not differences:
+        return "the very specs this build trains"
+    named = list(differences.items())
+    fields = "; ".join(
+        f"{k} {_value(here)} here, {_value(there)} in the study" for k, (here, there) in named[:4]
+    )
+    fields += f"; and {len(named) - 4} more" if len(named) > 4 else ""
+    if recipes.same_model(differences):
+        return (f"the same models as this build's ({fields}: the study keeps a tail average in "
+                f"its optimiser state, the weights trained are unchanged)")  # fmt: skip
+    return f"other models than this build's ({fields}): the two results are not the same spec"
+
+
+def _value(x: Any) -> str:
+    return "unset" if x is None else repr(x)
+
+
+def seeds_to_bound(c: ablation.Comparison, margin: float = recipes.MARGIN) -> int | None:
+    """Fewest paired seeds whose interval, at the comparison's paired s.d. and mean (on the
+    log scale of its test), would lie within ``± margin``: ``None`` without two paired seeds, or
+    where the mean itself lies beyond the margin (no count bounds it there)."""
+    from scipy import stats
+
+    values = power.paired_log_percent(c)
+    if len(values) < 2 or abs(float(np.mean(values))) >= margin:
+        return None
+    sd, room = float(np.std(values, ddof=1)), margin - abs(float(np.mean(values)))
+    n = 2
+    while stats.t.ppf(0.5 + c.difference.confidence / 2, n - 1) * sd / math.sqrt(n) > room:
+        n += 1
+        if n > 100_000:
+            return None
+    return n
+
+
+def study_to_decide(c: ablation.Comparison, margin: float = recipes.MARGIN) -> str:
+    """What would decide a kept study's comparison that it leaves open: the seeds that detect
+    its measured difference, and those that would bound it within the margin."""
+    bound = seeds_to_bound(c, margin)
+    text = f"{c.difference.n} paired seeds give {c.difference.format(2)}; " + (
+        f"about {bound} paired seeds at this s.d. and mean would bound it within ±{margin:g} %"
+        if bound
+        else f"its mean lies beyond ±{margin:g} %, so no seed count bounds it there"
+    )
+    detect = power.seeds_to_decide(power.paired_log_percent(c))
+    if detect.needed:
+        text += f"; {detect.needed} would detect the measured difference (80 % power)"
+    return text + " (python -m ropebook recipes, tools/gpu_headline.sh)"
+
+
+def study_record(
+    study: ablation.Comparison,
+    results: dict[str, Any],
+    here: ablation.Comparison,
+    differences: dict[str, tuple[Any, Any]],
+    confidence: float = 0.95,
+    margin: float = recipes.MARGIN,
+) -> dict[str, Any]:
+    """``ClaimSet.record``'s arguments for an ordering decided by a kept study (the strongest
+    evidence), this build's result beside it: ``evidence`` (the study's verdict), ``measured``,
+    ``seeds``, ``basis`` (the study's device, date, commit and seeds; how its specs compare
+    with this build's; what it detects) and ``to_decide``."""
+    here_text = (
+        f"this build: {here.difference.format(2)}, {reading(here, margin)}"
+        if here.testable else f"this build: {here.difference.format(2)}, no interval"
+    )  # fmt: skip
+    return {
+        "evidence": ordering_verdict(study, margin),
+        "measured": f"paired Δ {study.difference.format(2)} on the kept GPU study "
+        f"(margin ±{margin:g} %); {here_text}",
+        "seeds": study.difference.n,
+        "basis": f"kept study on {study_label(results)}, {spec_text(differences)}; detects "
+        f"{study.min_detectable(confidence):.2f} % (80 % power)",
+        "to_decide": study_to_decide(study, margin),
+    }
+
+
+def agreement_of(
+    here: ablation.Comparison,
+    here_seeds: Sequence[int],
+    results: dict[str, Any],
+    confidence: float = 0.95,
+) -> studies.Agreement:
+    """A build's comparison of the study's arms (on ``here_seeds``) against the kept study's
+    today's recipe on the seeds the build did not train (independent samples):
+    :func:`ropebook.studies.agreement`."""
+    _, kept = recipes.arm_differences(results, "today", exclude=tuple(here_seeds))
+    return studies.agreement(power.paired_log_percent(here) / 100, kept, confidence)
+
+
+def agreement_verdict(agreement: studies.Agreement, differences: dict[str, tuple[Any, Any]]) -> str:
+    """The finding "this build agrees with the kept study": :meth:`Agreement.verdict` where the
+    two trained the same models, ``uninformative here`` where they did not (other specs: no
+    reason to agree)."""
+    return claims.informative_or(recipes.same_model(differences), agreement.verdict())
+
+
+def _triple(x: tuple[float, float, float]) -> str:
+    mean, low, high = x
+    if not math.isfinite(low):
+        return f"{mean:+.2f} % (one seed)"
+    return f"{mean:+.2f} % [{low:+.2f}, {high:+.2f}]"
+
+
+def agreement_text(agreement: studies.Agreement) -> str:
+    """The test in words, for a claim's ``measured`` and the page."""
+    if not agreement.testable:
+        return (f"this build {_triple(agreement.here)} on {agreement.n_here} seed(s) against the "
+                f"study's {_triple(agreement.kept)}: no interval to compare")  # fmt: skip
+    return (
+        f"study − build {_triple(agreement.difference)} (Welch, p = {agreement.p_value:.2g}); "
+        f"this build {_triple(agreement.here)} on {agreement.n_here} seeds, the study "
+        f"{_triple(agreement.kept)} on its {agreement.n_kept} other seeds; intervals "
+        + ("overlap" if agreement.overlap else "do not overlap")
+    )
+
+
+def agreement_rows(
+    agreements: dict[str, tuple[studies.Agreement, dict[str, tuple[Any, Any]]]],
+    confidence: float = 0.95,
+) -> list[dict]:
+    """One row per regime: this build's paired difference, the study's on the seeds the build
+    did not train, their difference (Welch), whether they agree, and whether the specs match."""
+    level = f"{confidence:.0%}"
+    return [
+        {
+            "regime": regime,
+            f"this build [{level}]": _triple(a.here),
+            f"GPU study, other seeds [{level}]": _triple(a.kept),
+            f"study − build [{level}]": _triple(a.difference) if a.testable else "—",
+            "p": f"{a.p_value:.2g}" if a.testable else "—",
+            "agree": agreement_verdict(a, d),
+            "specs": "same models" if recipes.same_model(d) else "differ: " + ", ".join(d),
+        }
+        for regime, (a, d) in agreements.items()
+    ]
