@@ -61,17 +61,17 @@ CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "head_dynamics.over_training",
         f"Barbero et al. 2025, Sec. 5, Fig. 5; ours (training dynamics, {regime} regime)",
-        "Over training, a RoPE model's strongest previous-token and diagonal heads sharpen, "
-        "toward Gemma 7B's positional heads",
-        claims.given,  # dy.combined_verdict of the two trends (paired over seeds)
+        "Over training, a RoPE model's strongest previous-token and diagonal heads sharpen more "
+        "than NoPE's (the same model without rotation), toward Gemma 7B's positional heads",
+        claims.given,  # dy.combined_verdict of the two RoPE − NoPE controlled trends
     ),
     claims.ClaimSpec(
         "head_dynamics.induction_over_training",
         "Olsson et al. 2022 (induction heads build on previous-token heads); ours (training "
         f"dynamics, {regime} regime)",
         "Over training, a RoPE model grows an induction (prefix-matching) head: its strongest "
-        f"head's induction score rises and ends at {induction_level:g} or more",
-        claims.given,  # dy.level_verdict(trend, induction_level)
+        f"head's induction score rises more than NoPE's and ends at {induction_level:g} or more",
+        claims.given,  # dy.level_verdict(trend, induction_level, rise=RoPE − NoPE verdict)
     ),
     claims.ClaimSpec(
         "head_dynamics.causal_probe",
@@ -105,7 +105,7 @@ CLAIMS.basis = zoo.budget(profile, regime=regime)
 # slowest pair turns over the context about as often as Gemma 7B's over 8k tokens; params kept
 # at step 0 and at log-spaced steps), with the seeds the zoo trains for them (`n_seeds` > 0
 # picks seeds 0 .. n-1 instead). NoPE is the control (Prop. 5.2: no single NoPE head can be
-# positional, though a deeper one may).
+# positional, though a deeper one may), and it decides the verdicts (below).
 
 # %% tags=["hide-input"]
 flagship = dy.load_models(zoo.FLAGSHIP, profile=profile, regime=regime, seeds=seeds or None)
@@ -138,39 +138,54 @@ display(show_dy.positional_chart([t for s in stats for t in dy.trajectories(head
 plots.table(show_dy.trend_table(head_trends))
 
 # %% [markdown]
-# Each verdict pairs a seed's untrained model with its last snapshot: a 95% interval over seeds
-# of the change wholly above zero reads *moves toward the Gemma result*, wholly below *away*,
-# containing zero *cannot decide* (always so with one seed). Growing an induction head asks more
-# than a rise: the strongest head must also end with `induction_level` or more of its attention
-# on the induction target (1 for a perfect induction head, about 1/n for uniform attention), so a
-# last snapshot wholly below that level reads *not held* however the score moved.
+# The trend table reads each model alone: a seed's untrained model against its last snapshot, a
+# 95% interval over seeds of the change wholly above zero reading *moves toward the Gemma
+# result*, wholly below *away*, containing zero *cannot decide* (always so with one seed).
+# **The verdicts take RoPE's change minus NoPE's, seed by seed**, because attention sharpens as
+# any transformer trains: only a sharpening beyond that of the same model without rotation is
+# RoPE's doing. Growing an induction head asks more than a rise: the strongest head must also end
+# with `induction_level` or more of its attention on the induction target (1 for a perfect
+# induction head, about 1/n for uniform attention), so a last snapshot wholly below that level
+# reads *not held* however the score moved; past it, a rise beyond NoPE's reads *held*, a rise
+# short of NoPE's *partly*.
+
+# %%
+head_control = dy.controlled_trends(head_runs, stats)
+plots.table(show_dy.control_table(list(head_control.values())))
 
 # %% tags=["remove-input"]
 rope_heads = {t.statistic: t for t in head_trends if t.model == "rope"}
-positional_pair = [rope_heads["previous-token"], rope_heads["diagonal"]]
+positional_stats = ("previous-token", "diagonal")
 CLAIMS.record(
     "head_dynamics.over_training",
-    dy.combined_verdict(positional_pair),
-    "; ".join(t.measured() for t in positional_pair),
-    interval="; ".join(f"{t.statistic}: {t.change.text}" for t in positional_pair),
-    seeds=positional_pair[0].n_seeds,
-    basis=positional_pair[0].basis(),
-    to_decide="; ".join(decide.trend_to_decide(t) for t in positional_pair),
-)
+    **show_dy.control_claim(
+        [head_control[s] for s in positional_stats if s in head_control],
+        [rope_heads[s] for s in positional_stats], regime=regime,
+    ),
+)  # fmt: skip
 induction = rope_heads["induction"]
-induction_verdict, induction_final = dy.level_verdict(induction, induction_level)
+induction_control = head_control.get("induction")
+induction_verdict, induction_final = dy.level_verdict(
+    induction,
+    induction_level,
+    rise=induction_control.verdict if induction_control else dy.UNDECIDED,
+)
 uniform = dy.uniform_induction_score(period)
 distance = f"the last snapshot's distance from {induction_level:g}"
 last = f"{induction.final:.3f} " + (induction_final.text if induction_final else "(one seed)")
+rise = (
+    induction_control.measured() if induction_control else "no NoPE control to set the rise against"
+)
 CLAIMS.record(
     "head_dynamics.induction_over_training",
     induction_verdict,
-    f"{induction.measured()}; last snapshot {last} against the level {induction_level:g} "
-    f"(uniform attention scores {uniform:.3f})",
-    interval=induction.change.text,
+    f"{rise}; last snapshot {last} against the level {induction_level:g} (uniform attention "
+    f"scores {uniform:.3f}) — alone: {induction.measured()}",
+    interval=induction_control.difference.text if induction_control else induction.change.text,
     seeds=induction.n_seeds,
-    basis=induction.basis(),
-    to_decide=decide.trend_to_decide(induction)
+    basis=induction_control.basis() if induction_control else induction.basis(),
+    to_decide=(show_dy.controlled_to_decide(induction_control) if induction_control
+               else f"a NoPE control trained in the {regime} regime")
     + (f"; {decide.interval_to_decide(induction_final, induction_level, what=distance)}"
        if induction_final else ""),
 )  # fmt: skip
