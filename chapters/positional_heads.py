@@ -101,7 +101,7 @@ CLAIMS = claims.ClaimSet(
         "positional_heads.isolated_rope",
         "Barbero et al. 2025, Thm. 5.3 vs Prop. 5.2",
         "The same optimisation with RoPE does learn the positional head",
-        claims.interval_above(0.9),  # RoPE α on [bos, x, x], interval over fits
+        heads.seeds_above(0.9),  # RoPE α on [bos, x, x], the weaker kind per seed, over seeds
     ),
     claims.ClaimSpec(
         "positional_heads.thm53",
@@ -113,7 +113,7 @@ CLAIMS = claims.ClaimSet(
         "positional_heads.trained_rope_heads",
         "Barbero et al. 2025, Sec. 5, Figs 5, 14-16",
         "RoPE models grow diagonal / previous-token heads",
-        claims.interval_above(0.5),  # positional heads per RoPE model, interval over seeds
+        heads.seeds_above(0.5),  # positional heads per RoPE model, interval over (≥ 2) seeds
     ),
     claims.ClaimSpec(
         "positional_heads.trained_nope_heads",
@@ -126,19 +126,21 @@ CLAIMS = claims.ClaimSet(
         "Barbero et al. 2025, Sec. 5",
         "RoPE models grow more positional heads than NoPE models: their most positional head "
         "puts more attention on its target (diagonal or previous token), seed by seed",
-        claims.interval_above(0.0),  # RoPE − NoPE strongest score, paired over seeds
+        # RoPE − NoPE strongest score, paired over (≥ 2) seeds; within ±0.05 of attention: bounded
+        heads.seeds_above(0.0, margin=heads.STRONGEST_MARGIN),
     ),
     claims.ClaimSpec(
         "positional_heads.high_freq_usage",
         "Barbero et al. 2025, Sec. 5, Fig. 6",
         "Positional heads rely on the highest RoPE frequencies",
-        claims.given,  # heads.verdict_above(fast-share gaps, 0): untestable without heads
+        claims.given,  # fast-share gap per seed (its heads' mean) > 0 over seeds, ± FAST_MARGIN
     ),
     claims.ClaimSpec(
         "positional_heads.cauchy_schwarz",
         "Barbero et al. 2025, App. E.1, Tables 3-5",
-        "Positional heads' target activations sit near the Cauchy–Schwarz bound (> 1/2 of it)",
-        claims.given,  # heads.verdict_above(target cosines, 1/2): untestable without heads
+        f"Positional heads' target activations sit near the Cauchy–Schwarz bound (> "
+        f"{heads.CS_THRESHOLD:g} of it, a level every head the paper quotes reaches)",
+        claims.given,  # activation / bound per seed (its heads' mean) > CS_THRESHOLD ± CS_MARGIN
     ),
 )
 CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed intervals
@@ -263,13 +265,13 @@ CLAIMS.record(
 )
 CLAIMS.record(
     "positional_heads.isolated_rope",
-    iso.rope_bos_x_x.bounds,
-    f"isolated RoPE heads: α = {iso.rope_bos_x_x.mean:.4f} on [bos,x,x]",
+    iso.rope_bos_x_x,
+    f"isolated RoPE heads: α = {iso.rope_bos_x_x.mean:.4f} on [bos,x,x] (each seed's weaker kind)",
     interval=iso.rope_bos_x_x.text,
     seeds=isolated_seeds,
     basis=f"isolated heads fitted here, {isolated_seeds} seed(s) (no zoo model)",
     to_decide=decide.interval_to_decide(
-        iso.rope_bos_x_x, 0.9, what="α's distance from 0.9", samples="fits"
+        iso.rope_bos_x_x, 0.9, what="α's distance from 0.9", samples="seeds"
     ),
 )
 
@@ -369,6 +371,13 @@ CLAIMS.record(
 # or **previous-token** when that mean is at least `head_threshold`; Def. 5.1's strict
 # $\epsilon$ (worst row) is reported next to it, with the mean attention on rows whose target
 # token repeats and the target activation as a fraction of its Cauchy–Schwarz bound.
+#
+# Every interval below is over seeds, the unit of replication: the heads of one model share its
+# training run, so they are not independent samples. A model's heads are first reduced to one
+# number per seed (a count, the strongest head, or the mean over its positional heads), the
+# interval is taken over those, and a claim resting on fewer than
+# {glue:text}`positional_heads.min_seeds` seeds is left *cannot decide* (one seed has no
+# interval).
 
 # %%
 test_tokens = data.load_tokens("shakespeare", "test")
@@ -392,6 +401,7 @@ plots.table(found) if found else print("no head reaches the threshold")
 plots.table(show_heads.count_table(scans, head_threshold))
 
 # %% tags=["remove-input"]
+glue("positional_heads.min_seeds", f"{heads.MIN_SEEDS}", display=False)
 counts = heads.count_heads(scans, head_threshold)
 n_model_heads = config.n_layers * config.n_heads
 rope_count = heads.interval_text(counts["rope", "either"], 1)
@@ -399,7 +409,7 @@ nope_count = heads.interval_text(counts["nope", "either"], 1)
 # The count of heads past the threshold cannot compare two models that both have none; how
 # positional the most positional head is can, so the RoPE/NoPE claim pairs that, seed by seed.
 strongest = {n: [heads.strongest_score(scans[n, s]) for s in seeds] for n in ("rope", "nope")}
-gap = heads.interval_text(np.subtract(strongest["rope"], strongest["nope"]), 3)
+gap = heads.over_seeds(heads.strongest_gaps(scans), 3, "paired seeds")
 
 
 # With no positional head in any model there is nothing to count or compare: what decides the
@@ -414,7 +424,7 @@ def no_heads(which: str) -> str:
 
 CLAIMS.record(
     "positional_heads.trained_rope_heads",
-    rope_count.bounds,
+    rope_count,
     f"{rope_count.mean:.1f} of {n_model_heads} heads per model "
     f"(mean α on target ≥ {head_threshold})",
     interval=rope_count.text,
@@ -423,7 +433,7 @@ CLAIMS.record(
 )
 CLAIMS.record(
     "positional_heads.rope_vs_nope",
-    gap.bounds,
+    gap,
     f"strongest head's mean α on its target: RoPE {np.mean(strongest['rope']):.3f} vs NoPE "
     f"{np.mean(strongest['nope']):.3f}, paired difference {gap.mean:+.3f}; heads past "
     f"{head_threshold}: RoPE {rope_count.mean:.1f} vs NoPE {nope_count.mean:.1f} per model",
@@ -434,6 +444,7 @@ CLAIMS.record(
 for name in ("rope", "nope"):
     glue(f"positional_heads.strongest.{name}", f"{np.mean(strongest[name]):.3f}", display=False)
 glue("positional_heads.strongest.gap", f"{gap.mean:+.3f} ({gap.text})", display=False)
+glue("positional_heads.strongest_margin", f"{heads.STRONGEST_MARGIN:g}", display=False)
 
 # %% [markdown]
 # A count needs a threshold, and two models with no head past it cannot be told apart by their
@@ -441,7 +452,8 @@ glue("positional_heads.strongest.gap", f"{gap.mean:+.3f} ({gap.text})", display=
 # {glue:text}`positional_heads.strongest.rope` of its attention on its target, NoPE's
 # {glue:text}`positional_heads.strongest.nope`, a difference paired by seed of
 # {glue:text}`positional_heads.strongest.gap`. The claim that RoPE grows more positional heads
-# is decided on that difference.
+# is decided on that difference; an interval within ±{glue:text}`positional_heads.strongest_margin`
+# of attention around zero is a decided null (*bounded*).
 
 # %% [markdown]
 # ### Every head at a glance
@@ -495,11 +507,16 @@ show_heads.frequency_profile_chart(scans["rope", first])
 
 # %%
 fast_shares = heads.positional_fast_shares(scans, head_threshold, fast_fraction)
-fast_rows, fast_gaps = show_heads.fast_share_rows(fast_shares), [s.gap for s in fast_shares]
+fast_rows = show_heads.fast_share_rows(fast_shares)
 plots.table(fast_rows) if fast_rows else print("no RoPE positional heads to compare")
 
+# %% [markdown]
+# The claim is decided on each seed's mean difference over its positional heads, with an
+# interval over the seeds that have any; a mean within ±{glue:text}`positional_heads.fast_margin`
+# of the budget around zero is *bounded*.
+
 # %% tags=["remove-input"]
-fast_verdict, fast_gap = heads.verdict_above(fast_gaps, 0.0, digits=3)
+glue("positional_heads.fast_margin", f"{heads.FAST_MARGIN:g}", display=False)
 
 # %% [markdown]
 # ### Tables 3–5 analogue: activations against the Cauchy–Schwarz bound
@@ -518,12 +535,39 @@ for kind in heads.KINDS:
     display(plots.table(show_heads.activation_table(activations)))
 
 # %% [markdown]
-# The paper's numbers, quoted from its Tables 3 and 5 (Gemma 7B; tokens 2–7 of Table 3 and
-# tokens 1–7 of Table 5, kept in `heads.PAPER_TABLE_3` and `heads.PAPER_TABLE_5`), with the
-# ratio activation / bound computed here:
+# The paper's numbers, quoted from its Tables 3–5 (Gemma 7B; kept with their source in
+# `heads.PAPER_HEADS`, leaving out tokens whose three values the text does not give in full),
+# with the ratio activation / bound computed here:
 
 # %%
-plots.table(show_heads.paper_table())
+plots.table(show_heads.paper_table(heads.CS_THRESHOLD))
+
+# %% tags=["remove-input"]
+paper_means = {q.table: float(np.mean(q.ratios())) for q in heads.PAPER_HEADS}
+previous_head = heads.paper_head(5).ratios()
+for table, value in paper_means.items():
+    glue(f"positional_heads.paper.table{table}", f"{value:.2f}", display=False)
+glue("positional_heads.paper.table5_range", f"{min(previous_head):.2f}–{max(previous_head):.2f}",
+     display=False)  # fmt: skip
+glue("positional_heads.cs_threshold", f"{heads.CS_THRESHOLD:g}", display=False)
+glue("positional_heads.cs_margin", f"{heads.CS_MARGIN:g}", display=False)
+glue("positional_heads.head_dim", f"{head_dim}", display=False)
+glue("positional_heads.chance_cosine", f"{head_dim**-0.5:.2f}", display=False)
+
+# %% [markdown]
+# **Where the line is drawn.** "Near the bound" needs a number, and the paper's own heads set
+# it. Its diagonal heads reach {glue:text}`positional_heads.paper.table3` (Table 3) and
+# {glue:text}`positional_heads.paper.table4` (Table 4) of the bound on average, but its
+# previous-token head only {glue:text}`positional_heads.paper.table5` (Table 5; token by token
+# {glue:text}`positional_heads.paper.table5_range`), and the paper still reads that head as the
+# construction. Half the bound would therefore fail the paper's own previous-token head: it
+# would test a stricter claim than the paper makes. The claim here asks for more than
+# {glue:text}`positional_heads.cs_threshold` of the bound, which every quoted head passes, the
+# weakest even with the margin of {glue:text}`positional_heads.cs_margin` added. A mean within
+# that margin of the threshold is *bounded*: the heads sit at the line, not clearly above it.
+# The line still asks for alignment: unrelated queries and keys have mean cosine 0, and a single
+# random pair in the models' {glue:text}`positional_heads.head_dim` dimensions spreads around it
+# by $1/\sqrt d$ = {glue:text}`positional_heads.chance_cosine`.
 
 # %% [markdown]
 # Over all held-out windows, the ratio at the target is the cosine between the rotated query and
@@ -533,7 +577,6 @@ plots.table(show_heads.paper_table())
 
 # %%
 cosines = heads.target_cosines(scans, head_threshold)  # kind -> (positional heads, the rest)
-cs_positional = [value for positional, _ in cosines.values() for value in positional]
 plots.table(show_heads.cauchy_schwarz_rows(cosines))
 
 # %% [markdown]
@@ -564,34 +607,61 @@ glue("positional_heads.real_heads", show_heads.real_heads_text(real_scans, len(r
 
 # %% [markdown]
 # On this run, {glue:text}`positional_heads.real_heads` (mean attention on the target at least
-# `head_threshold`). The two claims below are decided on the positional heads of both kinds of
-# model wherever there are any: the book's models over seeds, SmolLM2 over its heads.
+# `head_threshold`).
+#
+# ### The paper's heads beside ours
+#
+# Each head the paper quotes (over its tokens), each seed of the book's RoPE model (over its
+# positional heads: the seed's mean is what the claim's interval counts) and SmolLM2 (over its
+# positional heads): the target activation as a fraction of its Cauchy–Schwarz bound, whether
+# the mean passes the claim's line, and the same ratio in the other heads of the same model.
+
+# %%
+beside = show_heads.cauchy_schwarz_beside(scans, head_threshold, heads.CS_THRESHOLD, real_scans)
+plots.table(beside)
+
+# %% [markdown]
+# The two claims below are decided on the positional heads of both kinds of model wherever
+# there are any: the book's models over seeds (each seed's positional heads averaged first),
+# SmolLM2 over its heads. SmolLM2 is one trained model, so its part says how this checkpoint's
+# heads behave, not how training runs vary.
 
 # %% tags=["remove-input"]
-cs_verdict, cs_ratio = heads.verdict_above(cs_positional, 0.5, digits=2)
-real_fast_verdict, real_fast = heads.verdict_above(real_gaps, 0.0, digits=3, unit="heads")
-real_cs_verdict, real_cs_ratio = heads.verdict_above(real_cs, 0.5, digits=2, unit="heads")
-paper = heads.paper_ratios()
+one_model = "heads of one checkpoint"
+fast_verdict, fast_gap = heads.verdict_above(
+    heads.seed_fast_gaps(fast_shares), 0.0, 3, margin=heads.FAST_MARGIN
+)
+cs_verdict, cs_ratio = heads.verdict_above(
+    heads.seed_cosines(scans, head_threshold), heads.CS_THRESHOLD, 2, margin=heads.CS_MARGIN
+)
+real_fast_verdict, real_fast = heads.verdict_above(
+    real_gaps, 0.0, 3, unit=one_model, margin=heads.FAST_MARGIN
+)
+real_cs_verdict, real_cs_ratio = heads.verdict_above(
+    real_cs, heads.CS_THRESHOLD, 2, unit=one_model, margin=heads.CS_MARGIN
+)
+paper_text = ", ".join(f"Table {t} {v:.2f}" for t, v in paper_means.items())
 both = show_heads.two_parts  # the book's models (over seeds) and SmolLM2 (over its heads)
 basis = f"{len(seeds)} seed(s), {zoo.budget(profile)}; SmolLM2-135M, {checkpoint_windows} windows"
 CLAIMS.record(
     "positional_heads.high_freq_usage",
     claims.combine_testable([fast_verdict, real_fast_verdict]),
     f"fast-plane share minus rest of layer, positional heads: {both(fast_gap, real_fast, '+.3f')}",
+    seeds=len(seeds),
     basis=basis,
-    to_decide=decide.interval_to_decide(fast_gap, 0.0, what="the measured gap", samples="heads")
+    to_decide=decide.interval_to_decide(fast_gap, 0.0, what="the measured gap")
     if fast_gap
     else no_heads("the RoPE models"),
 )
 CLAIMS.record(
     "positional_heads.cauchy_schwarz",
     claims.combine_testable([cs_verdict, real_cs_verdict]),
-    f"target activation / CS bound in positional heads: {both(cs_ratio, real_cs_ratio, '.2f')} (paper, "
-    f"Tables 3/5: {np.mean(paper['diagonal']):.2f} diagonal, "
-    f"{np.mean(paper['previous']):.2f} previous)",
+    f"target activation / CS bound in positional heads (line {heads.CS_THRESHOLD:g} ± "
+    f"{heads.CS_MARGIN:g}): {both(cs_ratio, real_cs_ratio, '.2f')} (paper: {paper_text})",
+    seeds=len(seeds),
     basis=basis,
     to_decide=decide.interval_to_decide(
-        cs_ratio, 0.5, what="the ratio's distance from 1/2", samples="heads"
+        cs_ratio, heads.CS_THRESHOLD, what=f"the ratio's distance from {heads.CS_THRESHOLD:g}"
     )
     if cs_ratio
     else no_heads("the RoPE models"),

@@ -227,13 +227,52 @@ def test_interval_text_closed_form():
     assert two.text == "95% CI [-10.71, 14.71] over 2 fits" and two.n == 2
 
 
-def test_verdict_above():
+def test_verdict_above_counts_seeds_and_fails_both_ways():
     assert heads.verdict_above([], 0.0, 3) == ("not testable here", None)
-    verdict, estimate = heads.verdict_above([0.9, 1.0, 1.1], 0.5, 2)
+    assert heads.verdict_above({}, 0.0, 3) == ("not testable here", None)
+    verdict, estimate = heads.verdict_above({0: 0.9, 1: 1.0, 2: 1.1}, 0.5, 2)
     assert verdict == "held" and estimate.mean == pytest.approx(1.0)
-    assert estimate.text.endswith("over 3 heads, pooled over seeds")
-    assert heads.verdict_above([-1.0, 1.0], 0.0, 2)[0] == "cannot decide"
+    assert estimate.text.endswith("over 3 seeds") and estimate.n == 3
     assert heads.verdict_above([0.1, 0.2, 0.3], 0.5, 2)[0] == "not held"
+    # straddling the threshold beyond the margin: cannot decide; inside it: bounded
+    assert heads.verdict_above([-1.0, 1.0], 0.0, 2, margin=0.05)[0] == "cannot decide"
+    assert heads.verdict_above([0.24, 0.25, 0.26], 0.25, 2, margin=0.05)[0] == "bounded"
+    assert heads.verdict_above([0.24, 0.25, 0.26], 0.25, 2)[0] == "cannot decide"  # no margin
+    # one seed has no interval: cannot decide, however far its value is from the threshold
+    assert heads.verdict_above([0.99], 0.5, 2)[0] == "cannot decide"
+    assert heads.verdict_above([0.01], 0.5, 2)[0] == "cannot decide"
+    verdict, estimate = heads.verdict_above([0.4, 0.5], 0.3, 2, unit="heads of one checkpoint")
+    assert estimate.text.endswith("over 2 heads of one checkpoint")
+
+
+@pytest.mark.parametrize(
+    ("values", "margin", "verdict"),
+    [
+        ([0.9, 0.95, 1.0], None, "held"),
+        ([0.1, 0.15, 0.2], None, "not held"),
+        ([0.299, 0.3, 0.301], 0.05, "bounded"),
+        ([0.0, 0.6], 0.05, "cannot decide"),
+        ([0.95], None, "cannot decide"),
+    ],
+)
+def test_seeds_above_rule(values, margin, verdict):
+    estimate = heads.over_seeds(values, 3)
+    assert heads.seeds_above(0.3, margin=margin)(estimate) == verdict
+
+
+def test_seeds_above_rule_without_samples():
+    assert heads.over_seeds([], 2) is None and heads.over_seeds({}, 2) is None
+    assert heads.seeds_above(0.0)(None) == "not testable here"
+    assert heads.seeds_above(0.0)(heads.interval_text([], 2)) == "not testable here"
+    assert heads.MIN_SEEDS == 2
+
+
+def test_seed_means_make_the_seed_the_unit():
+    pairs = [(0, 1.0), (0, 3.0), (0, 2.0), (1, 10.0)]
+    assert heads.seed_means(pairs) == {0: 2.0, 1: 10.0}
+    # Pooled, four heads would give an interval over 4 samples; by seed there are only 2.
+    assert heads.over_seeds(heads.seed_means(pairs), 2).n == 2
+    assert heads.seed_means([]) == {}
 
 
 def test_detector_table():
@@ -281,8 +320,18 @@ def test_isolated_tables_and_summary():
     summary = heads.isolated_summary(FITS)
     assert summary.nope_fits == 4 and summary.nope_bos_x_x == 0.5 - 1e-9
     assert summary.nope_excess == -1e-8 and summary.nope_bound_held
-    assert summary.rope_bos_x_x.mean == pytest.approx(0.96)
-    assert summary.rope_bos_x_x.text.endswith("over 4 fits (seeds × kinds)")
+    # the seed is the unit: each seed's weaker kind (0.95, 0.93), an interval over 2 seeds
+    assert summary.rope_bos_x_x.mean == pytest.approx(0.94) and summary.rope_bos_x_x.n == 2
+    assert summary.rope_bos_x_x.text.endswith("over 2 seeds (weaker kind per seed)")
+    one_seed = {key: fit for key, fit in FITS.items() if key[2] == 0}
+    assert heads.isolated_summary(one_seed).rope_bos_x_x.n == 1
+    assert heads.seeds_above(0.9)(heads.isolated_summary(one_seed).rope_bos_x_x) == (
+        "cannot decide"
+    )
+    # a seed whose previous-token head fails is not rescued by its diagonal head
+    weak = dict(FITS)
+    weak["rope", "previous", 0] = fake_fit("rope", "previous", 0.5, 0.1, 0.5)
+    assert heads.isolated_summary(weak).rope_bos_x_x.mean == pytest.approx((0.5 + 0.93) / 2)
     broken = dict(FITS)
     broken["nope", "previous", 1] = fake_fit("nope", "previous", 0.2, 1e-6, 3.0)
     assert not heads.isolated_summary(broken).nope_bound_held
@@ -394,6 +443,13 @@ def test_found_and_count_tables():
         ("rope", "diagonal"): [1, 1], ("rope", "previous"): [1, 0], ("rope", "either"): [2, 1],
         ("nope", "diagonal"): [0, 1], ("nope", "previous"): [0, 0], ("nope", "either"): [0, 1],
     }  # fmt: skip
+    # the count rule (heads per model, > 0.5, interval over seeds): RoPE's counts 2 and 1 are two
+    # seeds whose t-interval (mean 1.5, [-4.9, 7.9]) reaches below 0.5, so cannot decide
+    rule = heads.seeds_above(0.5)
+    assert rule(heads.interval_text(counts["rope", "either"], 1)) == "cannot decide"
+    assert rule(heads.interval_text([2, 2, 3], 1)) == "held"
+    assert rule(heads.interval_text([0, 0, 0], 1)) == "not held"
+    assert rule(heads.interval_text([2], 1)) == "cannot decide"
     rows = show.count_table(SCANS, 0.5)
     either = rows[2]
     assert (either["model"], either["kind"]) == ("rope", "either")
@@ -409,6 +465,16 @@ def test_the_strongest_head_compares_models_no_threshold_separates():
     counts = heads.count_heads(SCANS, 0.95)
     assert all(n == 0 for per_seed in counts.values() for n in per_seed)
     assert min(scores["rope", s] - scores["nope", s] for s in (0, 1)) > 0
+    gaps = heads.strongest_gaps(SCANS)
+    assert gaps == pytest.approx({0: 0.6, 1: 0.05})
+    rule = heads.seeds_above(0.0, margin=heads.STRONGEST_MARGIN)
+    assert rule(heads.over_seeds(gaps, 3)) == "cannot decide"  # 2 seeds, wide interval
+    assert rule(heads.over_seeds([0.3, 0.31, 0.32], 3)) == "held"
+    assert rule(heads.over_seeds([-0.3, -0.31, -0.32], 3)) == "not held"
+    assert rule(heads.over_seeds([-0.01, 0.0, 0.01], 3)) == "bounded"
+    assert rule(heads.over_seeds([0.3], 3)) == "cannot decide"
+    # only seeds both models have are paired
+    assert heads.strongest_gaps({**SCANS, ("rope", 7): SCANS["rope", 0]}) == pytest.approx(gaps)
 
 
 def test_head_scatter_chart():
@@ -434,6 +500,11 @@ def test_strongest_and_fast_share_table():
     # Chunk budgets [3, 1, 1, 1]: the fastest quarter holds 3/6; the other head holds 1/4.
     assert rows[0]["this head"] == pytest.approx(0.5) and rows[0]["rest of layer"] == 0.25
     assert gaps == pytest.approx([0.25, 0.0, 0.0])
+    # heads averaged within their seed: seed 0 (0.25 and 0.0) and seed 1 (0.0)
+    by_seed = heads.seed_fast_gaps(shares)
+    assert by_seed == pytest.approx({0: 0.125, 1: 0.0})
+    assert heads.verdict_above(by_seed, 0.0, 3, margin=heads.FAST_MARGIN)[0] == "cannot decide"
+    assert heads.seed_fast_gaps([]) == {}
 
 
 def test_frequency_profile_chart():
@@ -451,11 +522,44 @@ def test_paper_tables():
     ratios = heads.paper_ratios()
     assert ratios["diagonal"][0] == pytest.approx(156.93 / 203.65)
     assert ratios["previous"][2] == pytest.approx(18.91 / 102.41)
-    assert len(ratios["diagonal"]) == 6 and len(ratios["previous"]) == 7
-    rows = show.paper_table()
+    assert len(ratios["diagonal"]) == 6 + 5 and len(ratios["previous"]) == 7
+    assert [q.table for q in heads.PAPER_HEADS] == [3, 4, 5]
+    table5 = heads.paper_head(5)
+    assert (table5.layer, table5.head, table5.kind) == (1, 8, "previous")
+    assert table5.tokens[3] == (102.41, -1.46, 18.91)
+    assert table5.source.startswith("Barbero et al. 2025, App. E.1, Table 5 (Gemma 7B, Layer 1")
+    assert heads.paper_head(4).ratios()[0] == pytest.approx(55.84 / 64.42)
+    rows = show.paper_table(0.25)
     assert rows[0]["activation / bound, per token"].startswith("0.77, 0.79, 0.70")
-    assert rows[1]["mean"] == pytest.approx(np.mean(ratios["previous"]))
-    assert rows[1]["mean"] == pytest.approx(0.322, abs=5e-4)
+    assert rows[2]["mean"] == pytest.approx(np.mean(ratios["previous"]))
+    assert rows[2]["mean"] == pytest.approx(0.322, abs=5e-4)
+    assert rows[2]["tokens ≥ 0.25"] == "5 of 7" and rows[0]["tokens ≥ 0.25"] == "6 of 6"
+
+
+def test_the_paper_heads_pass_the_cauchy_schwarz_line():
+    """The rule is set against the paper: each quoted head's mean ratio clears the line with the
+    margin added (held, not bounded), while half the bound would fail Table 5's head."""
+    means = {q.table: np.mean(q.ratios()) for q in heads.PAPER_HEADS}
+    assert all(m > heads.CS_THRESHOLD + heads.CS_MARGIN for m in means.values())
+    assert means[5] < 0.5 < min(means[3], means[4])
+    assert min(heads.paper_head(5).ratios()) == pytest.approx(0.18, abs=0.01)
+    assert max(heads.paper_head(5).ratios()) == pytest.approx(0.45, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("per_seed", "verdict"),
+    [
+        ([0.6, 0.7, 0.65], "held"),
+        ([0.05, 0.1, 0.08], "not held"),
+        ([0.24, 0.25, 0.26], "bounded"),
+        ([0.1, 0.6], "cannot decide"),
+        ([0.9], "cannot decide"),
+        ([], "not testable here"),
+    ],
+)
+def test_cauchy_schwarz_rule(per_seed, verdict):
+    got, _ = heads.verdict_above(per_seed, heads.CS_THRESHOLD, 2, margin=heads.CS_MARGIN)
+    assert got == verdict
 
 
 def test_cauchy_schwarz_table():
@@ -472,6 +576,30 @@ def test_cauchy_schwarz_table():
     none = heads.target_cosines(SCANS, 0.95)
     assert none["diagonal"][0] == none["previous"][0] == []
     assert np.isnan(show.cauchy_schwarz_rows(none)[0]["positional"])
+    # by seed: seed 0 averages its diagonal (0.6) and previous-token (0.4) heads, seed 1 has 0.2
+    assert heads.seed_cosines(SCANS, 0.5) == pytest.approx({0: 0.5, 1: 0.2})
+    assert heads.seed_cosines(SCANS, 0.95) == {}
+
+
+def test_cauchy_schwarz_beside_table():
+    real = {("rope", 0): SCANS["rope", 0]}
+    rows = show.cauchy_schwarz_beside(SCANS, 0.5, 0.25, real)
+    assert [r["heads"] for r in rows] == [
+        "paper: Table 3: L1 H5, diagonal", "paper: Table 4: L27 H8, diagonal",
+        "paper: Table 5: L1 H8, previous", "book's RoPE, seed 0", "book's RoPE, seed 1",
+        "SmolLM2-135M",
+    ]  # fmt: skip
+    assert rows[2]["over"] == "7 tokens" and rows[2]["mean ≥ 0.25"] == "yes"
+    assert rows[2]["range"] == "0.18 – 0.45" and rows[2]["other heads, mean"] == "—"
+    assert rows[3]["over"] == "2 positional heads"
+    assert rows[3]["activation / bound, mean"] == pytest.approx(0.5)
+    assert rows[3]["mean ≥ 0.25"] == "yes" and rows[4]["mean ≥ 0.25"] == "no"
+    assert rows[4]["activation / bound, mean"] == pytest.approx(0.2)
+    # seed 0's other heads at each offset: diagonal 0.1, 0.8, 0.3; previous 0.05, 0.3, 0.15
+    assert rows[3]["other heads, mean"] == pytest.approx((0.1 + 0.8 + 0.3 + 0.05 + 0.3 + 0.15) / 6)
+    assert rows[5]["activation / bound, mean"] == pytest.approx(0.5)
+    empty = show.cauchy_schwarz_beside(SCANS, 0.95, 0.25)
+    assert len(empty) == 5 and empty[3]["range"] == empty[3]["mean ≥ 0.25"] == "—"
 
 
 def test_layer_table_and_layer0_bound():

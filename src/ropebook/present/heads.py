@@ -15,6 +15,7 @@ from ropebook import rope
 from ropebook.analysis import chunk_norms, interval_text
 from ropebook.analysis.heads import (
     KINDS,
+    PAPER_HEADS,
     FastShare,
     HeadScan,
     IsolatedFit,
@@ -431,26 +432,69 @@ def activation_table(activations: TargetActivations) -> list[dict]:
     ]
 
 
-def paper_table() -> list[dict]:
-    ratios = paper_ratios()
-    return [
-        {
-            "table (paper)": label,
-            "target": target,
-            "activation / bound, per token": ", ".join(f"{x:.2f}" for x in ratios[kind]),
-            "mean": float(np.mean(ratios[kind])),
-        }
-        for kind, label, target in (
-            ("diagonal", "Table 3, diagonal head", "diagonal"),
-            ("previous", "Table 5, previous-token head", "previous token"),
+def paper_table(threshold: float) -> list[dict]:
+    """The paper's quoted heads (:data:`~ropebook.analysis.heads.PAPER_HEADS`), one row each:
+    activation / Cauchy-Schwarz bound at the target, token by token, their mean, and how many
+    tokens reach ``threshold``."""
+    rows = []
+    for quoted in PAPER_HEADS:
+        ratios = quoted.ratios()
+        rows.append(
+            {
+                "table (paper)": f"Table {quoted.table}, Gemma 7B L{quoted.layer} H{quoted.head}",
+                "target": quoted.kind,
+                "tokens": ", ".join(str(t) for t in quoted.tokens),
+                "activation / bound, per token": ", ".join(f"{x:.2f}" for x in ratios),
+                "mean": float(np.mean(ratios)),
+                f"tokens ≥ {threshold:g}": f"{sum(x >= threshold for x in ratios)} of {len(ratios)}",
+            }
         )
+    return rows
+
+
+def _beside_row(who: str, unit: str, values, rest, threshold: float) -> dict:
+    values = [float(v) for v in values]
+    mean = float(np.mean(values)) if values else None
+    return {
+        "heads": who,
+        "over": f"{len(values)} {unit}",
+        "activation / bound, mean": "—" if mean is None else mean,
+        "range": f"{min(values):.2f} – {max(values):.2f}" if values else "—",
+        f"mean ≥ {threshold:g}": "—" if mean is None else ("yes" if mean >= threshold else "no"),
+        "other heads, mean": float(np.mean(rest)) if len(rest) else "—",
+    }
+
+
+def cauchy_schwarz_beside(
+    scans: dict, head_threshold: float, threshold: float, real_scans: dict | None = None
+) -> list[dict]:
+    """The paper's heads beside ours: each quoted head of the paper (over its tokens), each seed
+    of the book's RoPE model (over its positional heads, the seed's mean being what the claim's
+    interval counts) and a real checkpoint (over its positional heads), with the target
+    activation as a fraction of its Cauchy-Schwarz bound, whether the mean reaches
+    ``threshold``, and the same ratio in the other heads of the same model (the paper quotes
+    none)."""
+    rows = [
+        _beside_row(f"paper: {q.label}", "tokens", q.ratios(), [], threshold) for q in PAPER_HEADS
     ]
+    for source, prefix in ((scans, "book's RoPE, seed"), (real_scans or {}, "SmolLM2-135M")):
+        for seed, scan in by_model(source, "rope").items():
+            positional, rest = [], []
+            for kind in KINDS:
+                chosen = set(scan.heads(kind, head_threshold))
+                for layer in range(scan.shape[0]):
+                    for head in range(scan.shape[1]):
+                        value = float(scan.cosine[kind][layer, head])
+                        (positional if (layer, head) in chosen else rest).append(value)
+            who = f"{prefix} {seed}" if source is scans else prefix
+            rows.append(_beside_row(who, "positional heads", positional, rest, threshold))
+    return rows
 
 
 def cauchy_schwarz_rows(cosines: dict[str, tuple[list, list]]) -> list[dict]:
     """Mean target cosine (activation / Cauchy-Schwarz bound) of the RoPE positional heads of each
-    kind (:func:`~ropebook.analysis.heads.target_cosines`) against all other heads of the same
-    models, next to the paper's."""
+    kind (:func:`~ropebook.analysis.heads.target_cosines`, pooled over seeds: a description, not
+    the claim's unit) against all other heads of the same models, next to the paper's."""
     paper = paper_ratios()
     return [
         {

@@ -18,7 +18,11 @@ Conventions: attention matrices are ``[..., T, T]`` with rows = queries ``i`` an
 - **Trained models**: :func:`scan_model` measures every head of a :mod:`ropebook.model` model on
   token windows; :func:`target_activations` gives the paper's Tables 3-5 (activations next to
   their Cauchy-Schwarz bound); :func:`count_heads`, :func:`positional_fast_shares`,
-  :func:`target_cosines` and :func:`verdict_above` read the scans for the chapter's claims.
+  :func:`target_cosines` and :func:`seed_cosines` read the scans for the chapter's claims.
+- **Verdicts** (:mod:`.verdicts`, re-exported here): the seed is the unit of every interval
+  (heads averaged within their seed, :func:`seed_means`; *cannot decide* on fewer than
+  :data:`MIN_SEEDS` seeds, :func:`seed_verdict`), and the paper's own heads (:data:`PAPER_HEADS`,
+  quoted from App. E.1) set the Cauchy-Schwarz rule's threshold (:data:`CS_THRESHOLD`).
 
 Numbers only: the chapter's tables and figures are in :mod:`ropebook.present.heads`.
 """
@@ -33,7 +37,10 @@ import numpy as np
 
 from ropebook import rope
 from ropebook.analysis import Estimate, chunk_norms, interval_text
-from ropebook.claims import verdict_from_interval
+
+# the verdict rules and the paper's quoted heads (verdicts.__all__), re-exported
+from ropebook.analysis.heads.verdicts import *  # noqa: F403
+from ropebook.analysis.heads.verdicts import seed_means
 
 KINDS: tuple[str, ...] = ("diagonal", "previous")
 OFFSET = {"diagonal": 0, "previous": 1}  # target key of query i is i - OFFSET[kind]
@@ -520,42 +527,6 @@ def target_activations(
 # ---------------------------------------------------------------- the chapter's readings
 
 ENCODINGS: tuple[str, ...] = ("nope", "rope")
-PAIRED_UNIT = "heads, pooled over seeds"
-
-# Barbero et al. (2025), App. E.1, Gemma 7B: token -> (upper bound ||q_i|| ||k_j|| / sqrt(d),
-# diagonal activation a_ii, previous-token activation a_i,i-1). Table 3 is Layer 1 Head 5 (a
-# diagonal head, tokens 2-7), Table 5 Layer 1 Head 8 (a previous-token head, tokens 1-7).
-PAPER_TABLE_3 = {
-    2: (203.65, 156.93, 76.67),
-    3: (483.97, 383.00, 82.13),
-    4: (141.48, 98.47, 29.01),
-    5: (130.71, 92.15, 45.33),
-    6: (168.52, 137.10, 73.04),
-    7: (122.31, 90.71, 55.25),
-}
-PAPER_TABLE_5 = {
-    1: (76.54, 3.29, 31.04),
-    2: (79.13, 5.21, 35.31),
-    3: (102.41, -1.46, 18.91),
-    4: (61.34, 4.23, 19.72),
-    5: (54.54, 4.61, 18.96),
-    6: (56.62, 2.47, 17.46),
-    7: (57.2, 3.08, 13.67),
-}
-
-
-def verdict_above(
-    values, threshold: float, digits: int, unit: str = PAIRED_UNIT
-) -> tuple[str, Estimate | None]:
-    """Verdict that the mean of ``values`` (heads, by default pooled over seeds) lies above
-    ``threshold``: ``held`` / ``partly`` / ``not held`` from the 95% interval, ``not testable
-    here`` when there are no values (no positional head to measure), with the estimate (``None``
-    then)."""
-    if len(values) == 0:
-        return "not testable here", None
-    estimate = interval_text(values, digits, unit)
-    verdict = verdict_from_interval(*estimate.bounds, threshold=threshold)
-    return verdict, estimate
 
 
 def fit_isolated_heads(n_seeds: int, **kwargs) -> dict[tuple[str, str, int], IsolatedFit]:
@@ -576,7 +547,9 @@ class IsolatedSummary:
     nope_fits: int  # NoPE heads trained (seeds x kinds)
     nope_bos_x_x: float  # the largest NoPE target weight on [bos, x, x]
     nope_excess: float  # the largest NoPE alpha - 1/r on repeated rows
-    rope_bos_x_x: Estimate  # RoPE target weight on [bos, x, x] over seeds x kinds
+    # RoPE target weight on [bos, x, x]: per seed the weaker kind's (the claim is that RoPE
+    # learns both kinds), interval over seeds
+    rope_bos_x_x: Estimate
 
     @property
     def nope_bound_held(self) -> bool:
@@ -586,13 +559,20 @@ class IsolatedSummary:
 
 
 def isolated_summary(fits: dict) -> IsolatedSummary:
+    """Prop. 5.2's bound over every NoPE fit (a bound holds fit by fit), and the RoPE target
+    weight on ``[bos, x, x]`` with the seed as the unit: each seed's weaker kind, then an
+    interval over seeds (fits of one seed share its initial key)."""
     nope = [f for (encoding, _, _), f in fits.items() if encoding == "nope"]
-    rope_fits = [f for (encoding, _, _), f in fits.items() if encoding == "rope"]
+    rope_by_seed: dict[int, list[float]] = {}
+    for (encoding, _, seed), fit in fits.items():
+        if encoding == "rope":
+            rope_by_seed.setdefault(seed, []).append(fit.bos_x_x)
+    weaker = [min(values) for values in rope_by_seed.values()]
     return IsolatedSummary(
         nope_fits=len(nope),
         nope_bos_x_x=max(f.bos_x_x for f in nope),
         nope_excess=max(f.repeat_excess for f in nope),
-        rope_bos_x_x=interval_text([f.bos_x_x for f in rope_fits], 3, "fits (seeds × kinds)"),
+        rope_bos_x_x=interval_text(weaker, 3, "seeds (weaker kind per seed)"),
     )
 
 
@@ -726,15 +706,6 @@ def positional_fast_shares(scans: dict, threshold: float, fraction: float) -> li
     return found
 
 
-def paper_ratios() -> dict[str, list[float]]:
-    """Activation / Cauchy-Schwarz bound at the target in the paper's Tables 3 (diagonal head)
-    and 5 (previous-token head), per token."""
-    return {
-        "diagonal": [d / u for u, d, _ in PAPER_TABLE_3.values()],
-        "previous": [p / u for u, _, p in PAPER_TABLE_5.values()],
-    }
-
-
 def target_cosines(scans: dict, threshold: float) -> dict[str, tuple[list, list]]:
     """``{kind: (positional, rest)}``: the mean target cosine (activation / Cauchy-Schwarz bound)
     of every RoPE positional head of that kind, and of every other head of the same models."""
@@ -749,6 +720,35 @@ def target_cosines(scans: dict, threshold: float) -> dict[str, tuple[list, list]
                     (pos if (layer, head) in chosen else rest).append(value)
         cosines[kind] = (pos, rest)
     return cosines
+
+
+def seed_cosines(scans: dict, threshold: float) -> dict[int, float]:
+    """``{seed: mean target cosine}`` of the RoPE model's positional heads (each at its own
+    kind's target), averaged within the seed: the per-seed statistic whose interval over seeds
+    decides the Cauchy-Schwarz claim. Seeds with no positional head are absent."""
+    return seed_means(
+        (seed, scan.cosine[kind][layer, head])
+        for seed, scan in by_model(scans, "rope").items()
+        for kind in KINDS
+        for layer, head in scan.heads(kind, threshold)
+    )
+
+
+def seed_fast_gaps(shares: list[FastShare]) -> dict[int, float]:
+    """``{seed: mean fast-share gap}`` of :func:`positional_fast_shares`, heads averaged within
+    their seed. Seeds with no positional head are absent."""
+    return seed_means((s.seed, s.gap) for s in shares)
+
+
+def strongest_gaps(scans: dict, a: str = "rope", b: str = "nope") -> dict[int, float]:
+    """``{seed: strongest_score(a) - strongest_score(b)}`` over the seeds both models have:
+    the paired per-seed difference the RoPE/NoPE claim is decided on."""
+    first, second = by_model(scans, a), by_model(scans, b)
+    return {
+        seed: strongest_score(first[seed]) - strongest_score(second[seed])
+        for seed in first
+        if seed in second
+    }
 
 
 def layer0_excess(scans: dict, name: str) -> float:
