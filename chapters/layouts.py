@@ -45,7 +45,17 @@ max_seeds = 8  # in [1, inf): most seeds per p-sweep model (the profile's own at
 import numpy as np
 from myst_nb import glue
 
-from ropebook import claims, layout_language, layouts, plots, seedplan, studies, tasks, zoo
+from ropebook import (
+    claims,
+    layout_language,
+    layouts,
+    plots,
+    rope_layers,
+    seedplan,
+    studies,
+    tasks,
+    zoo,
+)
 from ropebook.analysis import layouts as lay
 from ropebook.analysis import recall as rc
 from ropebook.present import layouts as show_layouts
@@ -83,11 +93,37 @@ glue("layouts.seed_list", ", ".join(map(str, seeds)), display=False)
 # (layouts-production)=
 # ## The production layouts
 #
-# What each model's `transformers` configuration class sets by default (our pinned version;
-# `tests/test_layouts.py` reads these values back from the classes):
+# What each model's configuration rotates, layer by layer, as `python -m ropebook layers` reads
+# it from `transformers` (our pinned version) with no weights: one row per model and set of
+# identical layers. Where the book has read a released size's `config.json`, its values that
+# differ from the configuration class's defaults are written over them and named in the first
+# column (Gemma 3 4B's global-only linear scaling, ×{glue:text}`layouts.gemma3_factor:g`, and
+# its {glue:text}`layouts.gemma3_window:,d`-token window, for one); the other
+# models are their classes' defaults, and say so. The frequencies are `transformers`' own and
+# agree with `ropebook.scaling` to a relative {glue:text}`layouts.crosscheck_gap:.0e` at worst.
 
 # %% tags=["remove-input"]
-plots.table(show_layouts.production_rows())
+plots.table(show_layouts.config_rows())
+
+# %% [markdown]
+# Each tick below is one rotated plane's wavelength over the model's context. Gemma 4's global
+# layers rotate {glue:text}`layouts.gemma4_rotated` of their {glue:text}`layouts.gemma4_planes`
+# planes, and the slowest of those turns every {glue:text}`layouts.gemma4_slowest:,.0f` tokens,
+# far left of one turn over the context: the other planes carry no position at all. They are
+# NoPE layers with a few fast planes.
+
+# %% tags=["remove-input"]
+released_readings = {name: entry.reading() for name, entry in rope_layers.RELEASED.items()}
+gemma4_global = next(layer for layer in released_readings["gemma4"].layers if layer.span is None)
+gemma3_layers = {layer.span: layer for layer in released_readings["gemma3"].layers}
+glue("layouts.gemma3_window", int(min(span for span in gemma3_layers if span)), display=False)
+glue("layouts.gemma3_factor", float(dict(gemma3_layers[None].parameters)["factor"]), display=False)
+glue("layouts.gemma4_rotated", int(gemma4_global.grid.n_rotated), display=False)
+glue("layouts.gemma4_planes", int(gemma4_global.grid.n_chunks), display=False)
+glue("layouts.gemma4_slowest", float(gemma4_global.wavelengths[-1]), display=False)
+gap = max(rope_layers.largest_gap(reading) for reading in released_readings.values())
+glue("layouts.crosscheck_gap", gap, display=False)
+show_layouts.wavelength_chart()
 
 # %% [markdown]
 # ## The same designs at our scale

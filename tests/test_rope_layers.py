@@ -272,3 +272,50 @@ def test_bad_input_gets_a_one_line_error(tmp_path, capsys, content, message):
         path.write_text(content)
     code, out, err = run(capsys, str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+# ---------------------------------------------------------------------------------------------
+# the layouts chapter's production table and figure
+
+
+def test_released_sizes_name_what_differs_from_the_class_defaults():
+    gemma3 = rope_layers.RELEASED["gemma3"]
+    changed = "; ".join(gemma3.differences())
+    assert "sliding_window 1,024 (class default 4,096)" in changed
+    assert "full_attention: θ 1,000,000, linear ×8" in changed
+    reading = gemma3.reading()
+    assert {t.name for t in reading.traps} >= {"global-only-scaling", "per-layer-type-rope"}
+    top = next(layer for layer in reading.layers if layer.span is None)
+    np.testing.assert_allclose(top.frequencies, 1e6 ** (-np.arange(0, 256, 2) / 256) / 8, rtol=1e-6)
+    assert rope_layers.RELEASED["gemma4"].differences() == []  # its class defaults, said so
+    llama = rope_layers.RELEASED["llama3.1"].reading()
+    assert llama.layers[0].grid.rope_type == "llama3" and rope_layers.largest_gap(llama) < 1e-5
+
+
+def test_smollm2_values_match_the_books_own_checkpoint():
+    """The SmolLM2 row against the config of the checkpoint the book converts (if cached)."""
+    from ropebook import real_model
+
+    path = real_model.folder() / "config.json"
+    if not path.is_file():
+        pytest.skip("SmolLM2 not converted in this cache (ropebook.real_model.ensure)")
+    ours = rope_layers.RELEASED["smollm2"].reading()
+    theirs = rope_layers.read_config(path)
+    assert ours.context == theirs.context and len(ours.layers) == len(theirs.layers)
+    np.testing.assert_allclose(ours.layers[0].grid.inv_freq, theirs.layers[0].grid.inv_freq)
+
+
+def test_production_table_and_figure_come_from_the_command():
+    from ropebook.present import layouts as show
+
+    rows = show.config_rows()
+    models = {entry.model for entry in rope_layers.RELEASED.values()}
+    assert {r["model (values from)"].split(" (")[0] for r in rows} == models
+    gemma4 = [r for r in rows if r["model (values from)"].startswith("Gemma 4")]
+    assert gemma4[1]["planes rotating (dims)"] == "64 of 256 (0–63, 256–319)"
+    assert gemma4[1]["wavelengths (tokens)"] == "6.28 to 188"
+    chart = show.wavelength_chart().to_dict()
+    values = chart["datasets"][chart["layer"][0]["data"]["name"]]
+    rows_drawn = {v["row"] for v in values}
+    assert "Gemma 4 · global: 64 of 256 planes rotate" in rows_drawn
+    assert "Llama 4 · global: 0 of 64 planes rotate" in rows_drawn

@@ -10,7 +10,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from ropebook import layout_language, layouts
+from ropebook import layout_language, layouts, rope_layers
 from ropebook.analysis import ablation
 
 
@@ -34,6 +34,76 @@ def production_rows(production: Mapping[str, layouts.Production] | None = None) 
             "not modelled here": p.not_modelled or "—",
         })  # fmt: skip
     return rows
+
+
+def config_rows(released: Mapping[str, rope_layers.Released] | None = None) -> list[dict]:
+    """The production table from ``python -m ropebook layers`` (:mod:`ropebook.rope_layers`):
+    one row per model and set of identical layers, with where its values come from (a released
+    size's ``config.json`` fields that differ from the class defaults, named, or the defaults)."""
+    rows = []
+    for entry in (released or rope_layers.RELEASED).values():
+        reading = entry.reading()
+        changed = entry.differences()
+        source = entry.source + (": " + "; ".join(changed) if changed else "")
+        for number, (layer, indices) in enumerate(reading.groups()):
+            g = layer.grid
+            rotating = g.encoding != "NoPE"
+            lam = layer.wavelengths
+            over = f"{layer.slow_planes(reading.context)} of {g.n_rotated}" if rotating else "—"
+            if rotating and layer.span:
+                over += f" ({layer.slow_planes(layer.span)} over the {layer.scope})"
+            rows.append({
+                "model (values from)": entry.model + (f" ({source})" if number == 0 else ""),
+                "layers": f"{len(indices)} of {len(reading.layers)}",
+                "attention": "global" if layer.span is None else f"{layer.scope} {layer.span:,}",
+                "encoding": g.encoding,
+                "θ, scaling": (f"{g.rope_theta:,.0f}, {rope_layers.describe_rule(g.rope_type, dict(layer.parameters))}"
+                               if rotating else "—"),
+                "pairing": g.pairing,
+                "planes rotating (dims)": (
+                    f"{g.n_rotated} of {g.n_chunks} ("
+                    + ", ".join(f"{a}–{b - 1}" for a, b in layer.rotated_dims) + ")"
+                    if rotating else f"0 of {g.n_chunks}"
+                ),
+                "wavelengths (tokens)": (f"{rope_layers.tokens(lam[0])} to {rope_layers.tokens(lam[-1])}"
+                                         if rotating else "—"),
+                "planes under one turn over the context": over,
+                "context": f"{reading.context:,}",
+            })  # fmt: skip
+    return rows
+
+
+def wavelength_chart(released: Mapping[str, rope_layers.Released] | None = None) -> alt.Chart:
+    """Every rotated plane's wavelength over its model's context (log scale), one row per model
+    and layer kind: a tick left of 1 turns at least once over the context. The unrotated planes
+    are counted in the row's label."""
+    values = []
+    for entry in (released or rope_layers.RELEASED).values():
+        reading = entry.reading()
+        for layer, _ in reading.groups():
+            g = layer.grid
+            kind = "global" if layer.span is None else layer.scope
+            row = f"{entry.model} · {kind}: {g.n_rotated} of {g.n_chunks} planes rotate"
+            for k, lam in zip(layer.rotated_planes, layer.wavelengths, strict=True):
+                values.append({"row": row, "plane": int(k), "wavelength": float(lam),
+                               "ratio": float(lam / reading.context)})  # fmt: skip
+            if g.n_rotated == 0:
+                values.append({"row": row, "plane": -1, "wavelength": None, "ratio": None})
+    rows = list(dict.fromkeys(v["row"] for v in values))
+    base = alt.Chart(alt.InlineData(values=values))
+    ticks = base.mark_tick(thickness=1.5, size=12).encode(
+        x=alt.X("ratio:Q", scale=alt.Scale(type="log"),
+                title="wavelength / context (left of 1: turns at least once over the context)"),
+        y=alt.Y("row:N", sort=rows, title=None),
+        color=alt.Color("plane:Q", scale=alt.Scale(scheme="viridis"), title="plane (0 = fastest)"),
+        tooltip=["row:N", "plane:Q", alt.Tooltip("wavelength:Q", format=",.0f")],
+    )  # fmt: skip
+    one = (
+        alt.Chart(alt.InlineData(values=[{"ratio": 1.0}]))
+        .mark_rule(color="firebrick")
+        .encode(x="ratio:Q")
+    )
+    return (ticks + one).properties(width=460, height=18 * len(rows))
 
 
 def scaled_rows(rows: list[dict], labels: Mapping[str, str]) -> list[dict]:
