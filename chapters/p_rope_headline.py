@@ -174,6 +174,7 @@ for better, worse, cid in PAIRS[1:-1]:  # no study: this build's runs decide
         basis=f"{grown}matched regime, {matched_tokens:,} tokens/model; "
         + show.resolution_text(c, confidence),
         to_decide=decide.comparison_to_decide(c, seedplan.measured_sd("matched", (better, worse))),
+        exploratory=(better, worse) in exploratory,
     )
 noise_n = min(c.difference.n for c in matched_cmp.values())  # the fewest paired seeds
 noise_verdict, noise_interval = show_noise.sd_target(matched_noise, noise_n, 1.0, confidence)

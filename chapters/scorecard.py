@@ -114,6 +114,7 @@ counts = claims.tally(every_claim)
 family = claims.expected_false_verdicts(every_claim)
 glue("scorecard.proved", counts[claims.PROVED], display=False)
 glue("scorecard.checked", counts[claims.CHECKED], display=False)
+glue("scorecard.exploratory", counts["exploratory"], display=False)
 glue("scorecard.decided", family["decided"], display=False)
 glue("scorecard.expected_false", f"{family['expected']:.1f}", display=False)
 glue("scorecard.alpha", f"{family['alpha']:g}", display=False)
@@ -129,9 +130,11 @@ glue("scorecard.open_share", f"{100 * family['cannot_decide_share']:.0f} %", dis
 # {glue:text}`scorecard.proved` proofs and {glue:text}`scorecard.checked` checks, all of which
 # held (a failed one stops the build).
 #
-# **The family's error.** Each of the {glue:text}`scorecard.decided` decided findings rests on a
-# test at level {glue:text}`scorecard.alpha` (a 95 % interval, or p < 0.05), each judged on its
-# own. Were every one of their true effects exactly at its threshold — the worst case for each —
+# **The family's error.** Each of the {glue:text}`scorecard.decided` decided confirmatory findings
+# rests on a test at level {glue:text}`scorecard.alpha` (a 95 % interval, or p < 0.05), each
+# judged on its own; the {glue:text}`scorecard.exploratory` *exploratory* ones, decided on seeds
+# bought after seeing their effect, are shown but left out of this count (looking twice raises
+# their error above that level). Were every one of their true effects exactly at its threshold — the worst case for each —
 # about {glue:text}`scorecard.expected_false` of them would be decided the wrong way on average;
 # fewer where effects lie far from their thresholds. Read any single verdict with that in mind.
 

@@ -145,7 +145,7 @@ def test_proofs_and_checks_are_asserted_not_scored():
     specs.record("k.check", True, "exact")
     specs.record("k.none", None, "no heads to check")  # nothing to check: allowed, no plan asked
     specs.record("k.find", (0.1, 0.3), "0.2")
-    specs.record("k.open", (-0.1, 0.3), "0.1", to_decide="12 seeds")
+    specs.record("k.open", (-0.1, 0.3), "0.1", to_decide="12 seeds", exploratory=True)
     records = specs.claims()
     assert [c.kind for c in records] == ["proved", "checked", "checked", "finding", "finding"]
     counts = claims.tally(records)
@@ -153,8 +153,9 @@ def test_proofs_and_checks_are_asserted_not_scored():
     assert counts["proved"] == 1 and counts["checked"] == 2
     assert counts["not testable here"] == 0  # the check with nothing to check is not scored
     assert claims.tally_text(records) == (
-        "2 findings (1 held, 1 cannot decide); 1 proved, 2 checked"
+        "2 findings (1 held, 1 cannot decide; 1 exploratory); 1 proved, 2 checked"
     )
+    assert claims.verdict_label(records[4]) == "cannot decide (exploratory)"
     assert [claims.verdict_label(c) for c in records[:3]] == [
         "proved",
         "checked",
@@ -170,3 +171,15 @@ def test_proofs_and_checks_are_asserted_not_scored():
 def test_claims_glued_before_kinds_load_as_findings():
     old = {"id": "a.b", "source": "s", "statement": "t", "measured": "m", "verdict": "held"}
     assert claims.Claim(**old).kind == "finding"
+
+
+def test_exploratory_findings_stay_out_of_the_familys_count():
+    specs = claims.ClaimSet(
+        claims.ClaimSpec("e.planned", "ours", "a", claims.interval_above(0)),
+        claims.ClaimSpec("e.looked", "ours", "b", claims.interval_above(0)),
+    )
+    specs.record("e.planned", (0.1, 0.2), "0.15")
+    specs.record("e.looked", (0.1, 0.2), "0.15", exploratory=True)
+    family = claims.expected_false_verdicts(specs.claims())
+    assert family["decided"] == 1  # the exploratory one is shown, not counted
+    assert claims.tally(specs.claims())["exploratory"] == 1

@@ -287,9 +287,6 @@ def test_margin_is_the_papers_headline_gap_rounded_up():
     wiki = ablation.PAPER_TABLE2["Wiki"]
     gap = 100 * abs(wiki["p-rope-0.75"] / wiki["rope"] - 1)  # 0.48 %
     assert gap <= recipes.MARGIN < gap + 0.05
-    from ropebook.analysis.ablation.seeds import PERPLEXITY_MARGIN  # p_rope's: one margin
-
-    assert recipes.MARGIN == PERPLEXITY_MARGIN
 
 
 def paired(differences, base: float = 30.0) -> ablation.Comparison:

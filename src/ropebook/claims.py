@@ -69,6 +69,8 @@ class Claim:
     # Last and optional, so the claims of notebooks executed before it existed still load.
     to_decide: str | None = None
     kind: str = FINDING  # last, so claims glued before kinds existed load as findings
+    # Decided on seeds bought after seeing this effect: shown, kept out of the family's count.
+    exploratory: bool = False
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -231,10 +233,12 @@ class ClaimSet:
         seeds: int | None = None,
         basis: str | None = None,
         to_decide: str | None = None,
+        exploratory: bool = False,
     ) -> None:
         """Decide the claim from ``evidence`` with its declared rule and keep the record;
         ``basis`` says what the verdict rests on (models, seeds, tokens, detectable effect);
-        ``to_decide`` what would decide it should the verdict leave it open (kept only then)."""
+        ``to_decide`` what would decide it should the verdict leave it open (kept only then);
+        ``exploratory`` that its seeds were chosen after seeing its effect (not confirmatory)."""
         if claim_id not in self.specs:
             raise KeyError(f"claim {claim_id!r} was not declared; declared: {list(self.specs)}")
         if claim_id in self.records:
@@ -251,6 +255,7 @@ class ClaimSet:
             id=spec.id, source=spec.source, statement=spec.statement, measured=measured,
             verdict=verdict, interval=interval, seeds=seeds, evidence=basis,
             to_decide=to_decide if verdict in UNDECIDED else None, kind=spec.kind,
+            exploratory=exploratory and spec.kind == FINDING,
         )  # fmt: skip
         self.records[claim_id] = claim
 
@@ -291,7 +296,7 @@ def verdict_label(claim: Claim) -> str:
     """The verdict column: a finding's verdict; a proof's or check's kind (they are asserted,
     not scored), with *not testable here* where there was nothing to check."""
     if claim.finding:
-        return claim.verdict
+        return claim.verdict + (" (exploratory)" if claim.exploratory else "")
     return claim.kind if claim.verdict == "held" else f"{claim.kind}: {claim.verdict}"
 
 
@@ -313,7 +318,8 @@ def markdown_table(claims: list[Claim]) -> str:
 # ---------------------------------------------------------------- tallies
 def tally(claims: Iterable[Claim]) -> dict[str, int]:
     """What the summary pages count: ``findings`` and each verdict among them (proofs and checks
-    are never scored), and ``proved`` and ``checked`` apart."""
+    are never scored), how many of the findings are ``exploratory``, and ``proved`` and
+    ``checked`` apart."""
     claims = list(claims)
     findings = [c for c in claims if c.finding]
     kinds = Counter(c.kind for c in claims)
@@ -321,6 +327,7 @@ def tally(claims: Iterable[Claim]) -> dict[str, int]:
     return {
         "findings": len(findings),
         **{v: verdicts[v] for v in VERDICTS},
+        "exploratory": sum(c.exploratory for c in findings),
         PROVED: kinds[PROVED],
         CHECKED: kinds[CHECKED],
     }
@@ -331,19 +338,21 @@ def tally_text(claims: Iterable[Claim]) -> str:
     counts = tally(claims)
     verdicts = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
     n = counts["findings"]
-    text = f"{n} finding{'s' if n != 1 else ''}" + (f" ({verdicts})" if verdicts else "")
+    explored = f"; {counts['exploratory']} exploratory" if counts["exploratory"] else ""
+    text = f"{n} finding{'s' if n != 1 else ''}" + (f" ({verdicts}{explored})" if verdicts else "")
     asserted = ", ".join(f"{counts[k]} {k}" for k in (PROVED, CHECKED) if counts[k])
     return f"{text}; {asserted}" if asserted else text
 
 
 def expected_false_verdicts(claims: Iterable[Claim], alpha: float = 0.05) -> dict[str, float]:
-    """The family's error, stated: each decided finding rests on a test at level ``alpha`` (a 95 %
-    interval, or p < 0.05), so if every one of their true effects sat exactly at its threshold
-    (the worst case for each), ``alpha`` × their number would be decided the wrong way on
-    average. ``decided``: how many; ``expected``: that bound; ``cannot_decide_share``: the share
-    of findings left *cannot decide*."""
+    """The family's error, stated: each decided confirmatory finding rests on a test at level
+    ``alpha`` (a 95 % interval, or p < 0.05), so if every one of their true effects sat exactly at
+    its threshold (the worst case for each), ``alpha`` × their number would be decided the wrong
+    way on average. ``decided``: how many (exploratory findings, whose seeds were chosen after
+    seeing their effect, are left out: their level is not ``alpha``); ``expected``: that bound;
+    ``cannot_decide_share``: the share of findings left *cannot decide*."""
     findings = [c for c in claims if c.finding]
-    decided = [c for c in findings if c.verdict in DECIDED]
+    decided = [c for c in findings if c.verdict in DECIDED and not c.exploratory]
     open_share = sum(c.verdict == "cannot decide" for c in findings) / max(len(findings), 1)
     return {
         "alpha": alpha,

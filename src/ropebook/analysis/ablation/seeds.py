@@ -19,12 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ropebook.analysis import mean_interval
+from ropebook.recipes import MARGIN
 from ropebook.stats.power import bound_text, min_detectable_effect, percent_of_perplexity
 
 # The margin, fixed before the data, inside which a perplexity comparison's paired interval is a
-# decided null (*bounded*): the unit the book states its comparisons in, 0.5 % of perplexity, about
-# the paper's own RoPE-vs-0.75-RoPE gap on Wiki (0.48 %, Table 2).
-PERPLEXITY_MARGIN = 0.5
+# decided null (*bounded*), in % of perplexity; ropebook.recipes says why it is what it is.
+PERPLEXITY_MARGIN = MARGIN
 
 # ---------------------------------------------------------------- estimates over seeds
 
