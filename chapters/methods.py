@@ -240,7 +240,16 @@ plots.table(show.profile_rows(profile))
 # - **cannot decide** when it contains zero and reaches past the margin: the run then only
 #   *bounds* the effect ($|\Delta|$ is below the interval's larger end), and the record says how
 #   many seeds would decide it;
+# - **uninformative here** when the regime cannot tell the claim by construction, whatever the
+#   interval: 0.75-RoPE against RoPE where the planes it frees turn less than a quarter turn over
+#   the span tested ({ref}`p-rope-table2`); such a test is no verdict on the paper, is tallied
+#   apart and names the regime that would decide it;
 # - **not testable here** with a single seed, which gives no interval.
+#
+# Only *findings* — claims the data could contradict — get these verdicts. Symbolic proofs and
+# implementation or construction checks are asserted (a failed one stops the build) and listed on
+# the scorecard apart, never scored. Seeds a chapter buys after seeing a comparison's effect make
+# its reading *exploratory*: shown with its verdict, left out of the scorecard's family count.
 #
 # A claim that a noise level meets a target (a paired s.d. at most 1 % of perplexity, evaluation
 # variance at most a tenth of training variance) is judged the same way on the *interval* of
