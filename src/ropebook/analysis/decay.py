@@ -606,7 +606,8 @@ def trained_decay(
 # tokens). If the fastest freed plane turns less than π/2 over the longest window evaluated,
 # RoPE never turned those planes against what they carry, and the two models are alike there by
 # construction: the test is "uninformative here", whatever its interval says. (The same quarter
-# turn as ``ablation.INFORMATIVE_ANGLE``, which reads Table 2 and the p sweep.)
+# turn as ``ablation.INFORMATIVE_ANGLE``, which reads Table 2 and the p sweep; a test holds them
+# equal.)
 FREED_TURN_INFORMATIVE = np.pi / 2
 
 
