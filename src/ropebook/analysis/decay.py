@@ -602,7 +602,7 @@ def trained_decay(
 # A test that runs p-RoPE and RoPE past their training length tells them apart only through the
 # planes p-RoPE frees (leaves unrotated). On a plane turned by angle a, a channel's score (a
 # preference for BOS, a semantic match) is multiplied by cos a, which first turns against it
-# past a quarter turn (the decay chapter's Thm. 6.1 reading: a channel flips after π/(2g) to π/g
+# past a quarter turn (the semantic channels chapter's Thm. 6.1 reading: a channel flips after π/(2g) to π/g
 # tokens). If the fastest freed plane turns less than π/2 over the longest window evaluated,
 # RoPE never turned those planes against what they carry, and the two models are alike there by
 # construction: the test is "uninformative here", whatever its interval says. (The same quarter
