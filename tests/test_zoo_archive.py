@@ -331,3 +331,38 @@ def test_a_chapter_on_a_pulled_zoo_trains_nothing(tmp_path):
     provenance = json.dumps(notebook["cells"][-1]["outputs"])
     assert f"Models: {len(jobs)} downloaded ({done.archive.name}, published" in provenance
     assert "0 trained here" in provenance
+
+
+def test_the_build_page_says_what_was_downloaded(tmp_path):
+    from ropebook import buildrecord
+    from ropebook.present import build as page
+
+    build = "make, started 2026-12-01 10:00:00 UTC"
+    common = {"format": buildrecord.FORMAT, "build": build, "finished": "2026-12-01 10:05:00 UTC"}
+    pulled = {"profile": "cpu", "url": "http://h/zoo-cpu-0123456789abcdef.tar", "installed": 190,
+              "present": 8, "skipped": 3, "outcome": "pulled", "seconds": 95.0,
+              "archive": "zoo-cpu-0123456789abcdef.tar", "published": "2026-11-30 09:00:00 UTC"}  # fmt: skip
+    zoo_record = {"profile": "cpu", "workers": 2, "regimes": [
+        {"regime": "lesson", "trained": 3, "cached": 198, "downloaded": 190, "seconds": 60.0,
+         "estimated": 70.0}]}  # fmt: skip
+    stage = {"stage": "zoo", "seconds": 70.0, "command": ["make"]}
+    for name, record in (("zoo-pull", pulled), ("zoo", zoo_record), ("stage-zoo", stage)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(record | common))
+    records = page.load(tmp_path, build)
+    assert page.pull_text(records) == (
+        "Pulled (this build, 2 min) from `http://h/zoo-cpu-0123456789abcdef.tar`: "
+        "zoo-cpu-0123456789abcdef.tar, published 2026-11-30 09:00:00 UTC; 190 models downloaded "
+        "and installed, 8 already in the cache, 3 skipped (not this checkout's specs). "
+        "Downloaded models count as cached below."
+    )
+    assert page.zoo_rows(records)[0]["downloaded"] == 190
+    (row,) = [r for r in page.stage_rows(records) if r["stage"] == "zoo"]
+    assert (
+        row["what it did"]
+        == "cpu profile: 3 trained, 198 cached (190 of them downloaded), on 2 worker processes"
+    )
+    offline = {"profile": "cpu", "outcome": "unreachable", "line": "no zoo pulled: cannot reach x"}
+    (tmp_path / "zoo-pull.json").write_text(json.dumps(offline | common))
+    assert page.pull_text(page.load(tmp_path, build)) == (
+        "No published zoo was pulled (this build): no zoo pulled: cannot reach x."
+    )
