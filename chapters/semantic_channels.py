@@ -61,7 +61,7 @@ from IPython.display import display
 from myst_nb import glue
 
 from ropebook import claims, data, plots, real_model, rope, zoo
-from ropebook.analysis import decay, frequencies
+from ropebook.analysis import ablation, frequencies
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import semantic as sem
 from ropebook.present import decide
@@ -694,14 +694,14 @@ _ = CLAIMS.record(
 
 # %%
 longest_tokens = longest * context
-freed_turn = decay.freed_turn(head_dim, base, longest_tokens)
-informative = decay.extrapolation_informative(freed_turn)
-glue("semantic_channels.informative_angle", decay.FREED_TURN_INFORMATIVE, display=False)
+freed_turn = ablation.dropped_turn(head_dim, longest_tokens, base)
+informative = ablation.freed_planes_informative(head_dim, longest_tokens, base)
+glue("semantic_channels.informative_angle", ablation.INFORMATIVE_ANGLE, display=False)
 glue("semantic_channels.longest_tokens", longest_tokens, display=False)
 glue("semantic_channels.freed_turn", freed_turn, display=False)
 print(
     f"freed planes' fastest turn over {longest_tokens:,} tokens: {freed_turn:.2f} rad "
-    f"(informative from {decay.FREED_TURN_INFORMATIVE:.2f}): {informative}"
+    f"(informative from {ablation.INFORMATIVE_ANGLE:.2f}): {informative}"
 )
 
 # %%
@@ -759,14 +759,14 @@ print(
 
 # %% tags=["remove-input"]
 matched, _ = zoo.configs("rope", profile=profile, regime="matched")
-matched_turn = decay.freed_turn(matched.head_dim, matched.rope_base, longest * matched.context)
+matched_turn = ablation.dropped_turn(matched.head_dim, longest * matched.context, matched.rope_base)
 _ = CLAIMS.record(
     "semantic_channels.extrapolation",
     claims.informative_or(
         informative, sem.interval_verdict(difference.low, difference.high, 0.0)
     ),
     f"the freed planes' fastest turns {freed_turn:.2f} rad over {longest_tokens:,} tokens "
-    f"(informative from π/2 = {decay.FREED_TURN_INFORMATIVE:.2f}); retention of the sink "
+    f"(informative from π/2 = {ablation.INFORMATIVE_ANGLE:.2f}); retention of the sink "
     f"head's BOS margin, p-rope-0.75 minus rope: {difference.mean:.3f}; rotation alone "
     f"predicts the {name0} sink head's per-chunk BOS terms beyond the context with mean "
     f"correlation {prediction.mean_correlation:.2f}",

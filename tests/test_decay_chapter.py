@@ -239,22 +239,6 @@ def test_ones_contrast_is_a_third_of_a_unit_or_more_at_every_profile():
             assert contrast > 3 * decay.TRAINED_MARGIN
 
 
-def test_freed_turn_and_informativeness():
-    # head_dim 16 at base 10^4: the freed planes are the slowest 2 of 8, the faster at 10^-0.75
-    turn = decay.freed_turn(16, 10_000.0, 1024)
-    assert turn == pytest.approx(10_000 ** (-0.75) * 1024)
-    assert decay.FREED_TURN_INFORMATIVE == pytest.approx(np.pi / 2)
-    from ropebook.analysis import ablation  # Table 2 and the p sweep read the same quarter turn
-
-    assert decay.FREED_TURN_INFORMATIVE == ablation.INFORMATIVE_ANGLE
-    assert ablation.freed_planes_informative(16, 1024, 10_000.0) == decay.extrapolation_informative(
-        turn
-    )
-    assert not decay.extrapolation_informative(turn)  # the lesson regime at 8 x 128: ~1 rad
-    assert decay.extrapolation_informative(decay.freed_turn(32, 200.0, 1024))  # matched: ~19
-    assert decay.extrapolation_informative(np.pi / 2)  # the threshold itself is informative
-
-
 def test_figures_keep_their_titles():
     curves = {kind: np.full((3, 16), 0.5) for kind in decay.SETUPS}
     fig = show.plot_setups(curves, head_dim=8, base=100.0)

@@ -20,9 +20,8 @@ The decay chapter's checks, one function each: :func:`closest_return` (Lemma A.1
 :func:`setup_vectors` and :func:`decay_ratios` (Figs 2 and 9), :func:`random_rope_summary` and
 :func:`random_rope_verdict` (Fig. 8), :func:`trained_activation_curves` and :func:`trained_decay`
 (the book's models: :func:`relative_contrast` per layer, classed by :func:`behaviour` against
-:data:`TRAINED_MARGIN`, the claim read by :func:`trained_verdict`); and whether a RoPE vs p-RoPE
-extrapolation test can tell them apart here (:func:`freed_turn` against
-:data:`FREED_TURN_INFORMATIVE`). Their tables and figures are in :mod:`ropebook.present.decay`.
+:data:`TRAINED_MARGIN`, the claim read by :func:`trained_verdict`). Their tables and figures are
+in :mod:`ropebook.present.decay`.
 """
 
 from __future__ import annotations
@@ -596,30 +595,3 @@ def trained_decay(
             )
     n = len(seeds) if len(seeds) > 1 else first.shape[1]
     return TrainedDecay(rows, over, n_layers, t, short, margin, n)
-
-
-# ----------------------------------------------------------------- extrapolation's informativeness
-# A test that runs p-RoPE and RoPE past their training length tells them apart only through the
-# planes p-RoPE frees (leaves unrotated). On a plane turned by angle a, a channel's score (a
-# preference for BOS, a semantic match) is multiplied by cos a, which first turns against it
-# past a quarter turn (the semantic channels chapter's Thm. 6.1 reading: a channel flips after π/(2g) to π/g
-# tokens). If the fastest freed plane turns less than π/2 over the longest window evaluated,
-# RoPE never turned those planes against what they carry, and the two models are alike there by
-# construction: the test is "uninformative here", whatever its interval says. (The same quarter
-# turn as ``ablation.INFORMATIVE_ANGLE``, which reads Table 2 and the p sweep; a test holds them
-# equal.)
-FREED_TURN_INFORMATIVE = np.pi / 2
-
-
-def freed_turn(head_dim: int, base: float, length: int, proportion: float = 0.75) -> float:
-    """The largest angle (rad) a plane that ``proportion``-RoPE frees turns under RoPE over
-    ``length`` tokens (``ablation.dropped_turn``)."""
-    from ropebook.analysis import ablation
-
-    return ablation.dropped_turn(head_dim, length, base, proportion)
-
-
-def extrapolation_informative(turn: float) -> bool:
-    """Can a RoPE vs p-RoPE extrapolation test tell them apart: does the freed planes' fastest
-    turn (:func:`freed_turn`) reach :data:`FREED_TURN_INFORMATIVE`?"""
-    return bool(turn >= FREED_TURN_INFORMATIVE)
