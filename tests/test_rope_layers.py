@@ -120,7 +120,7 @@ def test_trap_proportional_without_factor(tmp_path, capsys):
     code, out, _ = run(capsys, write_config(tmp_path, "gemma4_text", rope_parameters=params))
     [line] = trap_lines(out, "proportional-without-factor")
     assert code == 0 and "linear scaling with factor 1" in line
-    assert "layer 1: global; RoPE" in out  # every plane rotates
+    assert "layer 1: full_attention, global; RoPE" in out  # every plane rotates
 
 
 def test_trap_proportional_planes(tmp_path, capsys):
@@ -143,12 +143,16 @@ def test_trap_no_rope_mask(tmp_path, capsys):
     code, out, _ = run(capsys, path)
     [line] = trap_lines(out, "no-rope-mask")
     assert "1 NoPE layers (0)" in line and "applies to the RoPE layers only" in line
-    assert "layer 0: global; NoPE" in out and "layer 1: chunks of 8" in out
+    assert "layer 0: full_attention, global; NoPE" in out
+    assert "layer 1: chunked_attention, chunks of 8" in out
     # layer types written for the opposite mask: transformers chunks the NoPE layer, as said
     path = write_config(tmp_path, "llama4_text", no_rope_layers=[0, 1])
     code, out, _ = run(capsys, path)
     [line] = trap_lines(out, "no-rope-mask")
-    assert "layer_types chunk NoPE layers (0)" in line and "layer 0: chunks of 8; NoPE" in out
+    assert (
+        "layer_types chunk NoPE layers (0)" in line
+        and "layer 0: chunked_attention, chunks of 8; NoPE" in out
+    )
 
 
 def test_trap_scaled_local_layers(tmp_path, capsys):
@@ -187,7 +191,7 @@ def test_trap_sliding_window_off(tmp_path, capsys):
     path = write_config(tmp_path, "qwen3", sliding_window=8, use_sliding_window=False)
     code, out, _ = run(capsys, path)
     [line] = trap_lines(out, "sliding-window-off")
-    assert "sliding_window 8 is ignored" in line and "layers 0–1 (2): global" in out
+    assert "sliding_window 8 is ignored" in line and "layers 0–1 (2): full_attention, global" in out
 
 
 def test_trap_window_from_max_window_layers(tmp_path, capsys):
@@ -196,14 +200,15 @@ def test_trap_window_from_max_window_layers(tmp_path, capsys):
     code, out, _ = run(capsys, path)
     [line] = trap_lines(out, "window-from-max-window-layers")
     assert "max_window_layers (1) only: layer 1 slide" in line
-    assert "layer 0: global" in out and "layer 1: sliding window 8" in out
+    assert "layer 0: full_attention, global" in out
+    assert "layer 1: sliding_attention, sliding window 8" in out
 
 
 def test_trap_interleaved_pairing(tmp_path, capsys):
     code, out, _ = run(capsys, write_config(tmp_path, "cohere2"))
     [line] = trap_lines(out, "interleaved-pairing")
     assert "cohere2 pairs dims (2k, 2k + 1)" in line
-    assert "layer 1: global; NoPE" in out
+    assert "layer 1: full_attention, global; NoPE" in out
 
 
 def test_trap_per_layer_type_rope(capsys):

@@ -300,6 +300,8 @@ def describe_rule(rope_type: str, params: dict[str, Any]) -> str:
             return f"[{len(v)} values]"
         return f"{v:g}" if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
 
+    if not params:
+        return rope_type
     return f"{rope_type} (" + ", ".join(f"{k} {value(v)}" for k, v in params.items()) + ")"
 
 
