@@ -61,6 +61,11 @@ def tokens_per_second(folder: Path) -> float:
     return float(record["benchmark"]["tokens_per_second"])
 
 
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:  # a line per request would bury the results
+        pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="cpu", choices=("smoke", "cpu", "gpu"))
@@ -80,8 +85,7 @@ def main() -> None:
         _, out = timed([sys.executable, "-c", PUBLISH, args.profile, str(tmp / "site")],
                        env("trained"))  # fmt: skip
         published = json.loads(out.strip().splitlines()[-1])
-        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=tmp / "site")
-        handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+        handler = functools.partial(Quiet, directory=tmp / "site")
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         url = f"http://127.0.0.1:{httpd.server_port}/{published['archive']}"
