@@ -89,13 +89,15 @@ CLAIMS = claims.ClaimSet(
         "positional_heads.def51",
         "Barbero et al. 2025, Def. 5.1",
         "Def. 5.1 detector: identity → diagonal, sub-diagonal → previous-token, uniform → neither",
-        claims.holds,  # the three constructed matrices get exactly these classes, kind=claims.CHECKED
+        claims.holds,  # the three constructed matrices get exactly these classes
+        kind=claims.CHECKED,
     ),
     claims.ClaimSpec(
         "positional_heads.prop52",
         "Barbero et al. 2025, Prop. 5.2, App. A.2",
         "A NoPE head cannot be diagonal or previous-token: on [bos, x, x] α ≤ 1/2",
-        claims.holds,  # every trained isolated NoPE head obeys α ≤ 1/2 and α ≤ 1/r, kind=claims.PROVED
+        claims.holds,  # every trained isolated NoPE head obeys α ≤ 1/2 and α ≤ 1/r
+        kind=claims.PROVED,
     ),
     claims.ClaimSpec(
         "positional_heads.isolated_rope",
@@ -107,7 +109,8 @@ CLAIMS = claims.ClaimSet(
         "positional_heads.thm53",
         "Barbero et al. 2025, Thm. 5.3, Fig. 1",
         "q = k = ψ (k = Rψ) reaches α > 1 − ε at ‖ψ‖² = ln((N−1)(1−ε)/ε)/δ",
-        claims.holds,  # every construction at s* is within ε through apply_rope, kind=claims.PROVED
+        claims.holds,  # every construction at s* is within ε through apply_rope
+        kind=claims.PROVED,
     ),
     claims.ClaimSpec(
         "positional_heads.trained_rope_heads",
@@ -119,7 +122,8 @@ CLAIMS = claims.ClaimSet(
         "positional_heads.trained_nope_heads",
         "Barbero et al. 2025, Prop. 5.2 (App. A.2 remark)",
         "In a trained NoPE model, first-layer heads obey the 1/r bound on repeated tokens",
-        claims.holds,  # layer-0 excess α − 1/r ≤ 1e-5 (float32 rounding), kind=claims.CHECKED
+        claims.holds,  # layer-0 excess α − 1/r ≤ 1e-5 (float32 rounding)
+        kind=claims.CHECKED,
     ),
     claims.ClaimSpec(
         "positional_heads.rope_vs_nope",
