@@ -190,7 +190,6 @@ for name, value in {
     "factor": f"{PAIRING_FACTOR:g}",
     "gpu_gain": str(gpu_gain),
     "gpu_seeds": len(gpu_a),
-    "verdict": CLAIMS.records["methods.pairing"].verdict,
     **show_noise.anatomy_values(anatomy_result),
 }.items():
     glue(f"methods.pairing.{name}", value, display=False)
@@ -235,7 +234,7 @@ plots.table(show.profile_rows(profile))
 # - **bounded** when it contains zero but lies within ±{glue:text}`methods.margin` of
 #   perplexity, a margin fixed before the data (`ropebook.recipes.MARGIN`: the unit this book
 #   reads perplexity differences in, and the paper's own headline gap on Wiki,
-#   {glue:text}`methods.paper_headline_gap`, rounded up; {ref}`p-rope-headline-margin`): a
+#   {glue:text}`methods.paper_headline_gap`, rounded up; {ref}`the headline's margin <p-rope-headline-margin>`): a
 #   decided null, any effect smaller than the margin;
 # - **cannot decide** when it contains zero and reaches past the margin: the run then only
 #   *bounds* the effect ($|\Delta|$ is below the interval's larger end), and the record says how

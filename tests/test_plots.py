@@ -24,7 +24,12 @@ RECORDS = [
     ChapterRecord(
         "beta",
         "Beta",
-        [claim(4), claim(5, "not testable here"), claim(6), claim(7, measured="a | b")],
+        [
+            claim(4),
+            claim(5, "not testable here"),
+            claim(6),
+            claim(7, measured="a | b", kind="checked"),
+        ],
         {"git_commit": "abc", "profile": "smoke", "jax_devices": ["cpu:0"], "seconds": 30},
     ),
 ]
@@ -34,9 +39,9 @@ def test_claims_by_chapter_one_four_column_table_per_chapter():
     text = plots.claims_by_chapter(RECORDS).data
     alpha, alpha_table, beta, beta_table = text.split("\n\n")
     assert alpha == "**[Alpha: a chapter with a title long enough to wrap](alpha.ipynb)**: " + (
-        "1 held, 1 partly, 1 not held"
-    )
-    assert beta == "**[Beta](beta.ipynb)**: 3 held, 1 not testable here"
+        "3 findings (1 held, 1 partly, 1 not held)"
+    )  # proofs and checks are counted apart, never scored
+    assert beta == "**[Beta](beta.ipynb)**: 3 findings (2 held, 1 not testable here); 1 checked"
     lines = alpha_table.splitlines()
     assert lines[0] == "| claim (source) | measured | evidence | verdict |"
     cite = "{cite:t}`barbero2025round`"  # the typed source, linked to references.bib
@@ -44,7 +49,9 @@ def test_claims_by_chapter_one_four_column_table_per_chapter():
     assert lines[3] == (
         f"| claim 2 — *{cite}, Fig. 2* | measured 2 (0.1–0.3) | 3 seeds | **partly** |"
     )
-    assert beta_table.splitlines()[-1] == f"| claim 7 — *{cite}, Fig. 7* | a \\| b | — | **held** |"
+    assert (
+        beta_table.splitlines()[-1] == f"| claim 7 — *{cite}, Fig. 7* | a \\| b | — | **checked** |"
+    )
 
 
 def test_wrap_label_cuts_at_spaces_within_width():
@@ -73,9 +80,9 @@ def test_verdict_chart_counts_every_verdict_of_every_chapter():
     spec = plots.verdict_chart(RECORDS).to_dict()
     assert spec["title"] == "Verdicts by chapter" and spec["width"] == 360
     (values,) = spec["datasets"].values()
-    counts = {(v["chapter"], v["verdict"]): v["claims"] for v in values}
-    assert len(counts) == 2 * len(claims.VERDICTS) and sum(counts.values()) == 7
-    assert counts["Beta", "held"] == 3 and counts["Beta", "partly"] == 0
+    counts = {(v["chapter"], v["verdict"]): v["findings"] for v in values}
+    assert len(counts) == 2 * len(claims.VERDICTS) and sum(counts.values()) == 6  # not the check
+    assert counts["Beta", "held"] == 2 and counts["Beta", "partly"] == 0
     assert counts["Alpha: a chapter with a title long enough to wrap", "not held"] == 1
     # the longest title wraps onto two lines: bands are tall enough for both
     assert spec["height"] == {"step": 34}
@@ -95,10 +102,11 @@ def test_chapter_findings_shows_three_claims_and_counts_the_rest():
     assert text.startswith("## What each chapter found\n\n")
     beta = text.split("\n\n")[2]
     assert beta == (
-        "**[Beta](beta.ipynb)** (3 held, 1 not testable here). claim 4 — *held* (measured 4); "
-        "claim 5 — *not testable here* (measured 5); claim 6 — *held* (measured 6); and 1 more."
+        "**[Beta](beta.ipynb)** (3 findings (2 held, 1 not testable here); 1 checked). claim 4 — "
+        "*held* (measured 4); claim 5 — *not testable here* (measured 5); claim 6 — *held* "
+        "(measured 6)."
     )
-    assert "more" not in text.split("\n\n")[1]
+    assert "more" not in text.split("\n\n")[1] and "more" not in beta  # the check is not shown
 
 
 def test_build_provenance_and_line():
