@@ -43,6 +43,7 @@ max_seeds = 8  # in [1, inf): most seeds per p-sweep model (the profile's own at
 
 # %% tags=["hide-input"]
 import numpy as np
+from IPython.display import display
 from myst_nb import glue
 
 from ropebook import (
@@ -96,14 +97,15 @@ glue("layouts.seed_list", ", ".join(map(str, seeds)), display=False)
 # What each model's configuration rotates, layer by layer, as `python -m ropebook layers` reads
 # it from `transformers` (our pinned version) with no weights: one row per model and set of
 # identical layers. Where the book has read a released size's `config.json`, its values that
-# differ from the configuration class's defaults are written over them and named in the first
-# column (Gemma 3 4B's global-only linear scaling, ×{glue:text}`layouts.gemma3_factor:g`, and
+# differ from the configuration class's defaults are written over them and named in the table
+# after it (Gemma 3 4B's global-only linear scaling, ×{glue:text}`layouts.gemma3_factor:g`, and
 # its {glue:text}`layouts.gemma3_window:,d`-token window, for one); the other
 # models are their classes' defaults, and say so. The frequencies are `transformers`' own and
 # agree with `ropebook.scaling` to a relative {glue:text}`layouts.crosscheck_gap:.0e` at worst.
 
 # %% tags=["remove-input"]
-plots.table(show_layouts.config_rows())
+display(plots.table(show_layouts.config_rows()))
+plots.table(show_layouts.config_sources())
 
 # %% [markdown]
 # Each tick below is one rotated plane's wavelength over the model's context. Gemma 4's global

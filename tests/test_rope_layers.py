@@ -315,9 +315,14 @@ def test_production_table_and_figure_come_from_the_command():
 
     rows = show.config_rows()
     models = {entry.model for entry in rope_layers.RELEASED.values()}
-    assert {r["model (values from)"].split(" (")[0] for r in rows} == models
-    gemma4 = [r for r in rows if r["model (values from)"].startswith("Gemma 4")]
+    assert {r["model (context)"].split(" (")[0] for r in rows} - {""} == models
+    start = next(i for i, r in enumerate(rows) if r["model (context)"].startswith("Gemma 4"))
+    gemma4 = rows[start : start + 2]
     assert gemma4[1]["planes rotating (dims)"] == "64 of 256 (0–63, 256–319)"
+    sources = {r["model"]: r for r in show.config_sources()}
+    assert set(sources) == models
+    assert "linear" in sources["Gemma 3 4B"]["differs from the class defaults in"]
+    assert sources["Gemma 4"]["differs from the class defaults in"] == "—"
     assert gemma4[1]["wavelengths (tokens)"] == "6.28 to 188"
     chart = show.wavelength_chart().to_dict()
     values = chart["datasets"][chart["layer"][0]["data"]["name"]]

@@ -38,13 +38,11 @@ def production_rows(production: Mapping[str, layouts.Production] | None = None) 
 
 def config_rows(released: Mapping[str, rope_layers.Released] | None = None) -> list[dict]:
     """The production table from ``python -m ropebook layers`` (:mod:`ropebook.rope_layers`):
-    one row per model and set of identical layers, with where its values come from (a released
-    size's ``config.json`` fields that differ from the class defaults, named, or the defaults)."""
+    one row per model (with its context) and set of identical layers. Where its values come from
+    is :func:`config_sources` (a separate table, so this one fits the page)."""
     rows = []
     for entry in (released or rope_layers.RELEASED).values():
         reading = entry.reading()
-        changed = entry.differences()
-        source = entry.source + (": " + "; ".join(changed) if changed else "")
         for number, (layer, indices) in enumerate(reading.groups()):
             g = layer.grid
             rotating = g.encoding != "NoPE"
@@ -53,13 +51,12 @@ def config_rows(released: Mapping[str, rope_layers.Released] | None = None) -> l
             if rotating and layer.span:
                 over += f" ({layer.slow_planes(layer.span)} over the {layer.scope})"
             rows.append({
-                "model (values from)": entry.model + (f" ({source})" if number == 0 else ""),
+                "model (context)": f"{entry.model} ({reading.context:,})" if number == 0 else "",
                 "layers": f"{len(indices)} of {len(reading.layers)}",
                 "attention": "global" if layer.span is None else f"{layer.scope} {layer.span:,}",
-                "encoding": g.encoding,
+                "encoding (pairing)": f"{g.encoding} ({g.pairing})",
                 "θ, scaling": (f"{g.rope_theta:,.0f}, {rope_layers.describe_rule(g.rope_type, dict(layer.parameters))}"
                                if rotating else "—"),
-                "pairing": g.pairing,
                 "planes rotating (dims)": (
                     f"{g.n_rotated} of {g.n_chunks} ("
                     + ", ".join(f"{a}–{b - 1}" for a, b in layer.rotated_dims) + ")"
@@ -68,9 +65,21 @@ def config_rows(released: Mapping[str, rope_layers.Released] | None = None) -> l
                 "wavelengths (tokens)": (f"{rope_layers.tokens(lam[0])} to {rope_layers.tokens(lam[-1])}"
                                          if rotating else "—"),
                 "planes under one turn over the context": over,
-                "context": f"{reading.context:,}",
             })  # fmt: skip
     return rows
+
+
+def config_sources(released: Mapping[str, rope_layers.Released] | None = None) -> list[dict]:
+    """Where each production row's values come from: a released size's ``config.json`` (its
+    fields that differ from the configuration class's defaults, named) or the class defaults."""
+    return [
+        {
+            "model": entry.model,
+            "values from": entry.source,
+            "differs from the class defaults in": "; ".join(entry.differences()) or "—",
+        }
+        for entry in (released or rope_layers.RELEASED).values()
+    ]
 
 
 def wavelength_chart(released: Mapping[str, rope_layers.Released] | None = None) -> alt.Chart:
