@@ -511,3 +511,25 @@ def test_figures_and_charts():
     assert sorted(len(v) for v in strip["datasets"].values()) == [1, 2 * 2 * 3]  # rule, dots
     assert [{"threshold": 0.2}] in strip["datasets"].values() and strip["width"] == 520
     assert show.wrap_title("short") == "short"
+
+
+def test_the_nope_control_needs_rope_above_a_flat_control():
+    from ropebook.analysis import frequencies as fq
+
+    flat = np.array([0.01, -0.02, 0.0, 0.01])
+    rope = {"q": np.array([0.6, 0.7, 0.65, 0.62]), "k": np.array([0.5, 0.55, 0.6, 0.52])}
+    control = {"q": flat, "k": flat}
+    assert fq.control_reading(rope, control, bound=0.2).verdict == "held"
+    # a flat control beside a RoPE model with no structure either: the control proves nothing
+    same = {"q": flat + 0.005, "k": flat - 0.005}
+    reading = fq.control_reading(same, control, bound=0.2)
+    assert reading.flat == {"q": "held", "k": "held"} and reading.verdict == "partly"
+    # a structured control: RoPE is no different from no rotation
+    tilted = {"q": np.array([0.6, 0.7, 0.65, 0.62]), "k": np.array([0.5, 0.55, 0.6, 0.52])}
+    assert fq.control_reading(rope, tilted, bound=0.2).verdict == "not held"
+    # spread too wide to tell anything
+    noisy = np.array([0.3, -0.3, 0.25, -0.2])
+    assert (
+        fq.control_reading({"q": noisy, "k": noisy}, {"q": -noisy, "k": -noisy}, bound=0.2).verdict
+        == "cannot decide"
+    )

@@ -29,6 +29,7 @@ from ropebook.analysis.frequencies.prompts import (
 )
 from ropebook.analysis.frequencies.readings import (
     CheckpointLowReading,
+    ControlReading,
     DiagonalHeadReading,
     DomainReading,
     EdgeLayerReading,
@@ -38,6 +39,7 @@ from ropebook.analysis.frequencies.readings import (
     band_shares,
     checkpoint_low_reading,
     combine_verdicts,
+    control_reading,
     diagonal_head_reading,
     domain_reading,
     domain_similarities,
@@ -126,6 +128,8 @@ __all__ = [
     "combine_verdicts",
     "interval_verdict",
     "flat_bound",
+    "ControlReading",
+    "control_reading",
     "flat_verdict",
     "band_shares",
     "trends",

@@ -89,6 +89,33 @@ def flat_verdict(samples, bound: float) -> tuple[str, SeedInterval]:
     return ("not held" if outside else "cannot decide"), stats
 
 
+@dataclass(frozen=True)
+class ControlReading:
+    """Does rotation make the frequency structure? The control (no rotation) must be flat *and*
+    the rotary model's trend must exceed the control's, paired seed by seed: a control that is
+    flat by construction cannot by itself show that RoPE made anything."""
+
+    flat: dict[str, str]  # kind -> flat_verdict of the control's trend
+    contrast: dict[str, SeedInterval]  # kind -> rotary minus control trend, over shared seeds
+    verdict: str
+
+
+def control_reading(
+    rotary: dict[str, np.ndarray], control: dict[str, np.ndarray], bound: float
+) -> ControlReading:
+    """The NoPE control's verdict from per-seed trends ``{kind: [seeds]}`` of the rotary model and
+    the control (the same seeds, in order): each kind's control flat within ``±bound``
+    (:func:`flat_verdict`) and its rotary − control trend above 0 (:func:`interval_verdict`),
+    combined (every part held: ``held``; some: ``partly``)."""
+    flat, contrast, parts = {}, {}, []
+    for kind, trend in control.items():
+        paired = min(len(trend), len(rotary[kind]))
+        flat[kind] = flat_verdict(trend, bound)[0]
+        contrast[kind] = over_seeds(np.asarray(rotary[kind][:paired]) - trend[:paired])
+        parts += [flat[kind], interval_verdict(contrast[kind], 0.0)]
+    return ControlReading(flat, contrast, combine_verdicts(parts))
+
+
 # ---------------------------------------------------------------------------------------------
 # Readings 1 and 2: bands and trends per layer, over seeds
 
