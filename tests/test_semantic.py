@@ -656,3 +656,23 @@ def test_a_claim_read_on_several_models_combines_the_parts_read():
     assert semantic.parts_verdict([above, None], 0.1) == "held"  # the checkpoint not read
     assert semantic.parts_verdict([across, above], 0.1) == "partly"
     assert semantic.parts_verdict([None, None], 0.1) == "not testable here"
+
+
+def test_the_content_head_is_read_against_its_layers_other_heads():
+    # every head of the hand-made scan has the same norms: a share of 0.4 is no excess at all
+    content = semantic.content_heads({0: _two_layer_scan()})
+    assert content.rows[0]["layer's other heads"] == pytest.approx(0.4)
+    assert content.query_excess.mean == pytest.approx(0.0)
+    scan = _two_layer_scan()
+    scan.q_norms[1, 1] = [1.0, 1.0, 1.0, 7.0]  # the content head (1, 1): 0.7 in its slowest chunk
+    scan.window_q_norms[:, 1, 1] = [1.0, 1.0, 1.0, 7.0]
+    scan.window_q_norms[1, 1, 1] = [1.0, 1.0, 1.0, 9.0]  # windows vary: a real interval
+    content = semantic.content_heads({0: scan})
+    assert content.rows[0]["query slowest ¼"] - content.rows[0]["layer's other heads"] == (
+        pytest.approx(0.3)
+    )
+    assert semantic.parts_verdict([content.query_excess], 0.0) == "held"
+    scan.window_q_norms[:, 1, 1] = [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.1], [1, 1, 1, 0.9]]
+    assert semantic.parts_verdict([semantic.content_heads({0: scan}).query_excess], 0.0) == (
+        "not held"
+    )

@@ -134,11 +134,23 @@ def apostrophe_bands(
 @dataclass
 class ContentHeads:
     """Per seed the most content-driven head (:meth:`SemanticScan.content_head`), its norm shares
-    in the slowest quarter of chunks, and the query share over seeds (or windows)."""
+    in the slowest quarter of chunks, the query share over seeds (or windows), and that share's
+    excess over the mean of the other heads of its layer: the baseline a claim about *this* head
+    must beat, since RoPE queries in general may lean to the slow chunks."""
 
     heads: dict[int, tuple[int, int]]
     rows: list[dict]
     query_share: Estimate
+    query_excess: Estimate
+
+
+def _other_heads_share(q_norms: np.ndarray, layer: int, head: int) -> np.ndarray:
+    """Mean slowest-quarter share of the other heads of ``layer`` (``q_norms[..., layer, h, K]``
+    with any leading axes, e.g. windows)."""
+    from ropebook.analysis.frequencies import band_share
+
+    others = [h for h in range(q_norms.shape[-2]) if h != head]
+    return np.mean([band_share(q_norms[..., layer, h, :], 0.25, "low") for h in others], axis=0)
 
 
 def content_heads(measured: dict[int, SemanticScan]) -> ContentHeads:
@@ -147,22 +159,29 @@ def content_heads(measured: dict[int, SemanticScan]) -> ContentHeads:
     heads, rows = {}, []
     for s, scan in measured.items():
         layer, head = heads[s] = scan.content_head()
+        query = float(band_share(scan.q_norms[layer, head], 0.25, "low"))
         rows.append(
             {
                 "seed": s,
                 "head": f"L{layer}H{head}",
                 "position R²": float(scan.position_r2[layer, head]),
-                "query slowest ¼": float(band_share(scan.q_norms[layer, head], 0.25, "low")),
+                "query slowest ¼": query,
+                "layer's other heads": float(_other_heads_share(scan.q_norms, layer, head)),
                 "key slowest ¼": float(band_share(scan.k_norms[layer, head], 0.25, "low")),
             }
         )
     first = next(iter(measured))
+    window_q = measured[first].window_q_norms
+    window_share = band_share(window_q[:, *heads[first]], 0.25, "low")
     share = seed_or_window_interval(
-        [r["query slowest ¼"] for r in rows],
-        band_share(measured[first].window_q_norms[:, *heads[first]], 0.25, "low"),
+        [r["query slowest ¼"] for r in rows], window_share, n_seeds=len(measured)
+    )
+    excess = seed_or_window_interval(
+        [r["query slowest ¼"] - r["layer's other heads"] for r in rows],
+        window_share - _other_heads_share(window_q, *heads[first]),
         n_seeds=len(measured),
     )
-    return ContentHeads(heads, rows, share)
+    return ContentHeads(heads, rows, share, excess)
 
 
 # ---------------------------------------------------------------- the BOS sink
