@@ -43,7 +43,7 @@ from pathlib import Path
 
 from myst_nb import glue
 
-from ropebook import buildrecord, claims, pipeline, plots
+from ropebook import buildrecord, claims, pipeline, plots, seedplan
 from ropebook.present import build as show_build
 from ropebook.present import decide
 
@@ -119,6 +119,10 @@ glue("scorecard.decided", family["decided"], display=False)
 glue("scorecard.expected_false", f"{family['expected']:.1f}", display=False)
 glue("scorecard.alpha", f"{family['alpha']:g}", display=False)
 glue("scorecard.open_share", f"{100 * family['cannot_decide_share']:.0f} %", display=False)
+planned = seedplan.choose(seedplan.load_plan())
+glue("scorecard.plan_power", f"{seedplan.load_plan()['power']:.0%}", display=False)
+glue("scorecard.planned", len(planned), display=False)
+glue("scorecard.planned_open", f"{seedplan.expected_open(planned):.1f}", display=False)
 
 # %% [markdown]
 # Of the {glue:text}`scorecard.open.findings` findings, {glue:text}`scorecard.open.undecided` are
@@ -129,6 +133,13 @@ glue("scorecard.open_share", f"{100 * family['cannot_decide_share']:.0f} %", dis
 # {glue:text}`scorecard.open.with_plan` of them say what would decide them. Beside them stand
 # {glue:text}`scorecard.proved` proofs and {glue:text}`scorecard.checked` checks, all of which
 # held (a failed one stops the build).
+#
+# **What the plan expects.** The seed plan ({ref}`methods-power`) buys seeds for
+# {glue:text}`scorecard.planned` comparisons, each for {glue:text}`scorecard.plan_power` power
+# at its target effect: were every target the true effect, about
+# {glue:text}`scorecard.planned_open` of them would be left open by a build on average. A count
+# of open verdicts is that expectation, not a bound every build meets; this build's count is the
+# one above.
 #
 # **The family's error.** Each of the {glue:text}`scorecard.decided` decided confirmatory findings
 # rests on a test at level {glue:text}`scorecard.alpha` (a 95 % interval, or p < 0.05), each

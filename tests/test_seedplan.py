@@ -238,3 +238,15 @@ def test_the_plan_buys_the_rope_seeds_that_the_frequency_chapters_domain_reading
     for chapter in ("p_rope", "p_sweep"):
         text = (REPO_ROOT / "chapters" / f"{chapter}.py").read_text()
         assert 'seeds = zoo.seeds_for("rope", profile=profile, planned=False)' in text
+
+
+def test_the_plan_expects_each_comparison_open_with_one_minus_its_power():
+    roomy = seedplan.choose(_plan(1000))
+    expected = sum(1 - power.t_test_power(c.target / c.sd, c.trained) for c in roomy)
+    assert seedplan.expected_open(roomy) == pytest.approx(expected)
+    # a comparison given all it needs is open at most 1 - 0.8 of the time
+    assert all(1 - power.t_test_power(c.target / c.sd, c.trained) <= 0.2 for c in roomy if c.met)
+    # fewer seeds, less power: more open verdicts expected
+    assert seedplan.expected_open(seedplan.choose(_plan(3))) > seedplan.expected_open(roomy)
+    real = seedplan.choose(seedplan.load_plan())
+    assert 0 < seedplan.expected_open(real) < len(real)

@@ -294,6 +294,18 @@ def choose(plan: Mapping, budget_seconds: float | None = None) -> list[Choice]:
     return choices
 
 
+def expected_open(choices: list[Choice], confidence: float = 0.95) -> float:
+    """How many of the planned comparisons a build should expect to leave open: each one whose
+    true effect is its target is decided with the power of a paired t-test on its trained seeds
+    at its planning s.d., so it stays open with probability 1 − that power (a comparison with
+    fewer than 2 seeds always does). A target count of open verdicts is this expectation, not a
+    bound every build meets."""
+    return sum(
+        1 - power.t_test_power(c.target / c.sd, c.trained, confidence) if c.trained >= 2 else 1
+        for c in choices
+    )
+
+
 def seed_counts(choices: list[Choice]) -> dict[tuple[str, str, str], int]:
     """``(regime, model, domain) -> seeds`` the zoo trains for the planned comparisons."""
     counts: dict[tuple[str, str, str], int] = {}
