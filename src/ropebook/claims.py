@@ -68,9 +68,9 @@ class Claim:
     # What would decide an undecided claim (seeds, tokens or another experiment, with numbers).
     # Last and optional, so the claims of notebooks executed before it existed still load.
     to_decide: str | None = None
-    kind: str = FINDING  # last, so claims glued before kinds existed load as findings
-    # Decided on seeds bought after seeing this effect: shown, kept out of the family's count.
-    exploratory: bool = False
+    # Both after the rest, so claims glued before they existed load (as confirmatory findings).
+    kind: str = FINDING
+    exploratory: bool = False  # decided on seeds bought after seeing this effect
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -362,6 +362,11 @@ def expected_false_verdicts(claims: Iterable[Claim], alpha: float = 0.05) -> dic
     }
 
 
+# The claims this process (a chapter's kernel) glued last: the runner's closing cell reads them to
+# glue the chapter's "In short" line (``pipeline.glue_in_short``), which opens the page.
+GLUED: list[Claim] = []
+
+
 def glue_claims(claims: list[Claim]) -> None:
     """Show the chapter's claims and glue them for the scorecard."""
     from IPython.display import Markdown, display
@@ -370,6 +375,7 @@ def glue_claims(claims: list[Claim]) -> None:
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate claim ids: {ids}")
+    GLUED[:] = claims
     display(Markdown(markdown_table(claims)))
     glue("claims", json.dumps([asdict(c) for c in claims]), display=False)
     for c in claims:
