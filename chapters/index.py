@@ -14,6 +14,38 @@
 # %% [markdown]
 # # Round and round: why RoPE works
 #
+# What the book asks, and what this build answered: each line gives the question (linked to the
+# chapter that answers it), the claim that answers it in brief, its verdict, what was measured
+# with its interval, and what the verdict rests on (seeds, regime, and this build's profile and
+# device or a kept study's device and date). Every line is read from the executed chapters' claim
+# records; each chapter opens with the same line. The verdicts are defined on the
+# [scorecard](scorecard.ipynb), which lists every claim.
+
+# %% tags=["parameters", "remove-cell"]
+profile = "cpu"  # smoke | cpu | gpu (recorded only: this page reads the other chapters)
+executed_dir = ""  # folder of executed chapters (empty: the default executed/)
+
+# %% tags=["remove-input"]
+from pathlib import Path
+
+from IPython.display import Markdown
+from myst_nb import glue
+
+from ropebook import claims, findings, pipeline, plots
+from ropebook.present import studies
+
+folder = Path(executed_dir) if executed_dir else pipeline.EXECUTED_DIR
+names = [n for n in pipeline.chapter_names() if n != "index"]
+records = [
+    claims.read_chapter_record(folder / f"{n}.ipynb")
+    for n in names
+    if (folder / f"{n}.ipynb").exists()
+]
+Markdown(findings.findings_page(records))
+
+# %% [markdown]
+# ## What the book is about
+#
 # Rotary position embeddings (RoPE) are the positional encoding of most open language models.
 # The common story says they help because attention *decays* with distance. In *Round and Round
 # We Go! What makes Rotary Positional Encodings useful?*, {cite:t}`barbero2025round` argue
@@ -25,36 +57,42 @@
 #
 # This book re-derives each claim symbolically (SymPy {cite:p}`sympy`, executed on the page),
 # measures it on small transformers we train ourselves in JAX {cite:p}`jax` with Optax
-# {cite:p}`optax`, and says plainly whether it held. Every page is an executed notebook; every
-# number on it was computed when the page was built. The arrays are NumPy {cite:p}`numpy` and
-# SciPy {cite:p}`scipy`, the figures Altair {cite:p}`altair` on Vega-Lite {cite:p}`vegalite` (with
-# Matplotlib {cite:p}`matplotlib` for a few), the tokenizer Hugging Face Tokenizers
-# {cite:p}`tokenizers`, the weights safetensors {cite:p}`safetensors`; the tests hold our code to
-# transformers {cite:p}`transformers` on PyTorch {cite:p}`pytorch`. Chapters are Jupytext
-# {cite:p}`jupytext` scripts run by papermill {cite:p}`papermill` into the pages of Jupyter Book
-# {cite:p}`jupyterbook`, whose [references](../references.md) come from sphinxcontrib-bibtex
-# {cite:p}`sphinxcontribbibtex` and whose formulas MathJax {cite:p}`mathjax` draws. The versions
-# are listed there.
-
-# %% tags=["parameters", "remove-cell"]
-profile = "cpu"  # smoke | cpu | gpu (recorded only: this page reads the other chapters)
-executed_dir = ""  # folder of executed chapters (empty: the default executed/)
+# {cite:p}`optax`, and says plainly whether it held; every page is an executed notebook. The
+# arrays are NumPy {cite:p}`numpy` and SciPy {cite:p}`scipy`, the figures Altair
+# {cite:p}`altair` on Vega-Lite {cite:p}`vegalite` (with Matplotlib {cite:p}`matplotlib` for a
+# few), the tokenizer Hugging Face Tokenizers {cite:p}`tokenizers`, the weights safetensors
+# {cite:p}`safetensors`; the tests hold our code to transformers {cite:p}`transformers` on
+# PyTorch {cite:p}`pytorch`. Chapters are Jupytext {cite:p}`jupytext` scripts run by papermill
+# {cite:p}`papermill` into the pages of Jupyter Book {cite:p}`jupyterbook`, whose
+# [references](../references.md) come from sphinxcontrib-bibtex {cite:p}`sphinxcontribbibtex`
+# and whose formulas MathJax {cite:p}`mathjax` draws. The versions are listed there. How seeds,
+# noise and intervals decide a verdict is set out once, in the [methods](methods.ipynb)
+# appendix, which the chapters link to.
+#
+# ## Where each number comes from
+#
+# Not every number in the book was computed when its page was built. There are four sources,
+# and each page says which one a number comes from:
+#
+# - **This build's runs.** Most numbers: the chapters train (or read from the zoo's cache) the
+#   models of this build's profile and measure them as the page executes; each chapter's
+#   provenance line names its commit, device and time (see *This build* below).
+# - **Kept studies.** Runs too costly for every build, trained once and kept in `data/results/`
+#   with the command that reproduces them; a page that shows one names it beside its own
+#   result, never as if measured in its run. The files kept:
 
 # %% tags=["remove-input"]
-from pathlib import Path
+Markdown(studies.kept_table())
 
-from myst_nb import glue
-
-from ropebook import claims, pipeline, plots
-
-folder = Path(executed_dir) if executed_dir else pipeline.EXECUTED_DIR
-names = [n for n in pipeline.chapter_names() if n != "index"]
-records = [
-    claims.read_chapter_record(folder / f"{n}.ipynb")
-    for n in names
-    if (folder / f"{n}.ipynb").exists()
-]
-plots.chapter_findings([r for r in records if r.claims])  # the build page records none
+# %% [markdown]
+# - **Figures read by eye.** The colour-bar ticks of CABLE's figures {cite:p}`veisi2025cable`,
+#   read off the published figures (`biases.CABLE_TICKS`, in the chapter on the
+#   [zoo of encodings](pe_zoo.ipynb)): they bound what the figures show rather than measure it.
+# - **Tables quoted from papers.** The papers' own numbers, shown beside ours and never mixed
+#   with them: the perplexities of Table 2 of {cite:t}`barbero2025round`
+#   (`ablation.PAPER_TABLE2`), the positional heads of its Tables 3–5, and the tables of the
+#   context-extension papers that the chapter on [stretching RoPE](rope_scaling.ipynb) compares
+#   with.
 
 # %% [markdown]
 # ## Re-running a chapter

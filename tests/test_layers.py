@@ -36,8 +36,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ropebook", "ropebook.paths", "ropebook.runtime", "ropebook.workers", "ropebook.io",
      "ropebook.buildrecord",
      "ropebook.citations", "ropebook.rope", "ropebook.stats"),
-    # positional encodings, the book's claims, context-extension methods
-    ("ropebook.encodings", "ropebook.claims", "ropebook.scaling"),
+    # positional encodings, the book's claims and its answers, context-extension methods
+    ("ropebook.encodings", "ropebook.claims", "ropebook.findings", "ropebook.scaling"),
     # the attention paths (XLA, fused kernels) and the measured choice between them
     ("ropebook.attention",),
     # the transformer

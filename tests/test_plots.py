@@ -97,18 +97,6 @@ def test_coverage_table_rows():
     assert lines[3] == "| Fig. 9 | 0 | — | — |"
 
 
-def test_chapter_findings_shows_three_claims_and_counts_the_rest():
-    text = plots.chapter_findings(RECORDS).data
-    assert text.startswith("## What each chapter found\n\n")
-    beta = text.split("\n\n")[2]
-    assert beta == (
-        "**[Beta](beta.ipynb)** (3 findings (2 held, 1 not testable here); 1 checked). claim 4 — "
-        "*held* (measured 4); claim 5 — *not testable here* (measured 5); claim 6 — *held* "
-        "(measured 6)."
-    )
-    assert "more" not in text.split("\n\n")[1] and "more" not in beta  # the check is not shown
-
-
 def test_build_provenance_and_line():
     build = plots.build_provenance(RECORDS)
     assert build == {

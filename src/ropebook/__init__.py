@@ -10,8 +10,10 @@ functions included, and holds the floors below to it). Bottom to top:
   writes and checksums; the build's records; the papers; RoPE's maths; statistics (power, noise).
   This ``__init__`` stands here too: it re-exports the paths and applies the runtime settings
   before JAX starts.
-- ``encodings``, ``claims``, ``scaling`` — every positional encoding by name; claim specs, verdict
-  rules and records; context extension (PI, NTK, YaRN, ...), equal to transformers' own.
+- ``encodings``, ``claims``, ``findings``, ``scaling`` — every positional encoding by name; claim
+  specs, verdict rules and records; the book's questions and their one-line answers, read from the
+  records (the landing page, each chapter's "In short"); context extension (PI, NTK, YaRN, ...),
+  equal to transformers' own.
 - ``attention`` — causal attention by XLA's ops or a fused C++ kernel, and the measured choice.
 - ``model`` — the JAX transformer, with its internals (queries, keys, attention) and interventions.
 - ``data``, ``tasks``, ``layouts``, ``checkpoints``, ``evaluation``, ``train``, ``hf`` — corpora,

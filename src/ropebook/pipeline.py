@@ -297,6 +297,9 @@ def package_versions() -> dict[str, str]:
 
 
 PROVENANCE_SOURCE = "from ropebook.pipeline import show_provenance\nshow_provenance()"
+IN_SHORT_SOURCE = (
+    "from ropebook.pipeline import glue_in_short\nglue_in_short({name!r}, {profile!r})"
+)
 
 
 def _trained_with(segments: list[dict[str, Any]]) -> str:
@@ -394,6 +397,23 @@ def show_provenance() -> None:
     if checkpoints.LOADED:
         table = models_table(checkpoints.LOADED, origins)
         display(Markdown(f"*Trained models used here:*\n\n{table}"))
+
+
+def glue_in_short(name: str, profile: str | None) -> None:
+    """Run inside the chapter's kernel, after its claims are glued: glue ``in_short``, the line
+    that opens the page ({glue:md}`in_short`), from the claims it glued and this run's profile
+    and devices (:func:`ropebook.findings.in_short`, which the landing page uses too)."""
+    import jax
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    from ropebook import claims, findings
+
+    devices = [f"{d.platform}:{d.device_kind}" for d in jax.devices()]
+    record = claims.ChapterRecord(
+        name, name, list(claims.GLUED), {"profile": profile, "jax_devices": devices}
+    )
+    glue("in_short", Markdown(findings.in_short(record)), display=False)
 
 
 # ------------------------------------------------------------------ the page's "Rerun" box
@@ -519,8 +539,11 @@ def run_chapter(
         return target
 
     _insert_rerun_box(notebook, rerun_box(name, declared, values))
-    cell = nbformat.v4.new_code_cell(PROVENANCE_SOURCE, metadata={"tags": ["remove-input"]})
-    notebook.cells.append(cell)
+    declared_profile = declared.get("profile")
+    profile_value = values.get("profile", declared_profile and declared_profile.default)
+    # the last cell: the provenance line, then the "In short" line glued from the chapter's claims
+    closing = PROVENANCE_SOURCE + "\n" + IN_SHORT_SOURCE.format(name=name, profile=profile_value)
+    notebook.cells.append(nbformat.v4.new_code_cell(closing, metadata={"tags": ["remove-input"]}))
     started = time.time()
     with atomic_path(target) as tmp_path:  # a failed run never replaces the previous notebook
         # papermill warns about an output path not ending in .ipynb: it writes beside the temp
@@ -532,10 +555,9 @@ def run_chapter(
             _execute(name, notebook, str(run_path), values, progress)
             executed = nbformat.read(run_path, as_version=4)
             _show_values_once(executed, values)
-            declared_profile = chapter_parameters(notebook).get("profile")
             executed.metadata["ropebook"] = {
                 **_stamp(name, values),
-                "profile": values.get("profile", declared_profile and declared_profile.default),
+                "profile": profile_value,
                 "git_commit": _git_commit(),
                 "packages": package_versions(),
                 "seconds": round(time.time() - started, 1),

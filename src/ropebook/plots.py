@@ -180,26 +180,6 @@ def coverage_table(covered: dict):
 
 
 # ------------------------------------------------------------------ summary pages (landing page)
-def chapter_findings(records: list, *, shown: int = 3):
-    """The landing page's "What each chapter found": per chapter a paragraph linking to it with its
-    tally and its first ``shown`` findings (statement, verdict, measured)."""
-    from IPython.display import Markdown
-
-    from ropebook.claims import tally_text
-
-    def summary(record) -> str:
-        scored = [c for c in record.claims if c.finding]
-        findings = "; ".join(
-            f"{c.statement} — *{c.verdict}* ({c.measured})" for c in scored[:shown]
-        )
-        extra = len(scored) - shown
-        more = f"; and {extra} more" if extra > 0 else ""
-        lead = f"**[{record.title}]({record.name}.ipynb)** ({tally_text(record.claims)})"
-        return f"{lead}. {findings}{more}." if findings else f"{lead}."
-
-    return Markdown("## What each chapter found\n\n" + "\n\n".join(summary(r) for r in records))
-
-
 def build_provenance(records: list) -> dict:
     """What the chapters' provenance says about this build: sorted ``commits``, ``profiles`` and
     ``devices``, the total execution ``seconds`` and the number of ``chapters``."""

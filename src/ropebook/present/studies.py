@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ropebook import studies
@@ -21,3 +22,23 @@ def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
     if stale:
         return text + f". **Stale**: the code now trains other specs for {', '.join(stale)}"
     return text + "; every run's spec hash matches what the code trains today"
+
+
+def kept_table(folder=None) -> str:
+    """Every results file kept in ``data/results`` as a Markdown table: the study, its regime and
+    profile, seeds, devices, date and commit, as the file records them."""
+    from pathlib import Path
+
+    folder = Path(folder) if folder is not None else studies.RESULTS_DIR
+    rows = ["| file | study | regime (profile) | seeds | devices | measured | commit |",
+            "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for path in sorted(folder.glob("*.json")):
+        results = json.loads(path.read_text())
+        machine = results.get("machine", {})
+        devices = machine.get("devices") or f"{machine.get('cpu', '?')} (CPU)"
+        rows.append(
+            f"| `{path.name}` | {results.get('study', '?')} | {results.get('regime', '?')} "
+            f"({results.get('profile', '?')}) | {len(results.get('seeds', []))} | {devices} | "
+            f"{results.get('measured', '?')} | `{results.get('commit', '?')}` |"
+        )
+    return "\n".join(rows)
