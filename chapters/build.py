@@ -14,6 +14,9 @@
 # %% [markdown]
 # # How this book was built
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # This page is written by the build that made this site. Each stage of `make book` records what
 # it measured as it runs (`ropebook stage`, `ropebook machine`, the zoo and the chapter runner
 # write JSON files into `executed/records/`), and this page, run last, shows those records:

@@ -14,6 +14,9 @@
 # %% [markdown]
 # # Does RoPE decay?
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # A common justification for RoPE, going back to its authors {cite:p}`su2024roformer`, is that it makes
 # attention *decay with distance*: the further a key is from a query, the smaller their score.
 # The argument takes queries and keys that are constant, all-ones vectors.

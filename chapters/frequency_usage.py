@@ -14,6 +14,9 @@
 # %% [markdown]
 # # Which frequencies do models use?
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # RoPE splits every query and key into $d/2$ two-dimensional *chunks* and turns chunk $k$ by
 # $g_k = \theta^{-2k/d}$ radians per token, from one radian per token ($k=0$) down to about
 # $1/\theta$. Does a trained model use all of them? {cite:t}`barbero2025round{Sec. 4}` answer with a

@@ -14,6 +14,9 @@
 # %% [markdown]
 # # What the 2025–26 models did with it: local RoPE, global p-RoPE or NoPE
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # Since the paper {cite:p}`barbero2025round`, the largest open models stopped giving every layer
 # the same encoding. Most of their layers attend **locally** (a sliding window, or Llama 4's
 # chunks) with RoPE, and every few layers one attends **globally** with something else:

@@ -14,6 +14,9 @@
 # %% [markdown]
 # # Methods: noise, seeds and what our data can decide
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # Most claims in this book compare two encodings trained alike: Table 2 of
 # {cite:t}`barbero2025round` in the [p-RoPE chapter](p_rope.ipynb), the recall contrasts in the
 # [recall chapter](recall.ipynb). Each ends in a verdict — *held*, *not held* or *cannot

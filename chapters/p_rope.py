@@ -14,6 +14,9 @@
 # %% [markdown]
 # # p-RoPE: keep the fast frequencies, free the slow ones
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # The book so far splits RoPE's planes by speed. The **fast** planes turn by about a radian per
 # token: a query and key that agree in them score highest at one exact distance, which is how a
 # head attends to "the previous token" {cite:p}`barbero2025round{Thm 5.3}`. The **slow** planes barely

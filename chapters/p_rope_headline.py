@@ -14,6 +14,9 @@
 # %% [markdown]
 # # p-RoPE's headline, where the slow planes turn
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # The paper's headline is one line of its Table 2 {cite:p}`barbero2025round{Table 2}`: 0.75-RoPE,
 # which leaves RoPE's slowest quarter of planes unrotated, reaches a lower validation perplexity
 # than RoPE. Gemma 4 ships the same idea on its global layers (p = 0.25; {ref}`layouts-production`),

@@ -14,6 +14,9 @@
 # %% [markdown]
 # # p-RoPE beyond the paper: longer contexts and every p
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # **p-RoPE** keeps the fastest fraction $p$ of RoPE's frequencies and leaves the planes of the
 # slowest $1-p$ unrotated ($p = 0$ is NoPE, $p = 1$ is RoPE). {cite:t}`barbero2025round` train it
 # at one length and one cut-off, $p = 0.75$, which has the lowest perplexity of the seven

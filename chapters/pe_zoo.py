@@ -14,6 +14,9 @@
 # %% [markdown]
 # # A zoo of positional encodings: RoPE, ALiBi, Kerple, FIRE
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # A transformer's attention score between query $i$ and key $j$ can learn where the two tokens
 # sit in two ways. **RoPE** rotates the query and the key before their dot product, so position
 # enters *multiplied into* the content. The other three encodings of this chapter leave queries

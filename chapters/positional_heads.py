@@ -14,6 +14,9 @@
 # %% [markdown]
 # # How RoPE builds positional heads
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # Some attention heads ignore *what* the tokens say and attend only by *where* they are: a
 # **diagonal** head puts (almost) all of token $i$'s attention on itself, a **previous-token**
 # head on token $i-1$. {cite:t}`barbero2025round{Sec. 5}` find both in Gemma 7B

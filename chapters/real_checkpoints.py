@@ -14,6 +14,9 @@
 # %% [markdown]
 # # Real checkpoints: Llama, Gemma and the models transformers runs
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # The [frequency chapter](frequency_usage.ipynb) reads which RoPE frequencies the book's small
 # models use. {cite:t}`barbero2025round{App. C}` read the same on Llama 3.1 8B
 # {cite:p}`llama2024herd` and report two things:

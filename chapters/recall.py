@@ -14,6 +14,9 @@
 # %% [markdown]
 # # Recall at a distance: tasks where the encodings differ by tens of points
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # On language our encodings differ by about 1 % of perplexity, at the edge of what our seeds
 # resolve ([chapter on p-RoPE](p_rope.ipynb); what seeds resolve: {ref}`methods-power`). The
 # paper's mechanism claims are sharper than that, and they predict large, opposite outcomes on

@@ -14,6 +14,9 @@
 # %% [markdown]
 # # RoPE in one page
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # Rotary position embeddings (RoPE), introduced by {cite:t}`su2024roformer`, encode position by
 # *rotating* queries and keys instead of adding anything to them. A head of dimension $d$ is cut into $d/2$ planes; in
 # plane $k$ the vector at position $m$ is rotated by the angle $m\,g_k$ with

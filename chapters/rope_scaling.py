@@ -14,6 +14,9 @@
 # %% [markdown]
 # # Stretching RoPE: interpolation, NTK, YaRN and Llama 3 scaling, seen through frequencies
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # The rest of this book explains RoPE by *which frequencies a model uses*: fast pairs turn by
 # about a radian per token and let a head find "the previous token"; slow pairs barely turn over
 # the training context and carry content. Practitioners meet RoPE mostly somewhere else: when

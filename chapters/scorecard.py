@@ -14,6 +14,9 @@
 # %% [markdown]
 # # Scorecard: what held
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # Every chapter ends by recording its claims, each of one of three kinds. A **finding** is an
 # empirical statement, about a paper's claim or beyond it, that the data could contradict; only
 # findings are scored. A **proof** is a symbolic proof executed on its page, and a **check** an

@@ -14,6 +14,9 @@
 # %% [markdown]
 # # Semantic channels and why low frequencies break
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # A *semantic* head attends by **what** a token is, not **where** it is: Gemma 7B
 # {cite:p}`gemma2024gemma` has a head in which every token that follows an apostrophe attends to
 # the apostrophe, and otherwise to the BOS token {cite:p}`barbero2025round{Fig. 7}`. RoPE makes this hard. The score of a query at $i$ and

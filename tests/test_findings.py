@@ -108,8 +108,8 @@ def test_in_short_of_a_chapter_without_findings_says_what_it_proves_and_checks()
         claim("rope_basics.grid", kind="checked", statement="The grid is right"),
     ], BUILD)  # fmt: skip
     assert findings.in_short(record) == (
-        "**In short.** This chapter proves 1 and checks 1, asserted on the page: Scores are "
-        "relative; The grid is right."
+        "**In short.** This chapter proves 1 statement and checks 1 statement (asserted on the "
+        "page; no finding): Scores are relative; The grid is right."
     )
 
 
@@ -117,3 +117,17 @@ def test_a_chapter_holding_a_questions_headline_answers_that_question():
     assert findings.question_of("p_sweep").key == "beyond"
     assert findings.question_of("p_rope").key == "language"
     assert findings.question_of("pe_zoo") is None
+
+
+def test_every_chapter_opens_with_its_in_short_line():
+    import jupytext
+
+    from ropebook import pipeline
+
+    for name in pipeline.chapter_names():
+        if name == "index":  # the landing page is the findings page itself
+            continue
+        first = next(c for c in jupytext.read(pipeline.chapter_path(name)).cells
+                     if c.cell_type == "markdown")  # fmt: skip
+        lines = [line for line in first.source.splitlines() if line.strip()]
+        assert lines[0].startswith("# ") and lines[1] == "{glue:md}`in_short`", name

@@ -243,14 +243,18 @@ def in_short(record) -> str:
         return "**In short.** " + answer_line(answer(finding, record.name, None, record.provenance))
     counts = tally(record.claims)
     kinds = [
-        f"{'proves' if kind == PROVED else 'checks'} {counts[kind]}"
+        f"{'proves' if kind == PROVED else 'checks'} {counts[kind]} statement"
+        + ("s" if counts[kind] != 1 else "")
         for kind in (PROVED, "checked")
         if counts[kind]
     ]
     if not kinds:
         return "**In short.** This page records no claim."
     statements = "; ".join(c.statement for c in record.claims)
-    return f"**In short.** This chapter {' and '.join(kinds)}, asserted on the page: {statements}."
+    return (
+        f"**In short.** This chapter {' and '.join(kinds)} (asserted on the page; no finding): "
+        f"{statements}."
+    )
 
 
 def findings_tally(records: Sequence) -> str:
