@@ -14,6 +14,9 @@
 # %% [markdown]
 # # Positional heads over training, and what removing planes does to them
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # The [positional heads chapter](positional_heads.ipynb) finds diagonal and previous-token heads
 # in trained models, as {cite:t}`barbero2025round{Sec. 5}` find them in Gemma 7B
 # {cite:p}`gemma2024gemma`, and measures that they sit on RoPE's fastest planes. Two questions
@@ -37,6 +40,7 @@ induction_level = 0.5  # in (0, 1]: induction score (attention on the induction 
 # %% tags=["remove-input"]
 import numpy as np
 from IPython.display import display
+from myst_nb import glue
 
 from ropebook import claims, data, plots, zoo
 from ropebook.analysis import dynamics as dy
@@ -209,17 +213,45 @@ CLAIMS.record(
 # planes carry content the model needs, so removing them costs more loss than a random set.
 # This probe lives beside the heads' training rather than in the frequency chapter because its
 # readout is the positional heads, on the same flagship models.
+#
+# **The control, and its prediction (written before the run).** Zeroing a plane removes its
+# content and its norm at once, and the slowest planes carry most of the query and key norm. So
+# every probe is run twice: *zeroing*, and *mean-ablation*, where the removed planes' unrotated
+# queries and keys are replaced by their means over the positions of the head-choosing windows
+# and then rotated as before (`probes.removal`): the planes keep their average vector — its norm
+# and the relative-position pattern it makes as it turns — and lose only what varies from token
+# to token. The predictions: if the slowest planes' loss under zeroing were an artefact of their
+# norm, the mean-ablated loss of the slowest quarter would fall to that of a random quarter (the
+# semantic contrast's interval would reach 0) while the zeroed one stays above it. If the
+# previous-token heads are positional in Thm. 5.3's sense — built from a content-free vector
+# turning with position — mean-ablating the fastest planes keeps them (a drop near 0) while
+# zeroing breaks them; a drop as large as zeroing's would say they use the fast planes' content.
+#
+# Each part is decided on the reading that can remove what it claims (`probes.DECIDING`): the
+# content part on mean-ablation, which removes content alone; the positional part on zeroing,
+# since mean-ablation keeps a positional pattern by construction. The two parts combine as
+# before; the other reading of each part stands beside it, and the verdict line says where they
+# disagree.
 
 # %%
 probe_rng = np.random.default_rng([window_seed, 54])
 probe_eval = data.sample_windows(test_tokens, flag_config.context + 1, probe_windows, probe_rng)
 probe_select = data.sample_windows(test_tokens, flag_config.context, probe_windows, probe_rng)
-probe = probes.run_probes(
-    flagship["rope"], probe_eval, probe_select, fraction=probe_fraction, n_heads=probe_heads,
-    seed=window_seed,
-)  # fmt: skip
-reading = probes.probe_reading(probe)
-plots.table(show_probes.probe_table(probe))
+probe_by = {
+    ablation: probes.run_probes(
+        flagship["rope"],
+        probe_eval,
+        probe_select,
+        fraction=probe_fraction,
+        n_heads=probe_heads,
+        seed=window_seed,
+        ablation=ablation,
+    )  # fmt: skip
+    for ablation in probes.ABLATIONS
+}
+readings = {a: probes.probe_reading(r) for a, r in probe_by.items()}
+reading = probes.controlled_reading(readings)  # each part on the reading that decides it
+plots.table([row for r in probe_by.values() for row in show_probes.probe_table(r)])
 
 # %% [markdown]
 # The same as a chart: mean change per probe with its 95% interval (over seeds, or over the
@@ -229,10 +261,10 @@ plots.table(show_probes.probe_table(probe))
 print(
     {
         seed: [f"L{la}H{h}" for la, h in hs]
-        for seed, hs in zip(probe.seeds, probe.heads, strict=True)
+        for seed, hs in zip(probe_by["zeroed"].seeds, probe_by["zeroed"].heads, strict=True)
     }
 )
-show_probes.probe_chart(probe)
+show_probes.probe_chart(list(probe_by.values()))
 
 # %% [markdown]
 # The reading combines two paired contrasts: Δ attention(fastest) − Δ attention(slowest) with
@@ -241,18 +273,26 @@ show_probes.probe_chart(probe)
 # one is established the other way, else *cannot decide*. With one seed the intervals are over
 # windows of one trained model, which
 # says what this model does but not what training does, so the verdict reads *cannot decide*.
+# Each part on its deciding reading gives **{glue:text}`head_dynamics.probe_verdict`**; the same
+# rule on one reading alone would give {glue:text}`head_dynamics.probe_mean_verdict` (all
+# mean-ablation) and {glue:text}`head_dynamics.probe_zeroed_verdict` (all zeroing).
 
 # %% tags=["remove-input"]
-print(show_probes.reading_measured(reading))
+probe_measured = show_probes.readings_measured(readings)
+print(probe_measured)
 CLAIMS.record(
     "head_dynamics.causal_probe",
     reading.verdict,
-    show_probes.reading_measured(reading),
-    interval=f"attention: {reading.positional.text}; loss: {reading.semantic.text}",
+    probe_measured,
+    interval=f"attention (zeroed): {reading.positional.text}; "
+    f"loss (mean-ablated): {reading.semantic.text}",
     seeds=reading.n_seeds,
     basis=show_probes.reading_basis(reading),
     to_decide=show_probes.reading_to_decide(reading),
 )
+for ablation, one in readings.items():  # the rule on one reading alone, for the prose
+    glue(f"head_dynamics.probe_{ablation}_verdict", one.verdict, display=False)
+glue("head_dynamics.probe_verdict", reading.verdict, display=False)
 
 
 # %% [markdown]

@@ -132,3 +132,114 @@ def test_run_probes_on_untrained_models():
     assert len(r.removed[0]["random"]) == 4 and all(len(d) == 2 for d in r.removed[0]["random"])
     assert r.removed[0]["fastest"] == [[0, 1]]
     np.testing.assert_allclose(r.delta("loss", "fastest"), r.loss["fastest"] - r.loss["intact"])
+
+
+# ---------------------------------------------------------------- mean-ablation beside zeroing
+
+
+def constructed_qk(t: int = 24, d: int = 8, seed: int = 0):
+    """``q, k [1, T, 1, D]`` (half pairing, 4 planes): plane 3, the slowest, a large vector
+    that is the same at every position (norm, no token content); planes 0-2 vary by token."""
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(0, 1, (2, 1, t, 1, d))
+    pairs = rope.chunk_indices(d, "half")
+    for x, v in ((q, (6.0, 2.0)), (k, (5.0, -3.0))):
+        x[..., pairs[3]] = v  # constant over positions
+    return q.astype(np.float32), k.astype(np.float32)
+
+
+def probs_of(q, k, base: float = 2.0):
+    """Causal softmax attention ``[T, T]`` of rotated ``q, k`` (one head), as the model scores."""
+    t = q.shape[1]
+    positions = np.arange(t)
+    qr, kr = (np.asarray(rope.apply_rope(x, positions, base=base, pairing="half")) for x in (q, k))
+    scores = np.einsum("qd,kd->qk", qr[0, :, 0], kr[0, :, 0]) / np.sqrt(q.shape[-1])
+    scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_mean_ablation_spares_a_plane_of_constant_norm_that_zeroing_hurts():
+    q, k = constructed_qk()
+    means = np.stack([q.mean(axis=(0, 1)), k.mean(axis=(0, 1))])  # [2, H, D]
+    intact = probs_of(q, k)
+
+    def change(plane: int, ablation: str) -> float:
+        keep = np.ones(4, np.float32)
+        keep[plane] = 0.0
+        if ablation == "zeroed":
+            dims = np.repeat(keep, 2)[np.argsort(rope.chunk_indices(8, "half").T.ravel()) % 4 * 2]
+            a, b = q * dims, k * dims  # zeroing before rotation = zeroing after (per plane)
+        else:
+            a, b = (np.asarray(x) for x in model.substitute_means(q, k, keep, means, "half"))
+        return float(np.abs(probs_of(a, b) - intact).sum(-1).mean())
+
+    # Constant plane: zeroing moves attention a lot, mean-ablation not at all (the answer).
+    assert change(3, "zeroed") > 0.2
+    assert change(3, "mean") == pytest.approx(0.0, abs=1e-5)
+    # A plane carrying token content: mean-ablation removes it too.
+    assert change(0, "mean") > 0.05
+
+
+def test_removal_through_the_model():
+    params = model.init_params(jax.random.key(0), CONFIG)
+    for layer in params["layers"]:  # sharper attention than at initialisation
+        layer["qkv"] = layer["qkv"] * 6
+    rng = np.random.default_rng(3)
+    windows = rng.integers(0, 32, (3, 11)).astype(np.int32)
+    reference = rng.integers(0, 32, (4, 10)).astype(np.int32)
+    means = probes.qk_means(params, CONFIG, reference)
+    assert means.shape == (CONFIG.n_layers, 2, CONFIG.n_heads, CONFIG.head_dim)
+    mean = probes.removal(params, CONFIG, "mean", reference)
+    assert probes.removal(params, CONFIG, "zeroed") is probes.ZEROED
+    intact = probes.window_losses(params, CONFIG, windows)
+    keep_all = np.ones(8)
+    np.testing.assert_allclose(probes.window_losses(params, CONFIG, windows, keep_all, mean), intact, rtol=1e-5)  # fmt: skip
+    one = np.ones(8, np.float32)
+    one[0] = 0.0
+    zeroed = probes.window_losses(params, CONFIG, windows, one)
+    ablated = probes.window_losses(params, CONFIG, windows, one, mean)
+    assert np.abs(zeroed - ablated).max() > 1e-5  # the two readings differ
+    with pytest.raises(ValueError, match="reference"):
+        probes.removal(params, CONFIG, "mean")
+    with pytest.raises(ValueError, match="not in"):
+        probes.Removal("shuffled")
+    with pytest.raises(ValueError, match="means"):
+        probes.Removal("mean")
+
+
+def test_run_probes_mean_ablated_reads_the_same_heads_and_masks():
+    models = [Fake(s, model.init_params(jax.random.key(s), CONFIG)) for s in (0, 1)]
+    rng = np.random.default_rng(2)
+    windows = rng.integers(1, 32, (3, 17)).astype(np.int32)
+    select = rng.integers(1, 32, (2, 16)).astype(np.int32)
+    zeroed = probes.run_probes(models, windows, select, n_heads=2, seed=5)
+    mean = probes.run_probes(models, windows, select, n_heads=2, seed=5, ablation="mean")
+    assert (zeroed.ablation, mean.ablation) == ("zeroed", "mean")
+    assert mean.heads == zeroed.heads and mean.removed == zeroed.removed
+    np.testing.assert_allclose(mean.loss["intact"], zeroed.loss["intact"])
+    assert not np.array_equal(mean.loss["slowest"], zeroed.loss["slowest"])
+
+
+def test_controlled_reading_decides_each_part_on_its_reading():
+    """head_dynamics.causal_probe's rule: the positional part on zeroing, the content part on
+    mean-ablation; held, not held, partly and cannot decide are each reachable, and a norm
+    artefact (slow planes' loss under zeroing only) does not make the content part hold."""
+
+    def readings(zeroed, mean, n=3):
+        return {
+            "zeroed": probes.probe_reading(result(n, *zeroed)),
+            "mean": probes.probe_reading(result(n, *mean)),
+        }
+
+    held = probes.controlled_reading(readings((0.3, 0.2), (0.0, 0.2)))
+    assert held.verdict == "held"
+    assert probes.controlled_reading(readings((-0.3, 0.2), (0.3, -0.2))).verdict == "not held"
+    artefact = probes.controlled_reading(readings((0.3, 0.2), (0.3, -0.2)))
+    assert artefact.verdict == "partly" and artefact.semantic.high < 0
+    assert probes.controlled_reading(readings((0.3, 0.2), (0.3, 0.2), n=1)).verdict == (
+        "cannot decide"
+    )
+    text = show.readings_measured(readings((0.3, 0.2), (0.3, -0.2)))
+    assert "under mean-ablation, which decides it (not held)" in text
+    assert "the readings disagree, zeroing alone would say held" in text

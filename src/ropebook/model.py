@@ -197,6 +197,13 @@ class Intervention(NamedTuple):
     - ``keep_chunks [D/2]`` or ``[H, D/2]``: 1 keeps chunk ``k`` of the rotated queries and keys,
       0 removes it (causal probes: what the model loses without its fastest or slowest pairs).
       Chunks are numbered as in :func:`ropebook.rope.chunk_indices` under the model's pairing.
+    - ``means [L, 2, H, D]``: with ``keep_chunks``, a removed chunk is *mean-ablated* instead of
+      zeroed: its unrotated query and key in layer ``l`` are replaced by ``means[l, 0]`` and
+      ``means[l, 1]`` (their means over the positions of reference windows,
+      :func:`ropebook.analysis.probes.qk_means`), then rotated as before
+      (:func:`substitute_means`). The chunk keeps its average vector, so its norm and the
+      relative-position pattern that vector makes as it turns; what it loses is what varies from
+      token to token (content).
 
     A pytree (``None`` fields are empty), so it can be passed through ``jax.jit``.
     """
@@ -204,6 +211,26 @@ class Intervention(NamedTuple):
     frequencies: Any = None
     logit_scale: Any = 1.0
     keep_chunks: Any = None
+    means: Any = None
+
+
+def _chunk_keep(keep_chunks, head_dim: int, pairing: str, dtype) -> jnp.ndarray:
+    """``keep_chunks [..., D/2]`` spread over the dimensions of each chunk: ``[..., D]``."""
+    pairs = rope.chunk_indices(head_dim, pairing)  # [D/2, 2] dims of each chunk
+    dim_to_chunk = np.argsort(pairs.T.ravel()) % len(pairs)  # chunk of every dim
+    return jnp.asarray(keep_chunks, dtype)[..., dim_to_chunk]
+
+
+def substitute_means(
+    q: jnp.ndarray, k: jnp.ndarray, keep_chunks, means, pairing: str = "half"
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Mean-ablation before rotation: the chunks that ``keep_chunks [D/2]`` (or ``[H, D/2]``)
+    removes (0) take ``means [2, H, D]`` (query, key) in place of ``q, k [B, T, H, D]``; kept
+    chunks are untouched. Rotated afterwards, a substituted chunk adds to the score between
+    query ``i`` and key ``j`` only ``μ_q^T R((j - i) g) μ_k``, a function of ``j - i``."""
+    keep = _chunk_keep(keep_chunks, q.shape[-1], pairing, q.dtype)
+    means = jnp.asarray(means, q.dtype)
+    return q * keep + means[0] * (1 - keep), k * keep + means[1] * (1 - keep)
 
 
 def _intervene(
@@ -224,10 +251,8 @@ def _intervene(
         grid = jnp.asarray(intervention.frequencies, jnp.float32)
         angles = positions[..., None].astype(jnp.float32) * grid
         q_rot, k_rot = rope.rotate(q, angles, enc.pairing), rope.rotate(k, angles, enc.pairing)
-    if intervention.keep_chunks is not None:
-        pairs = rope.chunk_indices(head_dim, enc.pairing)  # [D/2, 2] dims of each chunk
-        dim_to_chunk = np.argsort(pairs.T.ravel()) % len(pairs)  # chunk of every dim
-        keep = jnp.asarray(intervention.keep_chunks, q_rot.dtype)[..., dim_to_chunk]
+    if intervention.keep_chunks is not None and intervention.means is None:  # zeroed
+        keep = _chunk_keep(intervention.keep_chunks, head_dim, enc.pairing, q_rot.dtype)
         q_rot, k_rot = q_rot * keep, k_rot * keep
     return q_rot * jnp.asarray(intervention.logit_scale, q_rot.dtype), k_rot
 
@@ -350,6 +375,12 @@ def attention(
     """
     enc, window, chunk = config.layer_plan[index]
     q, k, v = _project_qkv(layer, x, config)
+    if intervention is not None and intervention.means is not None:  # mean-ablated chunks
+        if intervention.keep_chunks is None:
+            raise ValueError("Intervention.means needs keep_chunks (the chunks to mean-ablate)")
+        q, k = substitute_means(
+            q, k, intervention.keep_chunks, intervention.means[index], enc.pairing
+        )
     q_rot, k_rot = encodings.rotate(q, positions, enc), encodings.rotate(k, positions, enc)
     if intervention is not None:
         q_rot, k_rot = _intervene(q_rot, k_rot, q, k, positions, enc, config.head_dim, intervention)

@@ -18,6 +18,24 @@ windows). Every difference is paired: the same seed, the same window, with and w
 Intervals are over seeds (each seed's mean over windows) when there are several, else over the
 windows of the one seed (:func:`paired_estimate`).
 
+Two ways to remove a plane (:data:`ABLATIONS`), both built by :func:`removal` — the one probe
+function the plane map, head dynamics and recall chapters share:
+
+- ``zeroed``: the plane's rotated query and key set to 0, so its term leaves every score. The
+  slowest planes carry most of the q/k norm, so a loss here says "this plane carries norm" as
+  much as "this plane carries content".
+- ``mean``: *mean-ablation*, the control. The plane's unrotated query and key are replaced by
+  their means over the positions of reference windows (per layer and head, :func:`qk_means`;
+  windows other than those scored), then rotated as before. The plane keeps its average vector,
+  hence the norm of that average and the relative-position pattern ``μ_q^T R((j-i) g) μ_k`` it
+  makes as it turns; it loses only what varies from token to token. Means of the *rotated*
+  vectors would not do: over positions a turning plane's rotated vectors average to about 0, so
+  for all but the slowest planes that is zeroing again. A norm-matched substitute (the mean's
+  direction scaled to the mean norm) was not chosen: it invents a vector the model never
+  produced, and the mean is what the standard mean-ablation removes to.
+
+A reading that is an artefact of norm shows under zeroing and vanishes under mean-ablation.
+
 Numbers only: the probe's table, chart and claim text are in :mod:`ropebook.present.probes`.
 """
 
@@ -32,6 +50,55 @@ import numpy as np
 from ropebook.analysis import Estimate, interval_text
 
 CONDITIONS: tuple[str, ...] = ("fastest", "slowest", "random")
+ABLATIONS: tuple[str, ...] = ("zeroed", "mean")  # how a plane is removed; the claims read "mean"
+ABLATION_NAMES = {"zeroed": "zeroing", "mean": "mean-ablation"}
+
+
+def qk_means(params, config, windows) -> np.ndarray:
+    """Mean unrotated query and key of every layer and head over the positions (and windows) of
+    ``windows [W, T]``: ``[L, 2, H, D]`` (query, key), float32."""
+    from ropebook import model
+
+    _, layers = model.forward(params, np.asarray(windows), config, return_internals=True)
+    return np.stack(
+        [np.stack([np.asarray(x[kind]).mean(axis=(0, 1)) for kind in ("q", "k")]) for x in layers]
+    ).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """How planes are removed: ``ablation`` of :data:`ABLATIONS`, with the model's ``means``
+    (:func:`qk_means`) when mean-ablating. Called with a keep mask ``[K]`` (1 keeps a plane, 0
+    removes it), it gives the :class:`ropebook.model.Intervention` that removes those planes."""
+
+    ablation: str = "zeroed"
+    means: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.ablation not in ABLATIONS:
+            raise ValueError(f"ablation {self.ablation!r} not in {ABLATIONS}")
+        if (self.ablation == "mean") != (self.means is not None):
+            raise ValueError("mean-ablation needs the model's means; zeroing takes none")
+
+    def __call__(self, keep):
+        from ropebook import model
+
+        if keep is None:
+            return None
+        return model.Intervention(keep_chunks=np.asarray(keep, np.float32), means=self.means)
+
+
+ZEROED = Removal()
+
+
+def removal(params, config, ablation: str, reference=None) -> Removal:
+    """The one probe function: a :class:`Removal` of ``ablation`` for one model, its means read
+    on ``reference [W, T]`` token windows (or task sequences) other than those scored."""
+    if ablation == "zeroed":
+        return ZEROED
+    if reference is None:
+        raise ValueError("mean-ablation needs reference windows to take the means over")
+    return Removal(ablation, qk_means(params, config, reference))
 
 
 def removal_masks(
@@ -68,11 +135,10 @@ def random_masks(n_planes: int, n_removed: int, rng: np.random.Generator, draws:
     return masks
 
 
-def window_losses(params, config, windows, keep=None) -> np.ndarray:
-    """Mean next-token loss (nats) of each window ``[W, T+1]``: ``[W]``, planes ``keep`` kept."""
-    from ropebook import model
-
-    intervention = None if keep is None else model.Intervention(keep_chunks=np.asarray(keep))
+def window_losses(params, config, windows, keep=None, remove: Removal = ZEROED) -> np.ndarray:
+    """Mean next-token loss (nats) of each window ``[W, T+1]``: ``[W]``, planes ``keep`` kept
+    (the others removed by ``remove``)."""
+    intervention = remove(keep)
     losses = _jitted_token_losses()(params, np.asarray(windows), config, intervention)
     return np.asarray(losses).mean(-1)
 
@@ -86,13 +152,15 @@ def _jitted_token_losses():
     return jax.jit(model.token_losses, static_argnames="config")
 
 
-def head_attention(params, config, windows, keep=None, kind: str = "previous") -> np.ndarray:
+def head_attention(
+    params, config, windows, keep=None, kind: str = "previous", remove: Removal = ZEROED
+) -> np.ndarray:
     """Mean attention on the target key (``heads.target_weights``, rows 1..T-1) of every head on
-    every window, planes ``keep`` kept: ``[W, L, H]``."""
+    every window, planes ``keep`` kept (the others removed by ``remove``): ``[W, L, H]``."""
     from ropebook import model
     from ropebook.analysis import heads
 
-    intervention = None if keep is None else model.Intervention(keep_chunks=np.asarray(keep))
+    intervention = remove(keep)
     _, layers = model.forward(
         params, np.asarray(windows), config, return_internals=True, intervention=intervention
     )
@@ -122,6 +190,7 @@ class ProbeResult:
     heads: list[list[tuple[int, int]]]
     removed: list[dict[str, list[list[int]]]]
     n_planes: int
+    ablation: str = "zeroed"
 
     def delta(self, metric: str, condition: str) -> np.ndarray:
         """``[seeds, W]`` paired change (removed − intact) of ``metric`` ∈ {loss, previous}."""
@@ -138,10 +207,12 @@ def run_probes(
     n_heads: int = 2,
     seed: int = 0,
     n_random: int = 4,
+    ablation: str = "zeroed",
 ) -> ProbeResult:
     """Probe each model (one per seed) on ``windows [W, T+1]``; heads are chosen on
     ``select_windows [W', T]`` (intact model); the ``random`` condition averages ``n_random``
-    draws of planes from ``Generator([seed, model seed])``."""
+    draws of planes from ``Generator([seed, model seed])``. Planes are removed by ``ablation``
+    (:func:`removal`; mean-ablation takes its means over ``select_windows``)."""
     from ropebook.analysis.frequencies import band_size, zoo_frequencies
 
     windows = np.asarray(windows)
@@ -157,14 +228,15 @@ def run_probes(
         )  # fmt: skip
         heads = strongest_heads(head_attention(m.params, m.config, select_windows), n_heads)
         chosen.append(heads)
+        remove = removal(m.params, m.config, ablation, select_windows)
         removed.append(
             {c: [[int(i) for i in np.flatnonzero(k == 0)] for k in ks] for c, ks in masks.items()}
         )
         for condition, keeps in [("intact", [None]), *masks.items()]:
             draws_loss, draws_prev = [], []
             for keep in keeps:
-                draws_loss.append(window_losses(m.params, m.config, windows, keep))
-                att = head_attention(m.params, m.config, windows[:, :-1], keep)
+                draws_loss.append(window_losses(m.params, m.config, windows, keep, remove))
+                att = head_attention(m.params, m.config, windows[:, :-1], keep, remove=remove)
                 draws_prev.append(np.stack([att[:, la, h] for la, h in heads], -1).mean(-1))
             loss[condition].append(np.mean(draws_loss, axis=0))
             previous[condition].append(np.mean(draws_prev, axis=0))
@@ -175,6 +247,7 @@ def run_probes(
         heads=chosen,
         removed=removed,
         n_planes=models[0].config.head_dim // 2,
+        ablation=ablation,
     )
 
 
@@ -226,3 +299,40 @@ def probe_reading(result: ProbeResult) -> ProbeReading:
     ]
     verdict = "cannot decide" if len(result.seeds) < 2 else combine(parts)
     return ProbeReading(p, s, min_detectable(pos), min_detectable(sem), len(result.seeds), verdict)
+
+
+# Which reading decides each part of a claim. A positional part (fast planes build positional
+# heads) is read on zeroing: Thm. 5.3's positional head is made of a plane's content-free,
+# average vector turning with position, which mean-ablation keeps by construction, so only
+# zeroing can take it away; the mean-ablated reading beside it says whether the head needed the
+# plane's content as well. A content part (slow planes carry content) is read on mean-ablation:
+# zeroing takes the slow planes' large norm away with their content, mean-ablation only the
+# content.
+DECIDING = {"positional": "zeroed", "semantic": "mean"}
+
+
+def probe_parts(reading: ProbeReading) -> tuple[str, str]:
+    """The verdict of each part of one reading, as :func:`probe_reading` combines them:
+    positional (interval below 0), semantic (interval above 0)."""
+    from ropebook.claims import verdict_from_interval
+
+    return (
+        verdict_from_interval(*reading.positional.bounds, threshold=0.0, above=False),
+        verdict_from_interval(*reading.semantic.bounds, threshold=0.0, above=True),
+    )
+
+
+def controlled_reading(readings: dict[str, ProbeReading]) -> ProbeReading:
+    """The claim's reading from both ablations (``ablation -> probe_reading``): each part from the
+    ablation :data:`DECIDING` names, combined by :func:`ropebook.claims.combine`; one seed →
+    cannot decide, as in :func:`probe_reading`."""
+    from ropebook.claims import combine
+
+    pos, sem = readings[DECIDING["positional"]], readings[DECIDING["semantic"]]
+    if pos.n_seeds != sem.n_seeds:
+        raise ValueError("the two readings must rest on the same seeds")
+    parts = [probe_parts(pos)[0], probe_parts(sem)[1]]
+    verdict = "cannot decide" if pos.n_seeds < 2 else combine(parts)
+    return ProbeReading(
+        pos.positional, sem.semantic, pos.positional_mde, sem.semantic_mde, pos.n_seeds, verdict
+    )

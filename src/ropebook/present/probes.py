@@ -7,6 +7,7 @@ from __future__ import annotations
 import altair as alt
 
 from ropebook.analysis.probes import (
+    ABLATION_NAMES,
     CONDITIONS,
     ProbeReading,
     ProbeResult,
@@ -26,6 +27,7 @@ def probe_table(result: ProbeResult, digits: int = 3) -> list[dict]:
         rows.append(
             {
                 "planes removed": c,
+                "removed by": ABLATION_NAMES[result.ablation],
                 "planes (first seed)": " or ".join(map(str, result.removed[0][c][:2]))
                 + (
                     f" … ({len(result.removed[0][c])} draws)"
@@ -54,6 +56,36 @@ def reading_measured(reading: ProbeReading) -> str:
         f"instead of a random quarter changes loss by {reading.semantic.mean:+.3f} nats "
         f"({reading.semantic.text})"
     )
+
+
+def readings_measured(readings: dict[str, ProbeReading]) -> str:
+    """The claim's measured text from both readings: each part on the ablation that decides it
+    (:data:`~ropebook.analysis.probes.DECIDING`), the other beside, and, where the two readings
+    of a part disagree, which way each points."""
+    from ropebook.analysis.probes import DECIDING, probe_parts
+
+    parts = {a: probe_parts(r) for a, r in readings.items()}
+    out = []
+    for i, (part, what, unit) in enumerate(
+        (
+            ("positional", "removing the fastest instead of the slowest quarter changes "
+             "previous-token attention by", ""),
+            ("semantic", "removing the slowest instead of a random quarter changes loss by",
+             " nats"),
+        )
+    ):  # fmt: skip
+        decides = DECIDING[part]
+        beside = next(a for a in readings if a != decides)
+        e, f = (getattr(readings[a], part) for a in (decides, beside))
+        text = (
+            f"{what} {e.mean:+.3f}{unit} ({e.text}) under {ABLATION_NAMES[decides]}, which "
+            f"decides it ({parts[decides][i]}); {f.mean:+.3f}{unit} ({f.text}) under "
+            f"{ABLATION_NAMES[beside]} ({parts[beside][i]})"
+        )
+        if parts[decides][i] != parts[beside][i]:
+            text += f": the readings disagree, {ABLATION_NAMES[beside]} alone would say {parts[beside][i]}"
+        out.append(text)
+    return "; ".join(out)
 
 
 def reading_basis(reading: ProbeReading) -> str:
@@ -90,33 +122,47 @@ def reading_to_decide(reading: ProbeReading) -> str:
     )
 
 
-def probe_chart(result: ProbeResult, width: int = 400):
+def probe_chart(results: ProbeResult | list[ProbeResult], width: int = 400):
     """Altair, two panels: mean Δ loss and Δ previous-token attention per condition with 95%
-    intervals (over seeds, or windows of one seed), zero marked."""
+    intervals (over seeds, or windows of one seed), zero marked; with several results (zeroing
+    and mean-ablation) one colour each, side by side in every row."""
+    results = [results] if isinstance(results, ProbeResult) else list(results)
     panels = []
     for metric, label in (
         ("loss", "Δ loss (nats)"),
         ("previous", "Δ previous-token attention"),
     ):
         rows = []
-        for c in CONDITIONS:
-            e = paired_estimate(result.delta(metric, c))
-            rows.append({"planes removed": c, "mean": e.mean, "low": e.low, "high": e.high})
+        for result in results:
+            for c in CONDITIONS:
+                e = paired_estimate(result.delta(metric, c))
+                rows.append(
+                    {"planes removed": c, "removed by": ABLATION_NAMES[result.ablation],
+                     "mean": e.mean, "low": e.low, "high": e.high}
+                )  # fmt: skip
         y = alt.Y("planes removed:N", sort=list(CONDITIONS), title="planes removed")
+        offset = alt.YOffset("removed by:N")
+        colour = alt.Color("removed by:N", title="removed by")
         base = alt.Chart(alt.InlineData(values=rows))
         panels.append(
             alt.layer(
                 base.mark_rule(strokeWidth=2).encode(
-                    x=alt.X("low:Q", title=label), x2="high:Q", y=y
+                    x=alt.X("low:Q", title=label), x2="high:Q", y=y, yOffset=offset, color=colour
                 ),
                 base.mark_point(filled=True, size=70).encode(
-                    x="mean:Q", y=y, tooltip=["planes removed:N", "mean:Q", "low:Q", "high:Q"]
-                ),
+                    x="mean:Q",
+                    y=y,
+                    yOffset=offset,
+                    color=colour,
+                    tooltip=["planes removed:N", "removed by:N", "mean:Q", "low:Q", "high:Q"],
+                ),  # fmt: skip
                 alt.Chart(alt.InlineData(values=[{"zero": 0.0}]))
                 .mark_rule(strokeDash=[4, 3], color="gray")
                 .encode(x="zero:Q"),
             ).properties(
-                width=width, height=90, title=f"{label} when a quarter of planes is removed"
-            )
+                width=width,
+                height=90 if len(results) == 1 else 140,
+                title=f"{label} when a quarter of planes is removed",
+            )  # fmt: skip
         )
     return alt.vconcat(*panels)
