@@ -105,7 +105,7 @@ CLAIMS = claims.ClaimSet(
     ),
     claims.ClaimSpec(
         "decay.fig2_ones_decay",
-        "Barbero et al. 2025, Fig. 2(a); Su et al. 2021",
+        "Barbero et al. 2025, Fig. 2(a); Su et al. 2024",
         "All-ones q and k give activations that decay with distance",
         kind=claims.CHECKED,
     ),

@@ -137,7 +137,7 @@ CLAIMS = claims.ClaimSet(
         "with distance", claims.graded,
     ),
     claims.ClaimSpec(  # evidence: (Toeplitz on rows i < L, Toeplitz on all rows)
-        "pe_zoo.fire_toeplitz", "Li et al. 2023 (FIRE); CABLE Fig. 13 caption",
+        "pe_zoo.fire_toeplitz", "Li et al. 2024 (FIRE); CABLE Fig. 13 caption",
         "FIRE biases are functions of i−j only (context-independent)", claims.graded,
     ),
     claims.ClaimSpec(  # evidence: (Toeplitz in the figure or on rows i < L, in the figure)

@@ -52,13 +52,13 @@ if profile == "smoke":
 CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "rope_basics.relative",
-        "Su et al. 2021; Barbero et al. 2025, Sec. 2",
+        "Su et al. 2024; Barbero et al. 2025, Sec. 2",
         "RoPE scores depend only on relative position",
         kind=claims.PROVED,
     ),
     claims.ClaimSpec(
         "rope_basics.norm",
-        "Su et al. 2021",
+        "Su et al. 2024",
         "RoPE preserves query and key norms",
         kind=claims.PROVED,
     ),

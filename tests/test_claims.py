@@ -55,7 +55,7 @@ def test_source_items_count_only_the_papers_the_book_reproduces():
     assert claims.source_items("Barbero et al. 2025, Figs 2, 8-9") == {"Fig. 2", "Fig. 8", "Fig. 9"}
     assert claims.source_items("CABLE Fig. 12 (Veisi et al. 2025)") == {"CABLE Fig. 12"}
     assert claims.source_items("Chen et al. 2023 (PI), Table 3") == set()
-    assert claims.source_items("Peng et al. 2023 (YaRN), Tables 1-2") == set()
+    assert claims.source_items("Peng et al. 2024 (YaRN), Tables 1-2") == set()
 
 
 def test_claim_set_basis_applies_to_measured_claims_only():

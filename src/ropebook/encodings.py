@@ -36,7 +36,7 @@ _ROTATION: dict[str, str | None] = {
 }
 ENCODINGS: tuple[str, ...] = tuple(_ROTATION)
 BIASED: tuple[str, ...] = ("alibi", "kerple", "fire")
-FIRE_HIDDEN = 32  # width of FIRE's per-layer MLP (Li et al. 2023)
+FIRE_HIDDEN = 32  # width of FIRE's per-layer MLP (Li et al. 2024)
 FIRE_INIT_C = 0.1  # initial c in psi(x) = log(c x + 1), as in the FIRE reference code
 
 
@@ -170,7 +170,7 @@ def bias(
 
 
 def _fire_bias(params: dict, qi: jnp.ndarray, dist: jnp.ndarray, context: int) -> jnp.ndarray:
-    """FIRE: ``f_θ(ψ(i-j) / ψ(max(L, i)))`` with ``ψ(x) = log(c x + 1)`` (Li et al. 2023)."""
+    """FIRE: ``f_θ(ψ(i-j) / ψ(max(L, i)))`` with ``ψ(x) = log(c x + 1)`` (Li et al. 2024)."""
     c = jax.nn.softplus(params["c"])
     threshold = jax.nn.softplus(params["L"]) * context
     normaliser = jnp.log1p(c * jnp.maximum(threshold, qi))  # [T_q, 1]

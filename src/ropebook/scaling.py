@@ -17,7 +17,7 @@ The rules, with ``g_k = θ^(-2k/d)`` the unscaled grid and ``r_k = L·g_k/2π`` 
   ``s`` (it is interpolated), the fastest is unchanged (extrapolated), in between geometrically.
 - **Dynamic NTK** (``dynamic-ntk``; transformers ``dynamic``): NTK-aware with the scale recomputed
   from the current length ``n``: ``s' = s·max(n, L)/L − (s − 1)``, so nothing changes up to ``L``.
-- **YaRN** (``yarn``; Peng et al. 2023): a ramp ``γ`` over the turns ``r_k`` with ``α = 1``,
+- **YaRN** (``yarn``; Peng et al. 2024): a ramp ``γ`` over the turns ``r_k`` with ``α = 1``,
   ``β = 32``: chunks turning more than ``β`` times over ``L`` keep ``g_k``, chunks turning fewer
   than ``α`` times get ``g_k/s``, in between ``(1−γ)·g_k/s + γ·g_k``; and logits are multiplied by
   ``(0.1·ln s + 1)²``. transformers implements the ramp *linear in the chunk index* between the
@@ -264,7 +264,7 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method(
-            "none", "no scaling", "Su et al. 2021",
+            "none", "no scaling", "Su et al. 2024",
             lambda d, t, s, L, n: Scaled(default(d, t)), hf_type="default",
         ),
         Method(
@@ -277,11 +277,11 @@ METHODS: dict[str, Method] = {
             lambda d, t, s, L, n: dynamic_ntk(d, t, s, L, n), dynamic=True, hf_type="dynamic",
         ),
         Method(
-            "yarn", "YaRN", "Peng et al. 2023 (YaRN)",
+            "yarn", "YaRN", "Peng et al. 2024 (YaRN)",
             lambda d, t, s, L, n: yarn(d, t, s, L), hf_type="yarn",
         ),
         Method(
-            "yarn-paper", "YaRN (paper's ramp)", "Peng et al. 2023 (YaRN), Eq. 18",
+            "yarn-paper", "YaRN (paper's ramp)", "Peng et al. 2024 (YaRN), Eq. 18",
             lambda d, t, s, L, n: yarn(d, t, s, L, ramp="paper"),
         ),
         Method(

@@ -21,7 +21,7 @@ def _chunk_norms_squared(vector: sp.Matrix) -> list[sp.Expr]:
 
 @statement(
     "decay.ones_closed_form",
-    source="Su et al. 2021; Barbero et al. 2025, Fig. 2(a)",
+    source="Su et al. 2024; Barbero et al. 2025, Fig. 2(a)",
     claim="for all-ones q and k, q^T R^r k = sum_k 2 cos(r g_k): the curve of Fig. 2(a)",
 )
 def ones_closed_form(proof: Proof) -> None:

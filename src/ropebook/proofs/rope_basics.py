@@ -27,7 +27,7 @@ def block_rotation(position: sp.Expr, frequencies: list[sp.Expr]) -> sp.Matrix:
 
 @statement(
     "rope.relative",
-    source="Su et al. 2021; Barbero et al. 2025, Sec. 2",
+    source="Su et al. 2024; Barbero et al. 2025, Sec. 2",
     claim="<R^m q, R^n k> = <q, R^(n-m) k>: RoPE scores depend on positions only through n-m",
 )
 def relative_property(proof: Proof) -> None:
@@ -48,7 +48,7 @@ def relative_property(proof: Proof) -> None:
 
 @statement(
     "rope.norm",
-    source="Su et al. 2021",
+    source="Su et al. 2024",
     claim="||R^m q|| = ||q||: each block is a rotation, so RoPE preserves norms",
 )
 def norm_preserved(proof: Proof) -> None:
