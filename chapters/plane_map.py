@@ -14,6 +14,9 @@
 # %% [markdown]
 # # What each RoPE plane does, plane by plane
 #
+# {glue:md}`in_short`
+
+# %% [markdown]
 # The earlier chapters read the planes of a trained model off norms, and probed them a quarter at
 # a time. Quarters are coarse, and the literature disagrees plane by plane — always on large
 # pretrained models, with one run and no intervals. Here every plane of our matched and flagship
@@ -47,7 +50,7 @@ from myst_nb import glue
 
 from ropebook import capture, claims, data, plots, prompts, real_model, zoo
 from ropebook.analysis import dynamics as dy
-from ropebook.analysis import planes
+from ropebook.analysis import planes, probes
 from ropebook.present import decide
 from ropebook.present import planes as show
 
@@ -154,6 +157,26 @@ CLAIMS = claims.ClaimSet(
 # previous-token heads and in the induction score of its strongest induction heads (heads chosen
 # on other windows and sequences, intact model). All changes are paired with the intact model on
 # the same windows.
+#
+# **The control for norm, and its prediction (written before the run).** A plane is removed in
+# two ways (`probes.removal`, the probe function the head-dynamics and recall chapters share):
+# *zeroed*, and *mean-ablated* — its unrotated queries and keys replaced by their means over the
+# positions of the head-choosing windows (sequences, for the induction score), then rotated as
+# before, so the plane keeps its average vector, that vector's norm and the relative-position
+# pattern it makes as it turns, and loses only what varies from token to token. The slowest
+# planes carry most of the query and key norm. If a slow plane's cost under zeroing were an
+# artefact of norm, its mean-ablated loss and induction changes would shrink to within the
+# thresholds while the zeroed ones stay beyond them, and the slowest-band contrasts (Hong's,
+# Chiang's and Barbero's content part) would hold when zeroed and not when mean-ablated. A
+# positional plane in Thm. 5.3's sense works through its average vector turning, so
+# mean-ablation should leave its previous-token heads standing where zeroing breaks them.
+#
+# **Which reading decides.** A content or loss claim is decided on mean-ablation, which removes
+# content alone; the positional part of Barbero et al.'s claim on zeroing, since mean-ablation
+# keeps a positional pattern by construction (`probes.DECIDING`). Every plane is classed on
+# mean-ablation, with its class under zeroing beside it. Unrotating (Oka's and Khan's claims)
+# keeps a plane's queries and keys and needs no control. The tables show both readings side by
+# side; each claim's measured text gives the other reading's verdict and says where they differ.
 
 # %%
 maps = {
@@ -162,7 +185,8 @@ maps = {
     )
     for r, ms in models.items()
 }
-classes = {r: planes.classify(m, thresholds) for r, m in maps.items()}
+classes = {r: planes.classify(m, thresholds, ablation="mean") for r, m in maps.items()}
+zeroed_classes = {r: planes.classify(m, thresholds) for r, m in maps.items()}
 display(show.plane_chart(maps))
 
 # %% [markdown]
@@ -187,19 +211,28 @@ for r, m in maps.items():
 # **matched RoPE** ({glue:text}`plane_map.n_seeds.matched` seed(s))
 
 # %%
-plots.table(show.plane_rows(maps["matched"], classes["matched"]))
+plots.table(
+    show.plane_rows(maps["matched"], classes["matched"], zeroed_classes=zeroed_classes["matched"])
+)
 
 # %% [markdown]
 # **flagship RoPE** ({glue:text}`plane_map.n_seeds.flagship` seed(s))
 
 # %%
-plots.table(show.plane_rows(maps["flagship"], classes["flagship"]))
+plots.table(
+    show.plane_rows(
+        maps["flagship"], classes["flagship"], zeroed_classes=zeroed_classes["flagship"]
+    )
+)
 
 # %% [markdown]
 # Planes per class, both models:
 
 # %%
-plots.table(show.class_counts(classes))
+plots.table(
+    show.class_counts({f"{r}, mean-ablated": cs for r, cs in classes.items()})
+    + show.class_counts({f"{r}, zeroed": cs for r, cs in zeroed_classes.items()})
+)
 
 # %% [markdown]
 # ## Along training
@@ -275,49 +308,56 @@ def contrast(m, metric: str, verdict: str, e, threshold: float, unit: str = "") 
     )  # fmt: skip
 
 
-def barbero(m):
-    pos = planes.band_contrast(m, "previous", fraction)  # slow − fast: claim says > threshold
-    sem = planes.band_contrast(m, "content", fraction)  # slow − fast: claim says < −threshold
-    verdicts = [  # a material difference, not merely one separated from 0 by many windows
-        claims.verdict_from_interval(*pos.bounds, threshold=attention_threshold, above=True),
-        claims.verdict_from_interval(*sem.bounds, threshold=-attention_threshold, above=False),
-    ]
-    how = "; ".join(
-        f"{name}: {text}"
-        for name, text in (
-            ("Δ prev. attention", contrast(m, "previous", verdicts[0], pos, attention_threshold)),
-            ("Δ induction", contrast(m, "content", verdicts[1], sem, -attention_threshold)),
-        )
-        if text
+READINGS = {"mean": "mean-ablated", "zeroed": "zeroed"}
+
+
+def band(m, metric: str, threshold: float, above: bool, ablation: str, unit: str = ""):
+    """One band contrast (slowest − fastest) on one reading: verdict, estimate, measured text and
+    what would decide it."""
+    v, e = planes.band_verdict(
+        m, planes.ablated(metric, ablation), threshold, above=above, fraction=fraction
     )
+    text = show.describe_estimate(e, unit)
+    return v, e, text, contrast(m, metric, v, e, threshold, "nats" if unit else "")
+
+
+NAMES = {"previous": "Δ prev. attention", "loss": "Δ loss", "content": "Δ induction"}
+
+
+def controlled(m, metric: str, threshold: float, above: bool, decides: str):
+    """A band contrast decided on ``decides``, the other reading beside it: verdict, text, how."""
+    unit = "nats" if metric == "loss" else ""
+    beside = next(a for a in READINGS if a != decides)
+    v, _, text, how = band(m, metric, threshold, above, decides, unit)
+    other, _, other_text, _ = band(m, metric, threshold, above, beside, unit)
+    measured = (
+        f"{NAMES[metric]} slowest − fastest, {READINGS[decides]} {text} ({v}); "
+        f"{READINGS[beside]} {other_text} ({other})"
+    )
+    if other != v:
+        measured += f" — the readings disagree: {READINGS[beside]} alone says {other}"
+    return v, measured, how
+
+
+def barbero(m):
+    # positional part on zeroing, content part on mean-ablation (probes.DECIDING)
+    parts = [
+        controlled(m, "previous", attention_threshold, True, probes.DECIDING["positional"]),
+        controlled(m, "content", -attention_threshold, False, probes.DECIDING["semantic"]),
+    ]
     return (
-        claims.combine(verdicts),
-        (
-            f"Δ prev. attention slowest − fastest {show.describe_estimate(pos, '')}; "
-            f"Δ induction slowest − fastest {show.describe_estimate(sem, '')}"
-        ),
-        how,
+        claims.combine([v for v, _, _ in parts]),
+        "; ".join(text for _, text, _ in parts),
+        "; ".join(how for _, _, how in parts if how),
     )
 
 
 def hong(m):
-    e = planes.band_contrast(m, "content", fraction)
-    v = claims.verdict_from_interval(*e.bounds, threshold=-attention_threshold, above=False)
-    return (
-        v,
-        f"Δ induction slowest − fastest {show.describe_estimate(e, '')}",
-        contrast(m, "content", v, e, -attention_threshold),
-    )
+    return controlled(m, "content", -attention_threshold, False, "mean")
 
 
 def chiang(m):
-    e = planes.band_contrast(m, "loss", fraction)  # slow − fast: claim says > threshold
-    v = claims.verdict_from_interval(*e.bounds, threshold=loss_threshold, above=True)
-    return (
-        v,
-        f"Δ loss slowest − fastest {show.describe_estimate(e)}",
-        contrast(m, "loss", v, e, loss_threshold, "nats"),
-    )
+    return controlled(m, "loss", loss_threshold, True, "mean")
 
 
 def oka(m):

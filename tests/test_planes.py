@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ropebook import model, rope
-from ropebook.analysis import dynamics, planes
+from ropebook.analysis import dynamics, planes, probes
 from ropebook.analysis.frequencies import zoo_frequencies
 
 CONFIG = model.ModelConfig(
@@ -121,7 +121,16 @@ def test_map_of_two_seeds_measures_every_plane_paired_on_the_same_windows():
         models[1].params, windows, CONFIG, model.Intervention(keep_chunks=planes.removal_mask(4, k))
     )
     np.testing.assert_allclose(result.changed["loss"][1, k], np.asarray(direct).mean(-1), rtol=1e-5)
-    assert len(planes.classify(result)) == 4
+    assert len(planes.classify(result)) == 4 and len(planes.classify(result, ablation="mean")) == 4
+    # mean-ablating plane k: its queries and keys replaced by their means on the select windows
+    means = probes.qk_means(models[1].params, CONFIG, windows[:, :-1])
+    direct = model.token_losses(
+        models[1].params, windows, CONFIG,
+        model.Intervention(keep_chunks=planes.removal_mask(4, k), means=means),
+    )  # fmt: skip
+    np.testing.assert_allclose(
+        result.changed["loss_mean"][1, k], np.asarray(direct).mean(-1), rtol=1e-5
+    )
 
 
 def _map(intact, changed):
@@ -157,6 +166,36 @@ def test_classify_follows_the_stated_rule():
     m.changed["loss"] = np.abs(changed)  # a drop in attention comes with a loss rise
     assert planes.classify(m)[:3] == ["positional and semantic", "used, neither score", "unused"]
     assert planes.classify(m)[3] == "undecided"
+
+
+def test_band_verdict_reaches_held_not_held_and_cannot_decide_on_either_reading():
+    """The plane map's band claims (Barbero, Hong, Chiang) read :func:`planes.band_verdict` on
+    the mean-ablated metric; each verdict is reachable, and the zeroed twin is read apart."""
+    rng = np.random.default_rng(4)
+    intact = np.zeros((3, 6))
+
+    def contrast(slow_minus_fast, spread=1e-4):
+        changed = np.zeros((3, 4, 6)) + rng.normal(0, spread, (3, 4, 6))
+        changed[:, 3, :] += slow_minus_fast  # plane 3 is the slowest (frequencies decrease)
+        return changed
+
+    cases = {"held": contrast(0.3), "not held": contrast(0.0)}
+    wide = contrast(0.02)
+    wide[:, 3, :] += np.array([-0.3, 0.0, 0.3])[:, None]  # seeds disagree
+    cases["cannot decide"] = wide
+    for verdict, changed in cases.items():
+        m = _map(intact, changed)
+        got, e = planes.band_verdict(m, "content_mean", 0.02, above=True)
+        assert got == verdict, (verdict, e)
+    # zeroing and mean-ablation are separate metrics: a norm artefact shows in one only
+    m = _map(intact, cases["not held"])
+    m.changed["content"] = cases["held"]
+    assert planes.band_verdict(m, "content", 0.02, above=True)[0] == "held"
+    assert planes.band_verdict(m, "content_mean", 0.02, above=True)[0] == "not held"
+    assert planes.ablated("content", "mean") == "content_mean"
+    assert planes.ablated("loss", "zeroed") == "loss"
+    with pytest.raises(ValueError):
+        planes.ablated("unrotated", "mean")
 
 
 def test_count_verdict_reads_sure_and_possible_counts():

@@ -5,6 +5,9 @@ inference and in every head and layer (:class:`ropebook.model.Intervention`):
 
 - **removed**: plane ``k`` of the rotated queries and keys is zeroed, so its term leaves every
   score (``keep_chunks``, as :mod:`ropebook.analysis.probes` does for quarters);
+- **mean-ablated** (the control for norm): plane ``k``'s unrotated queries and keys are replaced
+  by their means over positions, then rotated (:func:`ropebook.analysis.probes.removal`, means
+  over the head-choosing windows or sequences): its average vector stays, its content goes;
 - **unrotated**: plane ``k`` keeps its queries and keys but turns at ``g_k = 0`` (NoPE in that
   plane: Oka et al.'s replacement; ``frequencies``).
 
@@ -34,8 +37,22 @@ import numpy as np
 from ropebook.analysis import Estimate
 from ropebook.analysis.probes import paired_estimate, strongest_heads
 
-METRICS: tuple[str, ...] = ("loss", "unrotated", "previous", "content")
+# The removal metrics (zeroed) and their mean-ablated twins (``<metric>_mean``).
+REMOVED: tuple[str, ...] = ("loss", "previous", "content")
+METRICS: tuple[str, ...] = (
+    "loss", "unrotated", "previous", "content", *(f"{m}_mean" for m in REMOVED)
+)  # fmt: skip
 HARM = {"loss": 1, "unrotated": 1, "previous": -1, "content": -1}  # sign of a harmful change
+HARM |= {f"{m}_mean": HARM[m] for m in REMOVED}
+
+
+def ablated(metric: str, ablation: str) -> str:
+    """The metric of ``metric`` (``loss``, ``previous``, ``content``) under ``ablation``."""
+    from ropebook.analysis.probes import ABLATIONS
+
+    if metric not in REMOVED or ablation not in ABLATIONS:
+        raise ValueError(f"no {ablation!r} reading of {metric!r}")
+    return metric if ablation == "zeroed" else f"{metric}_mean"
 
 
 def rope_planes(config) -> np.ndarray:
@@ -163,7 +180,7 @@ def map_planes(
     choose the induction heads."""
     from ropebook import model, rope
     from ropebook.analysis.frequencies import zoo_frequencies
-    from ropebook.analysis.probes import window_losses
+    from ropebook.analysis.probes import removal, window_losses
 
     if not models:
         raise ValueError("map_planes needs at least one model")
@@ -185,16 +202,21 @@ def map_planes(
             ),
         }  # fmt: skip
         chosen.append(heads)
+        means = {  # mean-ablation: means over the head-choosing windows and sequences
+            "text": removal(params, config, "mean", select_windows),
+            "sequences": removal(params, config, "mean", select_sequences),
+        }
 
-        def read(intervention, heads=heads, params=params):
+        def read(intervention, heads=heads, params=params, content_intervention=None):
             def mean_of(values, which):
                 return np.stack([values[:, la, h] for la, h in heads[which]], -1).mean(-1)
 
             prev = mean_of(
                 _previous(attention(params, config, windows[:, :-1], intervention)), "previous"
             )
+            on_sequences = intervention if content_intervention is None else content_intervention
             content = mean_of(
-                _content(attention(params, config, sequences, intervention), period), "content"
+                _content(attention(params, config, sequences, on_sequences), period), "content"
             )
             return prev, content
 
@@ -203,6 +225,8 @@ def map_planes(
         intact["unrotated"].append(intact["loss"][-1])
         intact["previous"].append(prev)
         intact["content"].append(content)
+        for m in REMOVED:
+            intact[f"{m}_mean"].append(intact[m][-1])
         rows = {m: [] for m in METRICS}
         for k in planes:
             keep = removal_mask(len(grid), int(k))
@@ -215,6 +239,10 @@ def map_planes(
             prev, content = read(removed)
             rows["previous"].append(prev)
             rows["content"].append(content)
+            rows["loss_mean"].append(window_losses(params, config, windows, keep, means["text"]))
+            prev, content = read(means["text"](keep), content_intervention=means["sequences"](keep))
+            rows["previous_mean"].append(prev)
+            rows["content_mean"].append(content)
         for m in METRICS:
             width = intact[m][-1].shape[0]
             changed[m].append(np.stack(rows[m]) if rows[m] else np.zeros((0, width)))
@@ -315,8 +343,11 @@ CLASSES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def classify(plane_map: PlaneMap, thresholds: Thresholds = Thresholds()) -> list[str]:
-    """One class of :data:`CLASSES` per plane, from the 95% intervals of its removal:
+def classify(
+    plane_map: PlaneMap, thresholds: Thresholds = Thresholds(), ablation: str = "zeroed"
+) -> list[str]:
+    """One class of :data:`CLASSES` per plane, from the 95% intervals of its removal by
+    ``ablation`` (:data:`ropebook.analysis.probes.ABLATIONS`):
 
     - *positional*: previous-token attention falls by more than ``attention`` (whole interval
       below ``-attention``); *semantic*: the induction score does; both: *positional and semantic*;
@@ -324,7 +355,9 @@ def classify(plane_map: PlaneMap, thresholds: Thresholds = Thresholds()) -> list
     - else *unused*: the loss interval lies within ``±loss`` and neither score's interval reaches
       below ``-attention`` (a bound, not a null);
     - else *undecided* (an interval straddles a threshold)."""
-    loss, prev, content = (plane_map.estimates(m) for m in ("loss", "previous", "content"))
+    loss, prev, content = (
+        plane_map.estimates(ablated(m, ablation)) for m in ("loss", "previous", "content")
+    )
     out = []
     for lo, pr, co in zip(loss, prev, content, strict=True):
         positional, semantic = pr.high < -thresholds.attention, co.high < -thresholds.attention
@@ -364,6 +397,18 @@ def band_contrast(plane_map: PlaneMap, metric: str, fraction: float = 0.25) -> E
     d = plane_map.delta(metric)
     slow, fast = band(plane_map, "slowest", fraction), band(plane_map, "fastest", fraction)
     return paired_estimate(d[:, slow, :].mean(1) - d[:, fast, :].mean(1))
+
+
+def band_verdict(
+    plane_map: PlaneMap, metric: str, threshold: float, *, above: bool, fraction: float = 0.25
+) -> tuple[str, Estimate]:
+    """A band claim's verdict: :func:`band_contrast` of ``metric`` (slowest − fastest) against a
+    material ``threshold`` (:func:`ropebook.claims.verdict_from_interval`: ``held`` when the
+    interval lies wholly beyond it on the claimed side), with the estimate."""
+    from ropebook.claims import verdict_from_interval
+
+    e = band_contrast(plane_map, metric, fraction)
+    return verdict_from_interval(*e.bounds, threshold=threshold, above=above), e
 
 
 def below_band(plane_map: PlaneMap) -> np.ndarray:

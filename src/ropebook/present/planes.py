@@ -8,17 +8,25 @@ import numpy as np
 
 from ropebook.analysis.planes import PlaneMap, PlaneTraining
 
+# Each removal metric zeroed, then mean-ablated (side by side in tables and charts).
 LABELS = {
-    "loss": "Δ loss, plane removed (nats)",
     "unrotated": "Δ loss, plane unrotated (nats)",
-    "previous": "Δ previous-token attention",
-    "content": "Δ induction score",
+    "loss": "Δ loss, plane zeroed (nats)",
+    "loss_mean": "Δ loss, plane mean-ablated (nats)",
+    "previous": "Δ previous-token attention, zeroed",
+    "previous_mean": "Δ previous-token attention, mean-ablated",
+    "content": "Δ induction score, zeroed",
+    "content_mean": "Δ induction score, mean-ablated",
 }
 
 
-def plane_rows(plane_map: PlaneMap, classes: list[str], digits: int = 3) -> list[dict]:
+def plane_rows(
+    plane_map: PlaneMap, classes: list[str], digits: int = 3,
+    zeroed_classes: list[str] | None = None,
+) -> list[dict]:  # fmt: skip
     """One row per plane: turns per context, q/k norm share, each change with its interval, and
-    the plane's class."""
+    the plane's class (``classes``: the deciding reading, mean-ablation; ``zeroed_classes``
+    beside it when given)."""
     est = {m: plane_map.estimates(m, digits) for m in LABELS}
     rows = []
     for i, plane in enumerate(plane_map.planes):
@@ -31,6 +39,8 @@ def plane_rows(plane_map: PlaneMap, classes: list[str], digits: int = 3) -> list
             e = est[m][i]
             row[label] = f"{e.mean:+.{digits}f} [{e.low:+.{digits}f}, {e.high:+.{digits}f}]"
         row["class"] = classes[i]
+        if zeroed_classes is not None:
+            row["class if zeroed"] = zeroed_classes[i]
         rows.append(row)
     return rows
 
