@@ -17,6 +17,9 @@
 # {glue:md}`in_short`
 
 # %% [markdown]
+# *This chapter is the book's appendix on methods: it stands after the chapters, which link here
+# for how a verdict is decided, and it uses their models but none of their results.*
+#
 # Most claims in this book compare two encodings trained alike: Table 2 of
 # {cite:t}`barbero2025round` in the [p-RoPE chapter](p_rope.ipynb), the recall contrasts in the
 # [recall chapter](recall.ipynb). Each ends in a verdict — *held*, *not held* or *cannot
@@ -52,7 +55,7 @@ from ropebook.present import noise as show_noise
 from ropebook.present import recipes as show_recipes
 from ropebook.present import seedplan as show_plan
 from ropebook.present import studies as show_studies
-from ropebook.stats import anatomy, noise
+from ropebook.stats import anatomy, noise, power
 
 plots.setup()
 if profile == "smoke":
@@ -784,7 +787,12 @@ for name, value in {
 # {glue:text}`methods.plan.matched_mde:.2f` %. Where the budget affords fewer seeds than the
 # target needs, the build bounds the effect ({ref}`methods-deciding`) rather than deciding it at
 # the target.
-#
+
+# %% tags=["remove-input"]
+# two looks, at n and 2n seeds, each at 95 %: how often a null effect is called
+glue("methods.two_look_error", f"{100 * power.two_look_error():.0f} %", display=False)
+
+# %% [markdown]
 # **A second step, in the chapters.** The plan buys seeds before anything is measured. Where
 # models are cheap, a chapter then buys more for the comparisons its first seeds leave open: a
 # comparison the profile's seeds cannot decide, whose *measured* difference at most the chapter's
@@ -795,8 +803,10 @@ for name, value in {
 # `seeds_for_gaps` for the recall and layouts contrasts). A comparison that needs more than the
 # cap, or more than is left, stays a bound: a partial spend would leave it one. The verdict is then read on
 # all the seeds at the same 95 % level, a design that looks twice: for a null effect it says
-# *held* or *not held* somewhat more often than one time in twenty (about 8 % for two looks
-# tested at the same level), the price of spending seeds only where they decide something.
+# *held* or *not held* somewhat more often than one time in twenty
+# ({glue:text}`methods.two_look_error` for two looks, at n and then 2n seeds, each tested at the
+# same level: `stats.power.two_look_error`), the price of spending seeds only where they decide
+# something.
 # Those seeds are chosen from the *observed* difference of the very runs being judged, not from a
 # pilot's s.d. and a target fixed beforehand, so a verdict read on them is **exploratory, not
 # confirmatory**: the chapters mark each comparison whose seeds grew this way (its claim's

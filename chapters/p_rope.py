@@ -34,12 +34,12 @@
 #    of the paper's orderings survive seed noise.
 #
 # Its headline, 0.75-RoPE against RoPE where the slow planes turn (the matched regime, longer
-# training and a GPU's seeds), has [its own chapter](p_rope_headline.ipynb).
+# training and a GPU's seeds), has its own chapter, the [next chapter](p_rope_headline.ipynb).
 #
 # How the same models behave beyond the paper — at 2×, 4× and 8× their training context, and at
-# every $p$ from NoPE to RoPE — is the next chapter's subject ({ref}`p-sweep-extrapolation`,
-# {ref}`p-sweep-p`); how seeds, noise and intervals decide each verdict is set out in the methods
-# chapter ({ref}`methods-deciding`).
+# every $p$ from NoPE to RoPE — is the subject of a later chapter, *p-RoPE beyond the paper*;
+# how seeds, noise and intervals decide each verdict is set out in the methods appendix
+# ({ref}`methods-deciding`).
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
@@ -313,8 +313,8 @@ for name, value in {
 # points backwards — Thm 6.1 in one plane. Note how far that is: at
 # {glue:text}`p_rope.max_factor`× our training context ({glue:text}`p_rope.long_context` tokens)
 # the slowest plane has turned only {glue:text}`p_rope.long_turn:.2f` rad, so the *failure* of
-# RoPE's semantic channels lies beyond the lengths our small models are tested at
-# ({ref}`p-sweep-extrapolation`).
+# RoPE's semantic channels lies beyond the lengths our small models are tested at (longer
+# contexts are the subject of *p-RoPE beyond the paper*).
 
 # %% [markdown]
 # ### Table 1 with its evidence
@@ -375,7 +375,7 @@ plots.table([{"encoding": LABELS[name]} | {column: f"{values[name]:.4f}" for col
 
 # %% [markdown]
 # We load (or train) the seven Table 2 encodings on both corpora, plus the extra p-RoPE model
-# of the {ref}`p sweep <p-sweep-p>` on Shakespeare, for every seed of the profile, and keep each
+# of the p sweep (in *p-RoPE beyond the paper*) on Shakespeare, for every seed of the profile, and keep each
 # model's final validation perplexity:
 
 # %%

@@ -19,8 +19,8 @@
 # %% [markdown]
 # The paper's headline is one line of its Table 2 {cite:p}`barbero2025round{Table 2}`: 0.75-RoPE,
 # which leaves RoPE's slowest quarter of planes unrotated, reaches a lower validation perplexity
-# than RoPE. Gemma 4 ships the same idea on its global layers (p = 0.25; {ref}`layouts-production`),
-# so the question is practical. This page tests the headline where it can be tested: in the
+# than RoPE. Gemma 4 ships the same idea on its global layers (p = 0.25; the layouts chapter
+# lists it), so the question is practical. This page tests the headline where it can be tested: in the
 # *matched* regime, whose slowest planes turn as a large model's do over its context, after
 # longer training (the flagship runs), and on the many paired seeds a GPU trained. The strongest
 # evidence decides: where a study kept in the repository trained the same models on more seeds,

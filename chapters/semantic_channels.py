@@ -284,7 +284,7 @@ show.best_head_chart(curves)
 # essentially 1. With a finite budget the fall starts a little before $N^*$, where the best
 # head's margin $\cos(gN/2)$ shrinks to zero.
 # For the slowest frequencies even $N^*/2$ keys need a larger budget: to outweigh $N$ competitors
-# the margin must grow like $\log N$, so the table's $N^*/2$ column dips below 0.99 there. That is
+# the margin must grow like $\log N$, so the table's $N^*/2$ column may fall short of 1 there. That is
 # the converse direction, which the theorem does not claim. The table gives the family's best at
 # $N^*/2$ with the budget above, at $N^*+1$ with ten times that budget, and the first length on
 # each curve where the best falls under ½.

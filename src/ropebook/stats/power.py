@@ -226,3 +226,18 @@ def paired_log_percent(comparison) -> np.ndarray:
     if getattr(comparison.difference, "scale", "linear") == "percent":
         return 100 * np.log1p(values / 100)
     return values
+
+
+def two_look_error(confidence: float = 0.95, first_share: float = 0.5) -> float:
+    """The chance that a null effect is called (its two-sided interval excludes zero) at either of
+    two looks, each at ``confidence``, the first on ``first_share`` of the final data (z-tests;
+    the two statistics correlate by ``sqrt(first_share)``): above ``1 - confidence`` because a
+    design that looks twice gets two chances (Armitage et al.'s repeated significance tests)."""
+    if not 0 < first_share < 1 or not 0 < confidence < 1:
+        raise ValueError("first_share and confidence must lie in (0, 1)")
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    rho = math.sqrt(first_share)
+    both = stats.multivariate_normal(mean=[0, 0], cov=[[1, rho], [rho, 1]])
+    # P(|Z1| < z and |Z2| < z) by inclusion-exclusion over the square's corners
+    inside = both.cdf([z, z]) - both.cdf([-z, z]) - both.cdf([z, -z]) + both.cdf([-z, -z])
+    return float(1 - inside)

@@ -1,0 +1,57 @@
+"""A reading order without forward references: a chapter links (by ``[..](name.ipynb)`` or a
+``{ref}`` to a label) only to chapters before it in ``_toc.yml``, with three exceptions: the
+appendix on methods, which every chapter may cite for how a verdict is decided; the summary pages
+(scorecard, build), which gather every chapter; and a "next chapter" pointer to the chapter that
+follows. The landing page links everywhere."""
+
+import re
+
+from ropebook import pipeline
+
+APPENDIX = ("methods",)
+LABEL = re.compile(r"^# \(([\w-]+)\)=$", re.MULTILINE)
+REF = re.compile(r"\{ref\}`(?:[^`<]*<([\w-]+)>|([\w-]+))`")
+LINK = re.compile(r"\[([^\]]*)\]\(([\w-]+)\.ipynb(?:#[\w-]*)?\)")
+# Links in files other work is editing now, to fix when it lands: (chapter, target).
+PENDING = {("frequency_usage", "real_checkpoints")}
+
+
+def _order() -> list[str]:
+    return [n for n in pipeline.chapter_names() if n != "index"]
+
+
+def forward_links(order: list[str]) -> list[tuple[str, str, str]]:
+    """``(chapter, target, how)`` for every link from a chapter to one after it."""
+    texts = {n: pipeline.chapter_path(n).read_text() for n in order}
+    labels = {label: n for n in order for label in LABEL.findall(texts[n])}
+    found = []
+    for i, name in enumerate(order):
+        targets = [(t, f"[{words}]") for words, t in LINK.findall(texts[name])]
+        targets += [
+            (labels.get(a or b, ""), f"{{ref}}`{a or b}`") for a, b in REF.findall(texts[name])
+        ]
+        for target, how in targets:
+            if target in order and order.index(target) > i:
+                found.append((name, target, how))
+    return found
+
+
+def test_the_appendix_is_named_and_stands_after_the_chapters():
+    order = _order()
+    body = [n for n in order if n not in pipeline.SUMMARY_CHAPTERS]
+    assert body[-len(APPENDIX) :] == list(APPENDIX), body
+    text = pipeline.chapter_path("methods").read_text()
+    assert "appendix" in text.split("# %% [markdown]")[2].lower()  # the page says so
+
+
+def test_chapters_link_forward_only_to_the_appendix_summaries_or_the_next_chapter():
+    order = _order()
+    wrong = [
+        (name, target, how)
+        for name, target, how in forward_links(order)
+        if target not in APPENDIX
+        and target not in pipeline.SUMMARY_CHAPTERS
+        and not (order.index(target) == order.index(name) + 1 and "next" in how.lower())
+        and (name, target) not in PENDING
+    ]
+    assert not wrong, f"forward links (link back, or move the chapter): {wrong}"
