@@ -463,12 +463,16 @@ glue("layouts.max_seeds", int(max_seeds), display=False)
 glue("layouts.sweep_seeds", int(n_sweep), display=False)
 glue("layouts.added_seeds", ", ".join(map(str, added)) or "none", display=False)
 p_gap, trend = sweep_contrasts(sweep)
+# Seeds bought on the first seeds' observed gaps (seeds_for_gaps): what they decide is exploratory.
+bought = (f"; exploratory: seeds {', '.join(map(str, added))} added after seeing the first "
+          f"{len(seeds)} seeds' gaps" if added else "")  # fmt: skip
 CLAIMS.record("layouts.p025_over_p075", p_gap.verdict(above=True),
-              f"p = 0.25 − p = 0.75: {p_gap.text()}", seeds=p_gap.n,
-              to_decide=show.paired_to_decide(p_gap, cap=cap))  # fmt: skip
+              f"p = 0.25 − p = 0.75: {p_gap.text()}{bought}", seeds=p_gap.n,
+              to_decide=show.paired_to_decide(p_gap, cap=cap), exploratory=bool(added))  # fmt: skip
 CLAIMS.record("layouts.p_trend", trend.verdict(above=False),
-              f"recall beyond the context against p, slope: {trend.text(unit=' points per p')}",
-              seeds=trend.n, to_decide=show.paired_to_decide(trend, cap=cap))  # fmt: skip
+              f"recall beyond the context against p, slope: {trend.text(unit=' points per p')}"
+              f"{bought}", seeds=trend.n, to_decide=show.paired_to_decide(trend, cap=cap),
+              exploratory=bool(added))  # fmt: skip
 glue("layouts.p_gap", p_gap.text(), display=False)
 glue("layouts.p_trend", trend.text(unit=" points per p"), display=False)
 
