@@ -179,7 +179,12 @@ def test_finetune_caches_by_recipe(tmp_path, monkeypatch):
     moved = jax.tree.leaves(first.params)[1]
     assert not np.allclose(moved, jax.tree.leaves(r.params)[1])
     with pytest.raises(ValueError, match="changes nothing"):
-        stretch.finetune(parent, "none", 2, steps=1, batch_size=2, lr=1e-3)
+        stretch.finetune(parent, "pi", 1, steps=1, batch_size=2, lr=1e-3)
+    # the control: plain RoPE fine-tuned on the same tokens and steps, cached apart
+    plain = stretch.finetune(parent, "none", 2, steps=3, batch_size=2, lr=1e-3, progress=False)
+    assert plain.trained_now and plain.tokens_seen == first.tokens_seen
+    assert plain.path not in (first.path, other.path) and plain.method == "none"
+    assert not np.allclose(jax.tree.leaves(plain.params)[1], jax.tree.leaves(r.params)[1])
     assert stretch.finetune_steps(10_000, 0.1, 2, 50) == 10
     assert stretch.finetune_steps(10, 0.01, 2, 50) == 1
 

@@ -337,6 +337,8 @@ def finetune(
     """Fine-tune zoo model ``parent`` (a :class:`ropebook.zoo.TrainedModel`) for ``steps`` steps on
     windows of ``scale × context`` tokens with ``method`` at scale ``s`` applied in every step:
     windows of its corpus, or batches of ``task`` (a :mod:`ropebook.tasks` task) when given.
+    ``method="none"`` fine-tunes plain RoPE on the same tokens and steps (PI's "direct
+    fine-tuning" baseline, Chen et al. 2023), so a rule's gain can be told from the fine-tune's.
 
     Cached under ``CACHE_DIR/finetune/<hash>`` (hash of the parent's spec hash, method, scale and
     the schedule) with the zoo's lock, atomic checkpoints and sha256 checks; an interrupted run
@@ -345,7 +347,7 @@ def finetune(
     from ropebook import CACHE_DIR, checkpoints, data, train
 
     iv = intervention(parent.config, method, scale)
-    if iv is None:
+    if iv is None and method != "none":  # "none": plain RoPE fine-tuned, the rules' baseline
         raise ValueError(f"{method!r} at s = {scale} changes nothing on {parent.name!r}")
     tc = train.TrainConfig(
         steps=steps, batch_size=batch_size, seq_len=scale * parent.config.context, lr=lr,
