@@ -81,6 +81,49 @@ def test_plane_probes_are_paired_changes(untrained):
     assert all(v.shape == (2,) and np.all(np.abs(v) <= 1) for v in probes.values())
 
 
+def test_plane_probes_mean_ablated_keep_the_intact_score(untrained):
+    _, runs = untrained
+    batch = rc.task_batch(tasks.get("kback"), 64, 2)
+    reference = rc.task_batch(tasks.get("kback"), 64, 2, seed=2)
+    zeroed = rc.plane_probes(runs, batch)
+    mean = rc.plane_probes(runs, batch, ablation="mean", reference=reference)
+    assert set(mean) == set(zeroed)
+    np.testing.assert_allclose(mean["intact"], zeroed["intact"])
+    with pytest.raises(ValueError, match="reference"):
+        rc.plane_probes(runs, batch, ablation="mean")
+
+
+def test_probe_claims_decide_on_their_reading_and_reach_every_verdict():
+    """recall.probe_position reads zeroing (k-back: position), recall.probe_content reads
+    mean-ablation (recall: content); each can be held, not held or cannot decide."""
+
+    def probes(fast, slow):  # Δ accuracy per seed when the fastest or slowest quarter goes
+        return {"fastest": np.asarray(fast, float), "slowest": np.asarray(slow, float)}
+
+    lost, kept = [-0.5, -0.6, -0.55], [0.0, -0.01, 0.01]
+    noisy = [-0.5, 0.4, 0.0]
+    cases = {  # (zeroed k-back, mean-ablated recall) → verdict of each claim
+        "held": ((lost, kept), (kept, lost)),
+        "not held": ((kept, lost), (lost, kept)),
+        "cannot decide": ((noisy, kept), (kept, noisy)),
+    }
+    for verdict, ((kf, ks), (rf, rs)) in cases.items():
+        by = {
+            "zeroed": {("kback", "rope"): probes(kf, ks), ("recall", "rope"): probes(kept, kept)},
+            "mean": {("kback", "rope"): probes(kept, kept), ("recall", "rope"): probes(rf, rs)},
+        }
+        assert rc.probe_verdicts(by, "position")[0] == verdict
+        assert rc.probe_verdicts(by, "content")[0] == verdict
+    # a norm artefact: recall lost only when the slow planes are zeroed → content not held
+    by = {
+        "zeroed": {("recall", "rope"): probes(kept, lost)},
+        "mean": {("recall", "rope"): probes(kept, kept)},
+    }
+    verdict, contrasts = rc.probe_verdicts(by, "content")
+    assert contrasts["zeroed"].verdict(above=False) == "held" and verdict != "held"
+    assert rc.probe_verdicts({"zeroed": {}, "mean": {}}, "position")[0] == "cannot decide"
+
+
 def test_a_model_that_did_not_learn_is_left_out(tmp_path):
     config, tc = zoo.configs("rope", profile="smoke", regime="task")
     tc = train.TrainConfig(**{**tc.to_dict(), "steps": 12, "warmup": 2, "eval_every": 6,

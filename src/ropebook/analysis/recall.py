@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ropebook import checkpoints, evaluation, model, tasks
+from ropebook import checkpoints, evaluation, tasks
 from ropebook.analysis import Estimate, interval_text
 
 FACTORS: tuple[int, ...] = (1, 2, 4, 8)  # test lengths, in multiples of the training context
@@ -291,24 +291,61 @@ def probe_masks(config, rng: np.random.Generator, n_random: int = 4) -> dict[str
     return masks
 
 
-def plane_probes(runs: Sequence, batch: tasks.Batch, *, seed: int = 0) -> dict[str, np.ndarray]:
+def plane_probes(
+    runs: Sequence, batch: tasks.Batch, *, seed: int = 0, ablation: str = "zeroed",
+    reference: tasks.Batch | None = None,
+) -> dict[str, np.ndarray]:  # fmt: skip
     """``condition -> [seeds]`` accuracy change (removed − intact) on ``batch``; ``"intact"``
-    holds the intact accuracy. Random quarters average their draws (``Generator([seed, s])``)."""
+    holds the intact accuracy. Random quarters average their draws (``Generator([seed, s])``).
+    Planes are removed by ``ablation`` (:func:`ropebook.analysis.probes.removal`; mean-ablation
+    takes its means over the ``reference`` batch's sequences)."""
+    from ropebook.analysis import probes
+
     out: dict[str, list[float]] = {}
     for m in runs:
+        remove = probes.removal(
+            m.params, m.config, ablation, None if reference is None else reference.tokens
+        )
         intact = float(score(m.params, m.config, batch)[batch.mask].mean())
         out.setdefault("intact", []).append(intact)
         for condition, keeps in probe_masks(
             m.config, np.random.default_rng([seed, m.seed])
         ).items():
             accs = [
-                score(m.params, m.config, batch, model.Intervention(keep_chunks=keep))[
-                    batch.mask
-                ].mean()
-                for keep in keeps
+                score(m.params, m.config, batch, remove(keep))[batch.mask].mean() for keep in keeps
             ]
             out.setdefault(condition, []).append(float(np.mean(accs)) - intact)
     return {c: np.array(v) for c, v in out.items()}
+
+
+# The two probe claims: (task, the quarter removed, the quarter it is set against, the claim's
+# part in :data:`ropebook.analysis.probes.DECIDING`). k-back is position, recall content.
+PROBE_CLAIMS = {
+    "position": ("kback", "fastest", "slowest", "positional"),
+    "content": ("recall", "slowest", "fastest", "semantic"),
+}
+
+
+def probe_contrast(probes: Mapping, claim: str, name: str = "rope") -> Paired:
+    """``Δ accuracy (removed) − Δ accuracy (against)`` of ``name``'s seeds on the claim's task
+    (:data:`PROBE_CLAIMS`), from :func:`plane_probes` results keyed ``(task, name)``; the claim
+    says it is below 0. No seeds (no model learnt the task): ``n = 0``."""
+    task, removed, against, _ = PROBE_CLAIMS[claim]
+    p = probes.get((task, name), {})
+    empty = np.array([])
+    return paired(p.get(removed, empty), p.get(against, empty))
+
+
+def probe_verdicts(by_ablation: Mapping[str, Mapping], claim: str) -> tuple[str, dict]:
+    """A probe claim's verdict, on the ablation :data:`ropebook.analysis.probes.DECIDING` names
+    for its part (k-back's positional part on zeroing, recall's content part on mean-ablation),
+    and each ablation's :class:`Paired` (``by_ablation``: ablation → :func:`plane_probes`
+    results)."""
+    from ropebook.analysis.probes import DECIDING
+
+    contrasts = {a: probe_contrast(p, claim) for a, p in by_ablation.items()}
+    decides = DECIDING[PROBE_CLAIMS[claim][3]]
+    return contrasts[decides].verdict(above=False), contrasts
 
 
 # ---------------------------------------------------------------- context extension
