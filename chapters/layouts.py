@@ -143,12 +143,11 @@ show_layouts.wavelength_chart()
 #
 # 1. **which layers are global**: one layer in every production period, the rest local; where the
 #    model has fewer layers than the period (ours has {glue:text}`layouts.n_layers`), one layer.
-#    Production puts the global layer **last** in its period; we put it **first**. A run while
-#    building this chapter found that with the global layer last, Gemma 3's layout had not
-#    learnt recall by the step cap (seed 0), and that with it first it learnt recall well
-#    within the cap. A layout that never
-#    learns says nothing about length, so every hybrid here has its global layer first (the
-#    learning table below shows how each one did);
+#    Production puts the global layer **last** in its period; we put it **first**. Would the
+#    layouts learn recall within the step cap with it last, as in production? This page does not
+#    test that (no run here places it last). A layout that never learns says nothing about
+#    length, so every hybrid here has its global layer first (the learning table below shows how
+#    each one did);
 # 2. **window and chunk as a share of the context**, but never fewer than
 #    {glue:text}`layouts.min_span` tokens (k-back looks up to 4 back, and a shorter window would
 #    make a different design rather than a smaller one);
