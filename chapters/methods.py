@@ -789,7 +789,6 @@ for name, value in {
 # the target.
 
 # %% tags=["remove-input"]
-# two looks, at n and 2n seeds, each at 95 %: how often a null effect is called
 glue("methods.two_look_error", f"{100 * power.two_look_error():.0f} %", display=False)
 
 # %% [markdown]
