@@ -208,22 +208,19 @@ for r, m in maps.items():
     glue(f"plane_map.n_seeds.{r}", len(m.seeds), display=False)
 
 # %% [markdown]
-# **matched RoPE** ({glue:text}`plane_map.n_seeds.matched` seed(s))
+# **matched RoPE** ({glue:text}`plane_map.n_seeds.matched` seed(s)): mean-ablated (the deciding
+# reading), then zeroed and unrotated, each with the class it gives
 
 # %%
-plots.table(
-    show.plane_rows(maps["matched"], classes["matched"], zeroed_classes=zeroed_classes["matched"])
-)
+for reading, by_regime in (("mean-ablated", classes), ("zeroed", zeroed_classes)):
+    display(plots.table(show.plane_rows(maps["matched"], by_regime["matched"], reading=reading)))
 
 # %% [markdown]
 # **flagship RoPE** ({glue:text}`plane_map.n_seeds.flagship` seed(s))
 
 # %%
-plots.table(
-    show.plane_rows(
-        maps["flagship"], classes["flagship"], zeroed_classes=zeroed_classes["flagship"]
-    )
-)
+for reading, by_regime in (("mean-ablated", classes), ("zeroed", zeroed_classes)):
+    display(plots.table(show.plane_rows(maps["flagship"], by_regime["flagship"], reading=reading)))
 
 # %% [markdown]
 # Planes per class, both models:

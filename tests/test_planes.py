@@ -234,3 +234,20 @@ def test_a_checkpoints_planes_unrotated_in_its_rotary_module():
     assert plane_map.delta("unrotated").shape == (1, half, 3)
     assert np.all(plane_map.delta("unrotated")[0, 0] != 0)  # the fastest plane's turn mattered
     assert plane_map.norm_share.sum() == pytest.approx(1)
+
+
+def test_each_reading_has_its_own_table_with_mean_and_half_width():
+    from ropebook.present import planes as show
+
+    rng = np.random.default_rng(2)
+    intact = rng.normal(5.0, 2.0, (4, 6))
+    changed = intact[:, None, :] + np.array([0.1, 0.0, -0.03])[None, :, None]
+    plane_map = _map(intact, changed)
+    mean_rows = show.plane_rows(plane_map, ["a", "b", "c"])
+    zeroed_rows = show.plane_rows(plane_map, ["x", "y", "z"], reading="zeroed")
+    assert "Δ loss, mean-abl." in mean_rows[0] and "Δ loss, zeroed" not in mean_rows[0]
+    assert "Δ loss, zeroed" in zeroed_rows[0] and "Δ loss, unrotated" in zeroed_rows[0]
+    assert mean_rows[0]["Δ loss, mean-abl."] == "+0.100 ± 0.000"
+    assert [r["class"] for r in zeroed_rows] == ["x", "y", "z"]
+    with pytest.raises(ValueError, match="valid readings"):
+        show.plane_rows(plane_map, ["a", "b", "c"], reading="both")

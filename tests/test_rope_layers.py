@@ -318,7 +318,7 @@ def test_production_table_and_figure_come_from_the_command():
     assert {r["model (context)"].split(" (")[0] for r in rows} - {""} == models
     start = next(i for i, r in enumerate(rows) if r["model (context)"].startswith("Gemma 4"))
     gemma4 = rows[start : start + 2]
-    assert gemma4[1]["planes rotating (dims)"] == "64 of 256 (0–63, 256–319)"
+    assert gemma4[1]["rotating (dims)"] == "64 of 256 (0–63, 256–319)"
     sources = {r["model"]: r for r in show.config_sources()}
     assert set(sources) == models
     assert "linear" in sources["Gemma 3 4B"]["differs from the class defaults in"]

@@ -234,12 +234,11 @@ def noise_to_decide(regime: str, models: Sequence[str], n_seeds: int) -> str:
 
 
 def undecided_rows(records: Sequence) -> list[dict]:
-    """One row per undecided claim of the chapters' records (:class:`ropebook.claims
-    .ChapterRecord`): chapter, claim id, verdict and what would decide it."""
+    """One row per undecided finding of the chapters' records (:class:`ropebook.claims
+    .ChapterRecord`): claim id (which names its chapter), verdict and what would decide it."""
     return [
         {
-            "chapter": r.name,
-            "claim": c.id,
+            "claim": c.id,  # its id names its chapter
             "verdict": c.verdict,
             "what would decide it": c.to_decide or "— (not recorded)",
         }

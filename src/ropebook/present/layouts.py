@@ -47,24 +47,25 @@ def config_rows(released: Mapping[str, rope_layers.Released] | None = None) -> l
             g = layer.grid
             rotating = g.encoding != "NoPE"
             lam = layer.wavelengths
-            over = f"{layer.slow_planes(reading.context)} of {g.n_rotated}" if rotating else "—"
+            over = f"{layer.slow_planes(reading.context)}" if rotating else "—"
             if rotating and layer.span:
-                over += f" ({layer.slow_planes(layer.span)} over the {layer.scope})"
+                over += f" ({layer.slow_planes(layer.span)} in its {layer.scope.split()[-1]})"
             rows.append({
                 "model (context)": f"{entry.model} ({reading.context:,})" if number == 0 else "",
                 "layers": f"{len(indices)} of {len(reading.layers)}",
-                "attention": "global" if layer.span is None else f"{layer.scope} {layer.span:,}",
+                "attention": "global" if layer.span is None else f"{layer.scope.split()[-1]} {layer.span:,}",
                 "encoding (pairing)": f"{g.encoding} ({g.pairing})",
-                "θ, scaling": (f"{g.rope_theta:,.0f}, {rope_layers.describe_rule(g.rope_type, dict(layer.parameters))}"
+                # parameter names with spaces, so a narrow column can wrap them
+                "θ, scaling": (f"{g.rope_theta:,.0f}, {rope_layers.describe_rule(g.rope_type, dict(layer.parameters))}".replace("_", " ")
                                if rotating else "—"),
-                "planes rotating (dims)": (
+                "rotating (dims)": (
                     f"{g.n_rotated} of {g.n_chunks} ("
                     + ", ".join(f"{a}–{b - 1}" for a, b in layer.rotated_dims) + ")"
                     if rotating else f"0 of {g.n_chunks}"
                 ),
                 "wavelengths (tokens)": (f"{rope_layers.tokens(lam[0])} to {rope_layers.tokens(lam[-1])}"
                                          if rotating else "—"),
-                "planes under one turn over the context": over,
+                "turning < once over the context": over,
             })  # fmt: skip
     return rows
 

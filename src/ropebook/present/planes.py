@@ -18,16 +18,35 @@ LABELS = {
     "content": "Δ induction score, zeroed",
     "content_mean": "Δ induction score, mean-ablated",
 }
+# The same, short, for the per-plane tables (seven of them side by side must fit the page).
+TABLE_LABELS = {
+    "unrotated": "Δ loss, unrotated",
+    "loss": "Δ loss, zeroed",
+    "loss_mean": "Δ loss, mean-abl.",
+    "previous": "Δ prev.-token, zeroed",
+    "previous_mean": "Δ prev.-token, mean-abl.",
+    "content": "Δ induction, zeroed",
+    "content_mean": "Δ induction, mean-abl.",
+}
+
+
+# The per-plane tables: each reading of the removal in a table of its own, so each fits the page.
+READINGS = {
+    "mean-ablated": ("loss_mean", "previous_mean", "content_mean"),
+    "zeroed": ("unrotated", "loss", "previous", "content"),
+}
 
 
 def plane_rows(
-    plane_map: PlaneMap, classes: list[str], digits: int = 3,
-    zeroed_classes: list[str] | None = None,
-) -> list[dict]:  # fmt: skip
-    """One row per plane: turns per context, q/k norm share, each change with its interval, and
-    the plane's class (``classes``: the deciding reading, mean-ablation; ``zeroed_classes``
-    beside it when given)."""
-    est = {m: plane_map.estimates(m, digits) for m in LABELS}
+    plane_map: PlaneMap, classes: list[str], digits: int = 3, *, reading: str = "mean-ablated"
+) -> list[dict]:
+    """One row per plane: turns per context, q/k norm share, each change of ``reading``
+    (:data:`READINGS`: the deciding mean-ablation, or zeroing with unrotating) with its interval
+    (mean ± half-width: the intervals over seeds are symmetric), and the plane's class under
+    that reading (``classes``)."""
+    if reading not in READINGS:
+        raise ValueError(f"unknown reading {reading!r}; valid readings: {', '.join(READINGS)}")
+    est = {m: plane_map.estimates(m, digits) for m in READINGS[reading]}
     rows = []
     for i, plane in enumerate(plane_map.planes):
         row = {
@@ -35,12 +54,10 @@ def plane_rows(
             "turns per context": f"{plane_map.turns[i]:.3g}",
             "q/k norm share": f"{plane_map.norm_share[:, i].mean():.3f}",
         }
-        for m, label in LABELS.items():
+        for m in READINGS[reading]:
             e = est[m][i]
-            row[label] = f"{e.mean:+.{digits}f} [{e.low:+.{digits}f}, {e.high:+.{digits}f}]"
+            row[TABLE_LABELS[m]] = f"{e.mean:+.{digits}f} ± {(e.high - e.low) / 2:.{digits}f}"
         row["class"] = classes[i]
-        if zeroed_classes is not None:
-            row["class if zeroed"] = zeroed_classes[i]
         rows.append(row)
     return rows
 
