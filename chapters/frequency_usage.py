@@ -282,12 +282,12 @@ plots.table(show.trend_table(trend, low, list(runs), flat_bound))
 # ### The same two readings in a trained LLM: SmolLM2-135M
 #
 # Gemma 7B was trained on trillions of tokens; the book's models are small and briefly trained.
-# So both readings also run on the [real-checkpoints chapter](real_checkpoints.ipynb)'s model,
-# SmolLM2-135M-Instruct {cite:p}`allal2025smollm2` (its layers, heads and grid are printed
-# there), on the same `n_prompts` held-out passages in its own tokenizer (`checkpoint_tokens`
-# tokens each), one prompt at a time. Its intervals run over prompts: one trained model, so they
-# say how steady the reading is from text to text, not from training run to training run. Each
-# claim then combines the parts that could be measured, the book's model and SmolLM2.
+# So both readings also run on a real checkpoint, SmolLM2-135M-Instruct
+# {cite:p}`allal2025smollm2` (the next chapter reads its layers, heads and grid in full), on
+# the same `n_prompts` held-out passages in its own tokenizer (`checkpoint_tokens` tokens each),
+# one prompt at a time. Its intervals run over prompts: one trained model, so they say how steady
+# the reading is from text to text, not from training run to training run. Each claim then
+# combines the parts that could be measured, the book's model and SmolLM2.
 
 # %%
 real_read = prompts.read_checkpoint(checkpoint, profile, n_prompts, checkpoint_tokens)

@@ -172,7 +172,7 @@ CLAIMS = claims.ClaimSet(
 # mean-ablation should leave its previous-token heads standing where zeroing breaks them.
 #
 # **Which reading decides.** A content or loss claim is decided on mean-ablation, which removes
-# content alone; the positional part of Barbero et al.'s claim on zeroing, since mean-ablation
+# content alone; the positional part of {cite:t}`barbero2025round`'s claim on zeroing, since mean-ablation
 # keeps a positional pattern by construction (`probes.DECIDING`). Every plane is classed on
 # mean-ablation, with its class under zeroing beside it. Unrotating (Oka's and Khan's claims)
 # keeps a plane's queries and keys and needs no control. The tables show both readings side by

@@ -219,7 +219,7 @@ CLAIMS = claims.ClaimSet(
     ),
     claims.ClaimSpec(
         "recall.passkey_extension",
-        "Chen et al. 2023 (PI), Sec. 3.3; Peng et al. 2023 (YaRN), Sec. 4.3.2",
+        "Chen et al. 2023 (PI), Sec. 3.3; Peng et al. 2024 (YaRN), Sec. 4.3.2",
         f"After a short fine-tune at {finetune_scale}× with PI or YaRN, passkey retrieval at "
         f"{finetune_scale}× the context beats plain RoPE's at the same length after the same "
         "fine-tune",

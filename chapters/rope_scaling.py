@@ -104,7 +104,7 @@ for name, value in {
 # The table at the end gives what we measured.
 
 # %% tags=["hide-input"]
-PI, YARN, OURS = "Chen et al. 2023 (PI)", "Peng et al. 2023 (YaRN)", "ours"
+PI, YARN, OURS = "Chen et al. 2023 (PI)", "Peng et al. 2024 (YaRN)", "ours"
 CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "rope_scaling.rules_match_transformers", f"{OURS} (transformers' modeling_rope_utils)",

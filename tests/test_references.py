@@ -52,9 +52,8 @@ def test_typed_sources_map_to_bibliography_keys():
     assert names <= citations.KEYS.keys(), names - citations.KEYS.keys()
 
 
-# Typed citations in code cells that other work is editing: their year is fixed when it lands
-# (the rendered tables already show the bibliography's year, through cite_roles).
-YEAR_PENDING = {("recall.py", "Peng"), ("rope_scaling.py", "Peng")}
+# Typed citations whose year is still to be fixed: (file, author); none today.
+YEAR_PENDING: set[tuple[str, str]] = set()
 
 
 def test_typed_years_are_the_bibliographys():
