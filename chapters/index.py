@@ -14,12 +14,8 @@
 # %% [markdown]
 # # Round and round: why RoPE works
 #
-# What the book asks, and what this build answered: each line gives the question (linked to the
-# chapter that answers it), the claim that answers it in brief, its verdict, what was measured
-# with its interval, and what the verdict rests on (seeds, regime, and this build's profile and
-# device or a kept study's device and date). Every line is read from the executed chapters' claim
-# records; each chapter opens with the same line. The verdicts are defined on the
-# [scorecard](scorecard.ipynb), which lists every claim.
+# Each line, from the chapters' claim records: question, answer, **verdict**
+# ([scorecard](scorecard.ipynb)), measurement, *basis*.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "cpu"  # smoke | cpu | gpu (recorded only: this page reads the other chapters)

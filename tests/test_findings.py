@@ -44,20 +44,19 @@ def test_the_line_is_the_record_shortened_and_labelled_with_its_basis():
     line = findings.answer_line(findings.answer(decay, "decay", findings.QUESTIONS[0], BUILD))
     assert line == (
         "**[Does RoPE decay?](decay.ipynb)** Trained RoPE keys need not decay — **cannot "
-        "decide**: 2 of 2 layers uncertain; the contrast 0.36 ([0.1, 0.2]) "
-        "*(1 seed, lesson regime, this build (smoke profile, cpu))*"
+        "decide**: 2 of 2 layers uncertain … ([0.1, 0.2]) *(1 seed, lesson, this build on cpu)*"
     )
 
 
 def test_a_kept_study_is_named_with_device_and_date():
     study = claim("p_rope_headline.matched_p075_vs_rope", "bounded", seeds=64, evidence=STUDY)
-    assert findings.basis(study, BUILD) == "64 seeds, kept study (1 × NVIDIA H200, 2026-11-27)"
+    assert findings.basis(study, BUILD) == "64 seeds, kept study on 1 × NVIDIA H200, 2026-11-27"
     results_file = claim(
         "layouts.language_long", seeds=3,
         evidence="study layout_language (cpu profile, matched regime), measured 2026-11-27",
     )  # fmt: skip
     assert findings.basis(results_file) == (
-        "3 seeds, matched regime, kept study (cpu profile, 2026-11-27)"
+        "3 seeds, matched, kept study on cpu profile, 2026-11-27"
     )
 
 
@@ -90,7 +89,7 @@ def test_findings_page_one_line_per_answered_question_and_a_tally_of_findings_on
         "- **[Does RoPE decay?](decay.i",
         "- **[Does p-RoPE help on langu",
     ]
-    assert "**not held**" in lines[0] and "kept study (1 × NVIDIA H200, 2026-11-27)" in lines[1]
+    assert "**not held**" in lines[0] and "kept study on 1 × NVIDIA H200, 2026-11-27" in lines[1]
     assert page.endswith("Across the book: 3 findings: 1 bounded, 1 not held, 1 cannot decide.")
 
 
@@ -131,3 +130,11 @@ def test_every_chapter_opens_with_its_in_short_line():
                      if c.cell_type == "markdown")  # fmt: skip
         lines = [line for line in first.source.splitlines() if line.strip()]
         assert lines[0].startswith("# ") and lines[1] == "{glue:md}`in_short`", name
+
+
+def test_an_interval_keeps_its_bounds_and_drops_what_the_basis_says():
+    domains = claim(
+        "frequency_usage.domains", "cannot decide", measured="least similar of 5 domains: 0.932",
+        interval="95% CI [0.890, 0.973] over 5 seeds; more", seeds=5,
+    )  # fmt: skip
+    assert findings.effect(domains) == "least similar of 5 domains: 0.932 ([0.890, 0.973])"

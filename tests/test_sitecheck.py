@@ -174,3 +174,32 @@ def test_the_chinese_prompt_of_the_frequency_chapter_is_drawable():
     from ropebook.analysis.frequencies import DAODEJING
 
     assert sitecheck.undrawable(DAODEJING) == ""
+
+
+def test_the_landing_pages_answers_must_end_within_one_screen(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from ropebook.findings import TALLY_LEAD
+
+    tally = f"<p>{TALLY_LEAD} 3 findings: 2 held, 1 not held.</p>"
+    pages = {
+        "short.html": "<ul><li>one answer</li></ul>" + tally,
+        "tall.html": '<div style="height: 900px"></div>' + tally,  # ends 900 + a line down
+        "none.html": "<p>no tally here</p>",
+    }
+    for name, body in pages.items():
+        (tmp_path / name).write_text(PAGE.format(title=name, body=body))
+    found = {}
+    with sitecheck._serve(tmp_path) as root, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=sitecheck.CHROMIUM, args=sitecheck.CHROMIUM_ARGS
+        )
+        for name in pages:
+            page = browser.new_page(viewport=sitecheck.VIEWPORT)
+            page.goto(f"{root}/{name}")
+            found[name] = sitecheck.first_screen_problem(page)
+            assert page.viewport_size == sitecheck.VIEWPORT  # put back for the other checks
+        browser.close()
+    assert found["short.html"] is None
+    assert found["tall.html"].startswith("the findings end ") and "1280×800" in found["tall.html"]
+    assert found["none.html"] == f"no findings tally ({TALLY_LEAD!r}) on the landing page"

@@ -92,8 +92,9 @@ QUESTIONS: tuple[Question, ...] = (
 
 # Limits that keep a line short enough for the landing page to fit one screen; the chapter's
 # table under "What we claim and what we measured" has every word.
-WORDS_LIMIT = 75
-EFFECT_LIMIT = 65
+# A line must stay about two rows of the page's column: the ten answers fit one screen.
+WORDS_LIMIT = 60
+EFFECT_LIMIT = 50
 
 
 def chapter_of(claim_id: str) -> str:
@@ -127,12 +128,21 @@ def words(claim: Claim, limit: int = WORDS_LIMIT) -> str:
     return shorten(claim.statement.split(": ", 1)[0], limit)
 
 
+# An interval's level and sample count, which a findings line leaves to its basis.
+_LEVEL = re.compile(r"^\d+% (?:CI|bootstrap) ")
+_OVER = re.compile(r" over \d+ \w+.*$")
+
+
 def effect(claim: Claim, limit: int = EFFECT_LIMIT) -> str:
-    """What it measured, first clause first, with the interval where the measured text has none."""
+    """What it measured, first clause first, with the interval where the measured text has none
+    (the interval is kept whole; the measured text is cut to make room for it)."""
     measured = claim.measured.split(" — ", 1)[0]
     has_interval = "[" in measured or "CI" in measured or "no interval" in measured
     if claim.interval and not has_interval:
-        measured = f"{measured} ({claim.interval})"
+        # its first clause, without the level and the sample count (the basis names the seeds)
+        bounds = _OVER.sub("", _LEVEL.sub("", claim.interval.split("; ")[0]))
+        interval = f" ({bounds})"
+        return shorten(measured, max(limit - len(interval), 20)) + interval
     return shorten(measured, limit)
 
 
@@ -159,22 +169,20 @@ def devices_text(devices: Iterable[str]) -> str:
 
 
 def basis(claim: Claim, provenance: Mapping | None = None) -> str:
-    """What the verdict rests on: regime and seeds, and either this build (profile and device,
-    from ``provenance``) or a kept study (device and date, as the record names them)."""
+    """What the verdict rests on, briefly: seeds and regime, then this build's device (from
+    ``provenance``) or a kept study's device (or profile) and date, as the record names them."""
     evidence = claim.evidence or ""
     regime = _REGIME.search(evidence)
-    parts = [p for p in (_seeds(claim), regime and f"{regime.group(1)} regime") if p]
+    parts = [p for p in (_seeds(claim), regime and regime.group(1)) if p]
     date = _DATE.search(evidence)
     if _STUDY.search(evidence) and date:
         device = _DEVICE.search(evidence)
         profile = _PROFILE.search(evidence)
         where = device.group(1) if device else profile and f"{profile.group(1)} profile"
-        study = ", ".join(p for p in (where, date.group(1)) if p)
-        return ", ".join(parts + [f"kept study ({study})"])
-    provenance = provenance or {}
-    profile, devices = provenance.get("profile"), devices_text(provenance.get("jax_devices", []))
-    build = ", ".join(p for p in (profile and f"{profile} profile", devices) if p)
-    return ", ".join(parts + [f"this build ({build})" if build else "this build"])
+        return ", ".join(parts + [f"kept study on {where}, {date.group(1)}" if where
+                                  else f"kept study, {date.group(1)}"])  # fmt: skip
+    devices = devices_text((provenance or {}).get("jax_devices", []))
+    return ", ".join(parts + [f"this build on {devices}" if devices else "this build"])
 
 
 @dataclass(frozen=True)
@@ -265,6 +273,10 @@ def findings_tally(records: Sequence) -> str:
     return f"{n} finding{'s' if n != 1 else ''}" + (f": {verdicts}" if verdicts else "")
 
 
+# How the landing page's tally line starts: the site check finds the end of the answers by it.
+TALLY_LEAD = "Across the book:"
+
+
 def findings_page(records: Sequence) -> str:
     """The landing page's answers (Markdown): one line per question that an executed chapter
     answers, and the tally of the book's findings."""
@@ -273,4 +285,4 @@ def findings_page(records: Sequence) -> str:
         for found in (question_answer(q, records) for q in QUESTIONS)
         if found is not None
     ]
-    return "\n".join(lines) + f"\n\nAcross the book: {findings_tally(records)}."
+    return "\n".join(lines) + f"\n\n{TALLY_LEAD} {findings_tally(records)}."

@@ -55,6 +55,7 @@ PROFILE_NAMES = ("smoke", "cpu", "gpu")
 # Pages built from the other chapters' executed notebooks (and the build page from the build's
 # records, :mod:`ropebook.buildrecord`): always run last, in this order, and always re-run.
 SUMMARY_CHAPTERS = ("scorecard", "index", "build")
+LANDING = "index"  # the book's root page: it opens on its answers, its rerun box comes last
 TRACKED_PACKAGES = (
     "jax", "jaxlib", "numpy", "optax", "sympy", "matplotlib", "altair", "papermill", "jupytext",
     "jupyter-book", "tokenizers", "safetensors", "transformers", "torch",
@@ -487,12 +488,14 @@ def rerun_box(name: str, declared: dict[str, Parameter], values: dict) -> str:
     )
 
 
-def _insert_rerun_box(notebook, box: str) -> None:
-    """Put the box right after the title cell (first, if the chapter opens with code)."""
+def _insert_rerun_box(notebook, box: str, *, last: bool = False) -> None:
+    """Put the box right after the title cell (first, if the chapter opens with code), or at the
+    end (``last``: the landing page, which opens on its answers)."""
     import nbformat
 
     first = notebook.cells[0] if notebook.cells else None
     at = 1 if first is not None and first.cell_type == "markdown" else 0
+    at = len(notebook.cells) if last else at
     notebook.cells.insert(at, nbformat.v4.new_markdown_cell(box, metadata={"tags": [RERUN_TAG]}))
 
 
@@ -538,7 +541,7 @@ def run_chapter(
         print(f"{name}: up to date ({target.relative_to(REPO_ROOT)})")
         return target
 
-    _insert_rerun_box(notebook, rerun_box(name, declared, values))
+    _insert_rerun_box(notebook, rerun_box(name, declared, values), last=name == LANDING)
     declared_profile = declared.get("profile")
     profile_value = values.get("profile", declared_profile and declared_profile.default)
     # the last cell: the provenance line, then the "In short" line glued from the chapter's claims

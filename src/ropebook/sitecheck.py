@@ -133,6 +133,7 @@ PAGE_PROBE = """() => {
 
 
 VIEWPORT = {"width": 1200, "height": 900}
+LANDING_PAGE = "executed/index.html"  # the book's root (_toc.yml), which opens on the answers
 LOAD_TIMEOUT_MS = 180_000
 IDLE_TIMEOUT_MS = 20_000  # how long to wait for network idle before checking the page anyway
 # Everything inside the article that does not fit the column holding it, one line each: an
@@ -334,6 +335,34 @@ CONTENTS_SHOWN = """() => {
 }"""
 
 
+# The landing page's answers must fit one laptop screen: from the top down to the findings'
+# tally (ropebook.findings.TALLY_LEAD), at this window size.
+FIRST_SCREEN = {"width": 1280, "height": 800}
+TALLY_BOTTOM = """(lead) => {
+  const tally = Array.from(document.querySelectorAll('article p'))
+    .find((p) => p.textContent.trim().startsWith(lead));
+  return tally ? tally.getBoundingClientRect().bottom + window.scrollY : null;
+}"""
+
+
+def first_screen_problem(page) -> str | None:
+    """Whether the landing page's answers, down to their tally, fit :data:`FIRST_SCREEN`
+    (``None`` if they do); the viewport is put back to :data:`VIEWPORT`."""
+    from ropebook.findings import TALLY_LEAD
+
+    page.set_viewport_size(FIRST_SCREEN)
+    try:
+        bottom = page.evaluate(TALLY_BOTTOM, TALLY_LEAD)
+    finally:
+        page.set_viewport_size(VIEWPORT)
+    size = f"{FIRST_SCREEN['width']}×{FIRST_SCREEN['height']}"
+    if bottom is None:
+        return f"no findings tally ({TALLY_LEAD!r}) on the landing page"
+    if bottom > FIRST_SCREEN["height"]:
+        return f"the findings end {bottom - FIRST_SCREEN['height']:.0f} px below one {size} screen"
+    return None
+
+
 def contents_problem(page) -> str | None:
     """Whether the theme's "Contents" button shows a page's contents at :data:`NARROW` (``None``
     for a page without in-page contents); the viewport is put back to :data:`VIEWPORT`."""
@@ -448,6 +477,9 @@ def browser_problems(site: Path, screenshots: Path | None = None) -> list[str]:
             ]
             contents = contents_problem(page)
             errors += [f"{name}: {contents}"] if contents else []
+            if name == LANDING_PAGE:
+                first = first_screen_problem(page)
+                errors += [f"{name}: {first}"] if first else []
             found += errors
             page.close()
         browser.close()
