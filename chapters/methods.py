@@ -520,18 +520,7 @@ show_recipes.differences_chart(recipe_results, recipe_names)
 
 
 # %% tags=["remove-input"]
-def mean_loss(result: recipes.RecipeResult) -> float:
-    return float(np.mean(list(result.mean_loss.values())))  # both arms, nats
-
-
-def perplexity_cost(result: recipes.RecipeResult, today: recipes.RecipeResult) -> str:
-    return f"{100 * np.expm1(mean_loss(result) - mean_loss(today)):+.1f} %"
-
-
-def seed_span(seeds: list[int]) -> str:
-    return f"{min(seeds)}–{max(seeds)}"
-
-
+seed_span = show_recipes.seed_span
 candidates = [r for r in compared if r.recipe != "today"]
 best = min(candidates, key=lambda r: r.sd_ratio.value)
 today_result = compared[0]
@@ -558,39 +547,15 @@ CLAIMS.record(
     to_decide="more fresh paired seeds under today's recipe and the candidate (python -m "
     "ropebook recipes --confirm), until the ratio's interval leaves 1",
 )  # fmt: skip
-for name, value in {
-    "share": recipes.AVERAGE_SHARE,
-    "models": len(recipe_results["runs"]),
-    "schedules": "; ".join(recipe_results["schedules"]),
-    "provenance": show_studies.provenance_text(recipe_results, recipe_stale),
-    "seeds": best.n_seeds,
-    "today_sd": str(today_result.paired_sd),
-    "best": best.recipe,
-    "best_sd": str(best.paired_sd),
-    "best_ratio": str(best.sd_ratio),
-    "best_loss": perplexity_cost(best, today_result),
-    "today_jitter": "—" if today_result.jitter is None else str(today_result.jitter),
-    "where": "not measured (no tail evaluations)"
-    if today_result.jitter is None
-    else "between runs: they end in different places"
-    if today_result.jitter.value < today_result.paired_sd.value / 3
-    else "largely in the last iterate's jitter",
-    "confirm": confirmed[1].recipe if confirmed else "none yet",
-    "confirm_seeds": seed_span(fresh_seeds) if confirmed else "—",
-    "confirm_today_sd": str(confirmed[0].paired_sd) if confirmed else "—",
-    "confirm_sd": str(confirmed[1].paired_sd) if confirmed else "—",
-    "confirm_ratio": str(confirmed[1].sd_ratio) if confirmed else "—",
-    "confirm_loss": perplexity_cost(*confirmed[::-1]) if confirmed else "—",
-    "confirm_difference": str(confirmed[1].difference) if confirmed else "—",
-    "today_difference": str(confirmed[0].difference) if confirmed else "—",
-}.items():
+values = show_recipes.recipe_values(recipe_results, compared, confirmed, recipe_stale)
+for name, value in values.items():
     glue(f"methods.recipe.{name}", value, display=False)
 open_decision = "No candidate has been tried on fresh seeds, so the zoo keeps today's recipe."
 pooled_values = {"pooled_seeds": "—", "pooled_ratio": "—", "decision": open_decision}
 if confirmed:  # every seed the candidate has, discovery ones included (which flatter it)
     every_seed = recipes.seeds_of(recipe_results, fresh.recipe)
     pooled = {r.recipe: r for r in recipes.compare(recipe_results, confidence, every_seed)}
-    cost = 100 * np.expm1(mean_loss(fresh) - mean_loss(fresh_today))
+    cost = show_recipes.perplexity_cost(fresh, fresh_today)
     pooled_values = {
         "pooled_seeds": len(every_seed),
         "pooled_ratio": str(pooled[fresh.recipe].sd_ratio),

@@ -67,6 +67,7 @@ from ropebook import claims, data, plots, real_model, rope, zoo
 from ropebook.analysis import ablation, frequencies
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import semantic as sem
+from ropebook.present import ablation as show_ablation
 from ropebook.present import decide
 from ropebook.present import dynamics as show_dy
 from ropebook.present import semantic as show
@@ -765,8 +766,6 @@ print(
 )
 
 # %% tags=["remove-input"]
-matched, _ = zoo.configs("rope", profile=profile, regime="matched")
-matched_turn = ablation.dropped_turn(matched.head_dim, longest * matched.context, matched.rope_base)
 _ = CLAIMS.record(
     "semantic_channels.extrapolation",
     claims.informative_or(
@@ -784,10 +783,7 @@ _ = CLAIMS.record(
         samples="paired samples (seeds × windows)", one="paired sample",
     )
     if informative
-    else f"a regime whose freed planes turn: the matched regime (head_dim {matched.head_dim}, "
-    f"θ = {matched.rope_base:g}, context {matched.context}; the zoo trains rope, p-rope-0.75 "
-    f"and nope there) turns them {matched_turn:.1f} rad over {longest}× its context; this "
-    f"chapter's extrapolation runs the lesson models",
+    else show_ablation.uninformative_text(head_dim, longest_tokens, base),
 )  # fmt: skip
 # %% [markdown]
 # ## What we claim and what we measured

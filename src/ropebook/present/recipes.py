@@ -45,6 +45,59 @@ def rows(results: list[RecipeResult], names: tuple[str, str], confidence: float)
 QUALITY_TOLERANCE = 1.0  # % of perplexity a recipe may cost the models and still be adopted
 
 
+def mean_loss(result: RecipeResult) -> float:
+    """A recipe's mean validation loss over both arms (nats)."""
+    return float(np.mean(list(result.mean_loss.values())))
+
+
+def perplexity_cost(result: RecipeResult, today: RecipeResult) -> float:
+    """What ``result``'s recipe costs in perplexity against today's, in %."""
+    return float(100 * np.expm1(mean_loss(result) - mean_loss(today)))
+
+
+def recipe_values(
+    results: dict[str, Any],
+    compared: list[RecipeResult],
+    confirmed: tuple[RecipeResult, RecipeResult] | None,
+    stale: Any,
+) -> dict[str, Any]:
+    """The methods chapter's numbers on the recipes study (``compared``: today's recipe first;
+    ``confirmed``: today's and the candidate on fresh seeds, if run), for its prose."""
+    today = compared[0]
+    best = min((r for r in compared if r.recipe != "today"), key=lambda r: r.sd_ratio.value)
+    fresh_seeds = results["confirmation"]["seeds"] if confirmed else []
+
+    def fresh(text) -> str:
+        return text if confirmed else "—"
+
+    return {
+        "share": recipes.AVERAGE_SHARE,
+        "models": len(results["runs"]),
+        "schedules": "; ".join(results["schedules"]),
+        "provenance": show_studies.provenance_text(results, stale),
+        "seeds": best.n_seeds,
+        "today_sd": str(today.paired_sd),
+        "best": best.recipe,
+        "best_sd": str(best.paired_sd),
+        "best_ratio": str(best.sd_ratio),
+        "best_loss": f"{perplexity_cost(best, today):+.1f} %",
+        "today_jitter": "—" if today.jitter is None else str(today.jitter),
+        "where": "not measured (no tail evaluations)"
+        if today.jitter is None
+        else "between runs: they end in different places"
+        if today.jitter.value < today.paired_sd.value / 3
+        else "largely in the last iterate's jitter",
+        "confirm": confirmed[1].recipe if confirmed else "none yet",
+        "confirm_seeds": seed_span(fresh_seeds) if confirmed else "—",
+        "confirm_today_sd": fresh(confirmed and str(confirmed[0].paired_sd)),
+        "confirm_sd": fresh(confirmed and str(confirmed[1].paired_sd)),
+        "confirm_ratio": fresh(confirmed and str(confirmed[1].sd_ratio)),
+        "confirm_loss": fresh(confirmed and f"{perplexity_cost(*confirmed[::-1]):+.1f} %"),
+        "confirm_difference": fresh(confirmed and str(confirmed[1].difference)),
+        "today_difference": fresh(confirmed and str(confirmed[0].difference)),
+    }
+
+
 def adoption_text(verdict: str, perplexity_cost: float) -> str:
     """Whether the candidate confirmed on fresh seeds is adopted: only if its cut in noise held
     there and it costs the models at most :data:`QUALITY_TOLERANCE` % of perplexity."""
