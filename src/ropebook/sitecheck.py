@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from ropebook import REPO_ROOT
+from ropebook.pipeline import LANDING
 
 EXTERNAL = re.compile(
     r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[\"']((?:https?:)?//[^\"']+)[\"'][^>]*>",
@@ -133,7 +134,7 @@ PAGE_PROBE = """() => {
 
 
 VIEWPORT = {"width": 1200, "height": 900}
-LANDING_PAGE = "executed/index.html"  # the book's root (_toc.yml), which opens on the answers
+LANDING_PAGE = f"executed/{LANDING}.html"  # the book's root, which opens on its answers
 LOAD_TIMEOUT_MS = 180_000
 IDLE_TIMEOUT_MS = 20_000  # how long to wait for network idle before checking the page anyway
 # Everything inside the article that does not fit the column holding it, one line each: an
