@@ -146,8 +146,11 @@ CLAIMS = claims.ClaimSet(
         "positional_heads.cauchy_schwarz",
         "Barbero et al. 2025, App. E.1, Tables 3-5",
         f"Positional heads' target activations sit near the Cauchy–Schwarz bound (> "
-        f"{heads.CS_THRESHOLD:g} of it, a level every head the paper quotes reaches)",
-        claims.given,  # activation / bound per seed (its heads' mean) > CS_THRESHOLD ± CS_MARGIN
+        f"{heads.CS_THRESHOLD:g} of it, a level every head the paper quotes reaches and the "
+        "same models' other heads and NoPE's heads do not)",
+        # activation / bound per seed (its heads' mean) > CS_THRESHOLD ± CS_MARGIN, held only
+        # where the same line fails every control (heads.controlled)
+        claims.given,
     ),
 )
 CLAIMS.basis = zoo.budget(profile)  # the lesson-regime models behind seed intervals
@@ -577,6 +580,18 @@ glue("positional_heads.chance_cosine", f"{head_dim**-0.5:.2f}", display=False)
 # by $1/\sqrt d$ = {glue:text}`positional_heads.chance_cosine`.
 
 # %% [markdown]
+# **The control, and its prediction.** A line that every head clears tests nothing. So the same
+# ratio, at the same targets, is measured on the heads that are positional of neither kind
+# (averaged over both targets): in the same RoPE models (the same training, layers and data;
+# only the attention pattern differs), in the NoPE models of the same regime, and in SmolLM2.
+# The prediction, written before the run: if positional heads implement the construction, their
+# queries and keys are aligned at the target and clear the line, while the control heads' sit
+# below it. The claim is *held* only if the line passes the
+# positional heads and fails every control (the control's interval wholly below it). If a
+# control clears the line too, the line cannot tell positional heads from the rest here and the
+# claim is *uninformative here*; if a control is left undecided, so is the claim.
+
+# %% [markdown]
 # Over all held-out windows, the ratio at the target is the cosine between the rotated query and
 # key. We compare its mean for the positional heads of each kind (and how many there are) with
 # the same ratio in all other heads of the same models (the same offset, i.e. what a
@@ -618,10 +633,11 @@ glue("positional_heads.real_heads", show_heads.real_heads_text(real_scans, len(r
 #
 # ### The paper's heads beside ours
 #
-# Each head the paper quotes (over its tokens), each seed of the book's RoPE model (over its
-# positional heads: the seed's mean is what the claim's interval counts) and SmolLM2 (over its
-# positional heads): the target activation as a fraction of its Cauchy–Schwarz bound, whether
-# the mean passes the claim's line, and the same ratio in the other heads of the same model.
+# Each head the paper quotes (over its tokens), each seed of the book's RoPE and NoPE models
+# (over their positional heads: the seed's mean is what the claim's interval counts) and SmolLM2
+# (over its positional heads): the target activation as a fraction of its Cauchy–Schwarz bound,
+# whether the mean passes the claim's line, and the control: the same ratio in the heads of the
+# same model that are positional of neither kind.
 
 # %%
 beside = show_heads.cauchy_schwarz_beside(scans, head_threshold, heads.CS_THRESHOLD, real_scans)
@@ -647,6 +663,38 @@ real_fast_verdict, real_fast = heads.verdict_above(
 real_cs_verdict, real_cs_ratio = heads.verdict_above(
     real_cs, heads.CS_THRESHOLD, 2, unit=one_model, margin=heads.CS_MARGIN
 )
+# The control: the same line on the heads positional of neither kind (heads.control_cosines).
+line = {"threshold": heads.CS_THRESHOLD, "margin": heads.CS_MARGIN}
+book_controls = {"RoPE's": "rope", "NoPE's": "nope"}  # the book's models, over seeds
+control = {
+    label: heads.over_seeds(heads.seed_means(heads.control_cosines(scans, head_threshold, n)), 2)
+    for label, n in book_controls.items()
+}
+control["SmolLM2's"] = heads.over_seeds(
+    [v for _, v in heads.control_cosines(real_scans, head_threshold)], 2, one_model
+)
+control_verdicts = {label: heads.seed_verdict(e, **line) for label, e in control.items()}
+book_cs = heads.controlled(cs_verdict, [control_verdicts[label] for label in book_controls])
+real_cs = heads.controlled(real_cs_verdict, [control_verdicts["SmolLM2's"]])
+control_text, separates = show_heads.control_texts(control, control_verdicts)
+glue("positional_heads.cs_control", control_text, display=False)
+glue("positional_heads.cs_separates", separates, display=False)
+undecided_control = [e for n, e in control.items() if e and control_verdicts[n] != "not held"]
+if "uninformative here" in (book_cs, real_cs):
+    cs_to_decide = (
+        f"a line the control heads miss ({control_text}), set before the data against the "
+        "paper's heads"
+    )
+elif "held" in (cs_verdict, real_cs_verdict) and undecided_control:  # the control left it open
+    cs_to_decide = decide.interval_to_decide(
+        undecided_control[0], heads.CS_THRESHOLD, what="the control's distance from the line"
+    )
+elif cs_ratio:
+    cs_to_decide = decide.interval_to_decide(
+        cs_ratio, heads.CS_THRESHOLD, what=f"the ratio's distance from {heads.CS_THRESHOLD:g}"
+    )
+else:
+    cs_to_decide = no_heads("the RoPE models")
 paper_text = ", ".join(f"Table {t} {v:.2f}" for t, v in paper_means.items())
 both = show_heads.two_parts  # the book's models (over seeds) and SmolLM2 (over its heads)
 basis = f"{len(seeds)} seed(s), {zoo.budget(profile)}; SmolLM2-135M, {checkpoint_windows} windows"
@@ -662,17 +710,18 @@ CLAIMS.record(
 )
 CLAIMS.record(
     "positional_heads.cauchy_schwarz",
-    claims.combine_testable([cs_verdict, real_cs_verdict]),
+    claims.combine_testable([book_cs, real_cs]),
     f"target activation / CS bound in positional heads (line {heads.CS_THRESHOLD:g} ± "
-    f"{heads.CS_MARGIN:g}): {both(cs_ratio, real_cs_ratio, '.2f')} (paper: {paper_text})",
+    f"{heads.CS_MARGIN:g}): {both(cs_ratio, real_cs_ratio, '.2f')} (paper: {paper_text}); "
+    f"control, heads positional of neither kind: {control_text}",
     seeds=len(seeds),
     basis=basis,
-    to_decide=decide.interval_to_decide(
-        cs_ratio, heads.CS_THRESHOLD, what=f"the ratio's distance from {heads.CS_THRESHOLD:g}"
-    )
-    if cs_ratio
-    else no_heads("the RoPE models"),
+    to_decide=cs_to_decide,
 )
+
+# %% [markdown]
+# **The control's result.** The heads positional of neither kind reach, per model,
+# {glue:text}`positional_heads.cs_control`. The line {glue:text}`positional_heads.cs_separates`.
 
 # %% [markdown]
 # ## NoPE: the bound in layer 0, and what deeper layers do

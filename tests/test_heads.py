@@ -587,19 +587,89 @@ def test_cauchy_schwarz_beside_table():
     assert [r["heads"] for r in rows] == [
         "paper: Table 3: L1 H5, diagonal", "paper: Table 4: L27 H8, diagonal",
         "paper: Table 5: L1 H8, previous", "book's RoPE, seed 0", "book's RoPE, seed 1",
-        "SmolLM2-135M",
+        "book's NoPE, seed 0", "book's NoPE, seed 1", "SmolLM2-135M",
     ]  # fmt: skip
     assert rows[2]["over"] == "7 tokens" and rows[2]["mean ≥ 0.25"] == "yes"
-    assert rows[2]["range"] == "0.18 – 0.45" and rows[2]["other heads, mean"] == "—"
+    assert rows[2]["range"] == "0.18 – 0.45" and rows[2]["control heads, mean"] == "—"
     assert rows[3]["over"] == "2 positional heads"
     assert rows[3]["activation / bound, mean"] == pytest.approx(0.5)
     assert rows[3]["mean ≥ 0.25"] == "yes" and rows[4]["mean ≥ 0.25"] == "no"
     assert rows[4]["activation / bound, mean"] == pytest.approx(0.2)
-    # seed 0's other heads at each offset: diagonal 0.1, 0.8, 0.3; previous 0.05, 0.3, 0.15
-    assert rows[3]["other heads, mean"] == pytest.approx((0.1 + 0.8 + 0.3 + 0.05 + 0.3 + 0.15) / 6)
-    assert rows[5]["activation / bound, mean"] == pytest.approx(0.5)
+    # seed 0's control: heads positional of neither kind (L0 H0, L1 H1), at both targets
+    assert rows[3]["control heads, mean"] == pytest.approx((0.1 + 0.05 + 0.3 + 0.15) / 4)
+    assert rows[6]["over"] == "1 positional heads" and rows[5]["over"] == "0 positional heads"
+    assert rows[7]["activation / bound, mean"] == pytest.approx(0.5)
     empty = show.cauchy_schwarz_beside(SCANS, 0.95, 0.25)
-    assert len(empty) == 5 and empty[3]["range"] == empty[3]["mean ≥ 0.25"] == "—"
+    assert len(empty) == 7 and empty[3]["range"] == empty[3]["mean ≥ 0.25"] == "—"
+
+
+def test_control_cosines_leave_out_every_positional_head():
+    pairs = heads.control_cosines(SCANS, 0.5)
+    # RoPE seed 0: L0 H0 (0.1, 0.05) and L1 H1 (0.3, 0.15); seed 1: three heads at (0.2, 0.1)
+    assert [seed for seed, _ in pairs] == [0, 0, 1, 1, 1]
+    assert [v for _, v in pairs] == pytest.approx([0.075, 0.225, 0.15, 0.15, 0.15])
+    assert heads.seed_means(pairs) == pytest.approx({0: 0.15, 1: 0.15})
+    assert len(heads.control_cosines(SCANS, 0.5, "nope")) == 4 + 3  # NoPE seed 1's L0 H0 is out
+    assert len(heads.control_cosines(SCANS, 1.1)) == 8  # no positional head: every head
+
+
+@pytest.mark.parametrize(
+    ("verdict", "controls", "expected"),
+    [
+        ("held", ["not held", "not held"], "held"),  # the line separates
+        ("held", ["not held", "held"], "uninformative here"),  # a control clears it too
+        ("held", ["bounded", "not held"], "cannot decide"),  # a control sits at the line
+        ("held", ["cannot decide"], "cannot decide"),
+        ("held", ["not testable here"], "cannot decide"),  # no control: separation not shown
+        ("not held", ["held"], "not held"),  # positional heads miss the line whatever
+        ("bounded", ["not held"], "bounded"),
+        ("cannot decide", ["not held"], "cannot decide"),
+        ("not testable here", ["held"], "not testable here"),
+    ],
+)
+def test_the_cauchy_schwarz_line_must_fail_its_controls(verdict, controls, expected):
+    assert heads.controlled(verdict, controls) == expected
+
+
+def test_the_control_decides_on_measured_heads():
+    """End to end on scans: positional heads clear the line over seeds; the control heads of the
+    same models sit below it (held) or clear it too (uninformative here)."""
+    line = {"threshold": heads.CS_THRESHOLD, "margin": heads.CS_MARGIN}
+
+    def verdict(control_cosine):
+        scans = {
+            ("rope", s): fake_scan(
+                [[0.9, 0.1], [0.1, 0.1]], [[0.1, 0.1], [0.1, 0.1]],
+                cosine=[[0.7 + 0.01 * s, control_cosine + 0.01 * s], [control_cosine + 0.01 * s] * 2],
+            )
+            for s in range(3)
+        }  # fmt: skip
+        positional, _ = heads.verdict_above(
+            heads.seed_cosines(scans, 0.5), heads.CS_THRESHOLD, 2, margin=heads.CS_MARGIN
+        )
+        control = heads.over_seeds(heads.seed_means(heads.control_cosines(scans, 0.5)), 2)
+        return heads.controlled(positional, [heads.seed_verdict(control, **line)])
+
+    # the control heads' mean over both targets is 0.75 x their diagonal cosine (previous: half)
+    assert verdict(0.1) == "held"
+    assert verdict(0.7) == "uninformative here"
+    assert verdict(0.33) == "cannot decide"  # 0.25 ± 0.01: at the line, not below it
+    with pytest.raises(ValueError, match="no control"):
+        heads.controlled("held", [])
+
+
+def test_control_texts():
+    est = heads.interval_text([0.1, 0.12, 0.11], 2)
+    text, result = show.control_texts({"RoPE's": est, "SmolLM2's": None},
+                                      {"RoPE's": "not held", "SmolLM2's": "not testable here"})  # fmt: skip
+    assert text.startswith("RoPE's 0.11 (95% CI") and "below the line" in text
+    assert "SmolLM2's: no control head" in text and result.startswith("fails every control")
+    _, result = show.control_texts({"a": est}, {"a": "held"})
+    assert "uninformative here" in result
+    _, result = show.control_texts({"a": est}, {"a": "bounded"})
+    assert "cannot decide" in result
+    _, result = show.control_texts({"a": None}, {"a": "not testable here"})
+    assert result == "had no control head to fail"
 
 
 def test_layer_table_and_layer0_bound():

@@ -23,6 +23,7 @@ from ropebook.analysis.heads import (
     ThresholdStudy,
     by_model,
     classify,
+    control_cosines,
     count_heads,
     epsilon_achieved,
     paper_ratios,
@@ -461,7 +462,7 @@ def _beside_row(who: str, unit: str, values, rest, threshold: float) -> dict:
         "activation / bound, mean": "—" if mean is None else mean,
         "range": f"{min(values):.2f} – {max(values):.2f}" if values else "—",
         f"mean ≥ {threshold:g}": "—" if mean is None else ("yes" if mean >= threshold else "no"),
-        "other heads, mean": float(np.mean(rest)) if len(rest) else "—",
+        "control heads, mean": float(np.mean(rest)) if len(rest) else "—",
     }
 
 
@@ -469,26 +470,62 @@ def cauchy_schwarz_beside(
     scans: dict, head_threshold: float, threshold: float, real_scans: dict | None = None
 ) -> list[dict]:
     """The paper's heads beside ours: each quoted head of the paper (over its tokens), each seed
-    of the book's RoPE model (over its positional heads, the seed's mean being what the claim's
-    interval counts) and a real checkpoint (over its positional heads), with the target
-    activation as a fraction of its Cauchy-Schwarz bound, whether the mean reaches
-    ``threshold``, and the same ratio in the other heads of the same model (the paper quotes
-    none)."""
+    of the book's RoPE and NoPE models (over their positional heads, the seed's mean being what
+    the claim's interval counts) and a real checkpoint (over its positional heads), with the
+    target activation as a fraction of its Cauchy-Schwarz bound, whether the mean reaches
+    ``threshold``, and the control: the same ratio at the same targets in the model's heads that
+    are positional of neither kind (:func:`~ropebook.analysis.heads.control_cosines`; the paper
+    quotes none)."""
     rows = [
         _beside_row(f"paper: {q.label}", "tokens", q.ratios(), [], threshold) for q in PAPER_HEADS
     ]
-    for source, prefix in ((scans, "book's RoPE, seed"), (real_scans or {}, "SmolLM2-135M")):
-        for seed, scan in by_model(source, "rope").items():
-            positional, rest = [], []
-            for kind in KINDS:
-                chosen = set(scan.heads(kind, head_threshold))
-                for layer in range(scan.shape[0]):
-                    for head in range(scan.shape[1]):
-                        value = float(scan.cosine[kind][layer, head])
-                        (positional if (layer, head) in chosen else rest).append(value)
+    sources = (
+        (scans, "rope", "book's RoPE, seed"),
+        (scans, "nope", "book's NoPE, seed"),
+        (real_scans or {}, "rope", "SmolLM2-135M"),
+    )
+    for source, name, prefix in sources:
+        for seed, scan in by_model(source, name).items():
+            positional = [
+                float(scan.cosine[kind][layer, head])
+                for kind in KINDS
+                for layer, head in scan.heads(kind, head_threshold)
+            ]
+            rest = [v for _, v in control_cosines({(name, seed): scan}, head_threshold, name)]
             who = f"{prefix} {seed}" if source is scans else prefix
             rows.append(_beside_row(who, "positional heads", positional, rest, threshold))
     return rows
+
+
+_PLACE = {"held": "above the line", "not held": "below the line", "bounded": "at the line"}
+
+
+def control_texts(control: dict, verdicts: dict[str, str]) -> tuple[str, str]:
+    """The Cauchy-Schwarz control in words: per control (``{name: Estimate or None}``, with the
+    same line's verdict on it), its mean, interval and side of the line; and whether the line
+    separates positional heads from the controls (fails every control that was measured)."""
+    parts = [
+        f"{name} {e.mean:.2f} ({e.text}), {_PLACE.get(verdicts[name], 'undecided')}"
+        if e
+        else f"{name}: no control head"
+        for name, e in control.items()
+    ]
+    measured = [v for v in verdicts.values() if v != "not testable here"]
+    if not measured:
+        result = "had no control head to fail"
+    elif all(v == "not held" for v in measured):
+        result = "fails every control: it separates positional heads from the rest, as predicted"
+    elif "held" in measured:
+        result = (
+            "is cleared by a control too: it does not separate positional heads from the rest "
+            "here, so a claim it passes is *uninformative here*"
+        )
+    else:
+        result = (
+            "is not shown to fail every control (a control is undecided or sits at the line), so "
+            "a claim it passes is *cannot decide*"
+        )
+    return "; ".join(parts), result
 
 
 def cauchy_schwarz_rows(cosines: dict[str, tuple[list, list]]) -> list[dict]:

@@ -18,7 +18,8 @@ Conventions: attention matrices are ``[..., T, T]`` with rows = queries ``i`` an
 - **Trained models**: :func:`scan_model` measures every head of a :mod:`ropebook.model` model on
   token windows; :func:`target_activations` gives the paper's Tables 3-5 (activations next to
   their Cauchy-Schwarz bound); :func:`count_heads`, :func:`positional_fast_shares`,
-  :func:`target_cosines` and :func:`seed_cosines` read the scans for the chapter's claims.
+  :func:`target_cosines` and :func:`seed_cosines` read the scans for the chapter's claims,
+  :func:`control_cosines` the same measure on the heads that are not positional (the control).
 - **Verdicts** (:mod:`.verdicts`, re-exported here): the seed is the unit of every interval
   (heads averaged within their seed, :func:`seed_means`; *cannot decide* on fewer than
   :data:`MIN_SEEDS` seeds, :func:`seed_verdict`), and the paper's own heads (:data:`PAPER_HEADS`,
@@ -732,6 +733,24 @@ def seed_cosines(scans: dict, threshold: float) -> dict[int, float]:
         for kind in KINDS
         for layer, head in scan.heads(kind, threshold)
     )
+
+
+def control_cosines(scans: dict, threshold: float, name: str = "rope") -> list[tuple[int, float]]:
+    """``(seed, cosine)`` of every head of model ``name`` that is positional of neither kind, its
+    target cosine averaged over both targets (diagonal and previous token): the Cauchy-Schwarz
+    rule's control. The same measure at the same offsets on heads that do not attend there must
+    stay below the line, or the line does not tell positional heads from the rest
+    (:func:`~ropebook.analysis.heads.verdicts.controlled`)."""
+    pairs = []
+    for seed, scan in by_model(scans, name).items():
+        chosen = {h for kind in KINDS for h in scan.heads(kind, threshold)}
+        for layer in range(scan.shape[0]):
+            for head in range(scan.shape[1]):
+                if (layer, head) not in chosen:
+                    pairs.append(
+                        (seed, float(np.mean([scan.cosine[k][layer, head] for k in KINDS])))
+                    )
+    return pairs
 
 
 def seed_fast_gaps(shares: list[FastShare]) -> dict[int, float]:

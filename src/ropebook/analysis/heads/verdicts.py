@@ -6,6 +6,8 @@
 - **The seed is the unit** of every interval: heads are averaged (or a seed's strongest taken)
   within their seed first (:func:`seed_means`), and :func:`seed_verdict` leaves a claim *cannot
   decide* on fewer than :data:`MIN_SEEDS` seeds; :func:`seeds_above` is the rule a claim names.
+- **The control**: a line that heads which are not positional also clear tells nothing about
+  positional heads; :func:`controlled` keeps a *held* only where the same rule fails the controls.
 
 Re-exported by :mod:`ropebook.analysis.heads`.
 """
@@ -21,7 +23,7 @@ from ropebook.claims import verdict_from_interval
 
 __all__ = [
     "CS_MARGIN", "CS_THRESHOLD", "FAST_MARGIN", "MIN_SEEDS", "PAPER_HEADS", "STRONGEST_MARGIN",
-    "QuotedHead", "over_seeds", "paper_head", "paper_ratios", "seed_means", "seed_verdict",
+    "QuotedHead", "controlled", "over_seeds", "paper_head", "paper_ratios", "seed_means", "seed_verdict",
     "seeds_above", "verdict_above",
 ]  # fmt: skip
 MIN_SEEDS = 2  # fewer seeds have no interval: the claim cannot be decided on them
@@ -165,3 +167,21 @@ def seed_means(pairs) -> dict[int, float]:
     for seed, value in pairs:
         grouped.setdefault(seed, []).append(float(value))
     return {seed: float(np.mean(values)) for seed, values in grouped.items()}
+
+
+def controlled(verdict: str, controls) -> str:
+    """A *held* kept only where the same rule, applied to control heads (the same measure at the
+    same targets on heads that are not positional), is *not held* for every control: the line
+    then separates positional heads from the rest. A control that clears the line too makes the
+    rule blind here (``uninformative here``: it would pass any head); a control left *bounded*,
+    *cannot decide* or *not testable here* has not shown that the line separates them
+    (``cannot decide``). Any other ``verdict`` stands: heads that miss the line miss it whatever
+    the controls do."""
+    controls = list(controls)
+    if verdict != "held":
+        return verdict
+    if not controls:
+        raise ValueError("no control to set the verdict against")
+    if any(c == "held" for c in controls):
+        return "uninformative here"
+    return "held" if all(c == "not held" for c in controls) else "cannot decide"
