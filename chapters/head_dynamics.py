@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # Positional heads over training, and what removing planes does to them
+# # Positional heads over training
 #
 # {glue:md}`in_short`
 
@@ -22,42 +22,38 @@
 # {cite:p}`gemma2024gemma`, and measures that they sit on RoPE's fastest planes. Two questions
 # are left that the paper's one final checkpoint cannot answer: do such heads *grow* during
 # training, sharpening toward Gemma's, and do they *need* the fast planes (is the share a cause or
-# a coincidence)? This chapter follows three head scores through training on the flagship
-# models' snapshots, then removes planes at inference and watches the heads and the loss.
+# a coincidence)? This chapter answers the first: it follows three head scores through training
+# on the flagship models' snapshots. The second is the [next chapter](plane_map.ipynb)'s, which
+# owns the book's plane ablations of its language models: it removes planes from the same
+# flagship models at inference, a quarter at a time and one by one, and watches the heads and the
+# loss.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
-regime = "flagship"  # in zoo.REGIMES: the models followed through training and probed
+regime = "flagship"  # in zoo.REGIMES: the models followed through training
 n_seeds = 0  # in [0, inf): 0 uses the regime's seeds; more trains (cached) zoo seeds 0..n_seeds-1
 n_windows = 32  # in [1, inf): held-out windows per snapshot for the head scores
 window_seed = 0  # in [0, inf): numpy Generator seed for the windows and random sequences
 induction_sequences = 16  # in [1, inf): repeated random sequences for the induction score
-probe_windows = 32  # in [2, inf): held-out windows per seed for the causal probe
-probe_fraction = 0.25  # in (0, 0.5]: share of RoPE planes each probe removes
-probe_heads = 2  # in [1, inf): strongest previous-token heads whose attention the probe reads
 induction_level = 0.5  # in (0, 1]: induction score (attention on the induction target) of a head
 
 # %% tags=["remove-input"]
 import numpy as np
 from IPython.display import display
-from myst_nb import glue
 
 from ropebook import claims, data, plots, zoo
 from ropebook.analysis import dynamics as dy
-from ropebook.analysis import probes
 from ropebook.present import decide
 from ropebook.present import dynamics as show_dy
-from ropebook.present import probes as show_probes
 
 plots.setup()
 if profile == "smoke":
     n_windows, induction_sequences = min(n_windows, 4), min(induction_sequences, 4)
-    probe_windows = min(probe_windows, 8)
 seeds = tuple(range(n_seeds))
 test_tokens = data.load_tokens("shakespeare", "test")
 
 # %% [markdown]
-# The chapter tests three claims, stated here with the rule that turns each one's evidence into
+# The chapter tests two claims, stated here with the rule that turns each one's evidence into
 # a verdict (expand the cell to read them); the table at the end gives the verdicts.
 
 # %% tags=["hide-input"]
@@ -76,14 +72,6 @@ CLAIMS = claims.ClaimSet(
         "Over training, a RoPE model grows an induction (prefix-matching) head: its strongest "
         f"head's induction score rises more than NoPE's and ends at {induction_level:g} or more",
         claims.given,  # dy.level_verdict(trend, induction_level, rise=RoPE − NoPE verdict)
-    ),
-    claims.ClaimSpec(
-        "head_dynamics.causal_probe",
-        "Barbero et al. 2025, Secs 5-6; ours (causal probe at inference)",
-        "High frequencies build positional heads, low frequencies carry content: removing the "
-        "fastest planes cuts previous-token attention more than removing the slowest, and "
-        "removing the slowest costs more loss than removing random ones",
-        claims.given,  # probes.probe_reading: both parts held → held; one seed → cannot decide
     ),
 )
 CLAIMS.basis = zoo.budget(profile, regime=regime)
@@ -195,105 +183,9 @@ CLAIMS.record(
 )  # fmt: skip
 
 # %% [markdown]
-# ## A causal probe: remove the fastest or the slowest planes
-#
-# Chunk norms show which planes a head *can* use; removing them shows which it *does*. At
-# inference, `model.Intervention(keep_chunks=...)` zeroes a set of planes of every rotated query
-# and key of the final flagship RoPE model, so they drop out of every score, with no retraining.
-# Three probes remove the same number of planes (`probe_fraction` of them): the **fastest**,
-# the **slowest**, and a **random** set (the control for "any planes"; several draws, averaged,
-# listed in the table). On `probe_windows` held-out windows we measure the change in next-token
-# loss (nats, i.e. log-perplexity, so intervals never cross into impossible perplexities) and in
-# the mean previous-token attention of the `probe_heads` strongest previous-token heads (chosen
-# on other windows, intact model).
-# Every difference is paired — same seed, same window, with and without the planes.
-#
-# The paper's reading (Secs 5-6) predicts that removing the fastest planes breaks the
-# previous-token heads while removing the slowest barely touches them, and that the slowest
-# planes carry content the model needs, so removing them costs more loss than a random set.
-# This probe lives beside the heads' training rather than in the frequency chapter because its
-# readout is the positional heads, on the same flagship models.
-#
-# **The control, and its prediction (written before the run).** Zeroing a plane removes its
-# content and its norm at once, and the slowest planes carry most of the query and key norm. So
-# every probe is run twice: *zeroing*, and *mean-ablation*, where the removed planes' unrotated
-# queries and keys are replaced by their means over the positions of the head-choosing windows
-# and then rotated as before (`probes.removal`): the planes keep their average vector — its norm
-# and the relative-position pattern it makes as it turns — and lose only what varies from token
-# to token. The predictions: if the slowest planes' loss under zeroing were an artefact of their
-# norm, the mean-ablated loss of the slowest quarter would fall to that of a random quarter (the
-# semantic contrast's interval would reach 0) while the zeroed one stays above it. If the
-# previous-token heads are positional in Thm. 5.3's sense — built from a content-free vector
-# turning with position — mean-ablating the fastest planes keeps them (a drop near 0) while
-# zeroing breaks them; a drop as large as zeroing's would say they use the fast planes' content.
-#
-# Each part is decided on the reading that can remove what it claims (`probes.DECIDING`): the
-# content part on mean-ablation, which removes content alone; the positional part on zeroing,
-# since mean-ablation keeps a positional pattern by construction. The two parts combine as
-# before; the other reading of each part stands beside it, and the verdict line says where they
-# disagree.
-
-# %%
-probe_rng = np.random.default_rng([window_seed, 54])
-probe_eval = data.sample_windows(test_tokens, flag_config.context + 1, probe_windows, probe_rng)
-probe_select = data.sample_windows(test_tokens, flag_config.context, probe_windows, probe_rng)
-probe_by = {
-    ablation: probes.run_probes(
-        flagship["rope"],
-        probe_eval,
-        probe_select,
-        fraction=probe_fraction,
-        n_heads=probe_heads,
-        seed=window_seed,
-        ablation=ablation,
-    )  # fmt: skip
-    for ablation in probes.ABLATIONS
-}
-readings = {a: probes.probe_reading(r) for a, r in probe_by.items()}
-reading = probes.controlled_reading(readings)  # each part on the reading that decides it
-plots.table([row for r in probe_by.values() for row in show_probes.probe_table(r)])
-
-# %% [markdown]
-# The same as a chart: mean change per probe with its 95% interval (over seeds, or over the
-# windows of a single seed), zero dashed. Previous-token heads (by seed):
-
-# %%
-print(
-    {
-        seed: [f"L{la}H{h}" for la, h in hs]
-        for seed, hs in zip(probe_by["zeroed"].seeds, probe_by["zeroed"].heads, strict=True)
-    }
-)
-show_probes.probe_chart(list(probe_by.values()))
-
-# %% [markdown]
-# The reading combines two paired contrasts: Δ attention(fastest) − Δ attention(slowest) with
-# an interval wholly below zero, and Δ loss(slowest) − Δ loss(random) wholly above zero; both →
-# *held*; one held and the other not held or undecided → *partly*; none held → *not held* if
-# one is established the other way, else *cannot decide*. With one seed the intervals are over
-# windows of one trained model, which
-# says what this model does but not what training does, so the verdict reads *cannot decide*.
-# Each part on its deciding reading gives **{glue:text}`head_dynamics.probe_verdict`**; the same
-# rule on one reading alone would give {glue:text}`head_dynamics.probe_mean_verdict` (all
-# mean-ablation) and {glue:text}`head_dynamics.probe_zeroed_verdict` (all zeroing).
-
-# %% tags=["remove-input"]
-probe_measured = show_probes.readings_measured(readings)
-print(probe_measured)
-CLAIMS.record(
-    "head_dynamics.causal_probe",
-    reading.verdict,
-    probe_measured,
-    interval=f"attention (zeroed): {reading.positional.text}; "
-    f"loss (mean-ablated): {reading.semantic.text}",
-    seeds=reading.n_seeds,
-    basis=show_probes.reading_basis(reading),
-    to_decide=show_probes.reading_to_decide(reading),
-)
-for ablation, one in readings.items():  # the rule on one reading alone, for the prose
-    glue(f"head_dynamics.probe_{ablation}_verdict", one.verdict, display=False)
-glue("head_dynamics.probe_verdict", reading.verdict, display=False)
-
+# A head that sharpens over training says what training builds, not what the head is built from.
+# Whether these previous-token heads need the fast planes they sit on is tested by removing
+# planes from the same final flagship models, in the [next chapter](plane_map.ipynb).
 
 # %% [markdown]
 # ## What we claim and what we measured

@@ -18,7 +18,8 @@
 
 # %% [markdown]
 # *This chapter is the book's appendix on methods: it stands after the chapters, which link here
-# for how a verdict is decided, and it uses their models but none of their results.*
+# for how a verdict is decided. It uses their models, and one result: the headline's verdict,
+# read from the headline chapter's record, never decided a second time.*
 #
 # Most claims in this book compare two encodings trained alike: Table 2 of
 # {cite:t}`barbero2025round` in the [p-RoPE chapter](p_rope.ipynb), the recall contrasts in the
@@ -47,7 +48,7 @@ import numpy as np
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from ropebook import claims, data, plots, recipes, seedplan, studies, train, zoo
+from ropebook import claims, data, pipeline, plots, recipes, seedplan, studies, train, zoo
 from ropebook.analysis import ablation
 from ropebook.present import ablation as show
 from ropebook.present import decide
@@ -269,37 +270,45 @@ plots.table(show.profile_rows(profile))
 # *minimum detectable effect* (MDE) is the true difference that a two-sided paired t-test at
 # 95 % detects with 80 % power (`ropebook.stats.power`). It shrinks roughly as
 # $\sigma/\sqrt{n}$, so halving it takes about four times the seeds. The headline comparison,
-# decided this way:
+# decided this way in its own chapter, whose record this appendix reads:
 
 # %%
+owner = pipeline.chapter_claim("p_rope_headline.matched_p075_vs_rope", profile=profile)
+plots.table(
+    [
+        {
+            "claim": owner.statement,
+            "verdict": claims.verdict_label(owner),
+            "measured": owner.measured,
+            "rests on": claims.evidence_cell(owner),
+        }
+    ]
+)
+# This build's matched seeds of the pair, for their noise and resolution (here and below); the
+# comparison's difference and verdict are the headline chapter's, read above.
 headline = ablation.compare_models(
     NAMES[HEADLINE[0]], arms[0], NAMES[HEADLINE[1]], arms[1], confidence
 )
-headline_sd = seedplan.measured_sd("matched", HEADLINE)
-print(
-    f"paired Δ {headline.difference.format(2)}: {show_recipes.ordering_verdict(headline, MARGIN)}"
-)
 
 # %% tags=["remove-input"]
-verdict = show_recipes.ordering_verdict(headline, MARGIN)
 for name, value in {
-    "difference": headline.difference.format(2),
-    "verdict": verdict,
-    "reading": show_recipes.reading(headline, MARGIN),
+    "verdict": claims.verdict_label(owner),
     "mde": show_noise.dash(headline.min_detectable(confidence) if headline.paired else None, 2),
-    "to_decide": decide.comparison_to_decide(headline, headline_sd),
+    "seeds": headline.difference.n,
+    "to_decide": owner.to_decide if owner.undecided else "nothing more: it is decided",
 }.items():
     glue(f"methods.headline.{name}", value, display=False)
 
 # %% [markdown]
-# The matched runs give 0.75-RoPE against RoPE a paired difference of
-# {glue:text}`methods.headline.difference`: **{glue:text}`methods.headline.verdict`**
-# ({glue:text}`methods.headline.reading`). Their seeds detect an effect of
-# {glue:text}`methods.headline.mde` % of perplexity. What would decide it:
-# {glue:text}`methods.headline.to_decide`. The [headline chapter](p_rope_headline.ipynb) records
-# this claim, its verdict resting on the GPU study's many more paired seeds of the same models,
-# this build's beside it ({ref}`p-rope-gpu-headline`); the [scorecard](scorecard.ipynb) lists,
-# for every open claim of the book, what would decide it.
+# The [headline chapter](p_rope_headline.ipynb) decides 0.75-RoPE against RoPE in the matched
+# regime ({ref}`p-rope-matched`), its verdict resting on the GPU study's many more paired seeds of
+# the same models, this build's beside it ({ref}`p-rope-gpu-headline`); the table is its record,
+# read from the executed chapter: **{glue:text}`methods.headline.verdict`**. What would decide
+# it: {glue:text}`methods.headline.to_decide`. This build's own
+# {glue:text}`methods.headline.seeds` paired matched seeds detect an effect of
+# {glue:text}`methods.headline.mde` % of perplexity (what the seeds are chosen from:
+# {ref}`methods-power`). The [scorecard](scorecard.ipynb) lists, for every open claim of the
+# book, what would decide it.
 
 # %% [markdown]
 # ## Where the noise comes from
@@ -364,7 +373,8 @@ CLAIMS.record(  # the strongest evidence decides: the kept GPU study of the same
 )  # fmt: skip
 over_flagship = ablation.training_noise(near_tie, headline, flagship_target, confidence)
 for name, value in show.training_noise_values(near_tie, over_flagship, matched_tokens).items():
-    glue(f"methods.flagship.{name}", value, display=False)
+    if name != "difference":  # the comparison's own number is the headline chapter's
+        glue(f"methods.flagship.{name}", value, display=False)
 glue("methods.flagship.target", float(flagship_target), display=False)
 glue("methods.flagship.verdict", CLAIMS.records["methods.flagship_noise"].verdict, display=False)
 glue("methods.flagship.gpu_seeds", len(gpu_flagship["seeds"]), display=False)
@@ -373,8 +383,8 @@ glue("methods.flagship.gpu_sd", f"{show_noise.number_text(gpu_flagship_sd.value)
 
 # %% [markdown]
 # At the last step ({glue:text}`methods.flagship.tokens` tokens,
-# {glue:text}`methods.flagship.times` the matched runs) 0.75-RoPE vs RoPE differs by
-# {glue:text}`methods.flagship.difference`, with a paired s.d. of
+# {glue:text}`methods.flagship.times` the matched runs) the paired difference of 0.75-RoPE and
+# RoPE (its verdict: {ref}`p-rope-gpu-headline`) has an s.d. of
 # **{glue:text}`methods.flagship.sd`** of perplexity ({glue:text}`methods.confidence:.0%`
 # interval {glue:text}`methods.flagship.sd_interval`; matched runs:
 # {glue:text}`methods.flagship.earlier_sd`).

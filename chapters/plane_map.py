@@ -12,19 +12,25 @@
 # ---
 
 # %% [markdown]
-# # What each RoPE plane does, plane by plane
+# # What each RoPE plane does: planes removed a quarter at a time, then one by one
 #
 # {glue:md}`in_short`
 
 # %% [markdown]
-# The earlier chapters read the planes of a trained model off norms, and probed them a quarter at
-# a time. Quarters are coarse, and the literature disagrees plane by plane — always on large
-# pretrained models, with one run and no intervals. Here every plane of our matched and flagship
-# RoPE models is taken out on its own, at inference, in every head and layer, and we measure
-# what the model loses. Each plane is then placed by how often it turns over the training
-# context, beside its share of the query and key norm, and named *positional*, *semantic* or
-# *unused* by a rule stated before the results. Five papers' readings are written as predictions
-# for our setting first, then decided with the measured intervals.
+# The earlier chapters read the planes of a trained model off norms: which planes a head *can*
+# use. Removing them shows which it *does*. This chapter is the book's one home for plane
+# ablations of its language models: it removes RoPE's planes at inference, with no retraining,
+# and measures what the model loses. First a quarter at a time — the fastest, the slowest or a
+# random quarter of the final flagship models, whose positional heads the previous chapter
+# followed through training — and then, since quarters are coarse and the literature disagrees
+# plane by plane (always on large pretrained models, with one run and no intervals), every plane
+# of our matched and flagship RoPE models on its own, in every head and layer. Each plane is then
+# placed by how often it turns over the training context, beside its share of the query and key
+# norm, and named *positional*, *semantic* or *unused* by a rule stated before the results. The
+# papers' readings are written as predictions for our setting first, then decided with the
+# measured intervals. (A later chapter, on recall, removes planes from models trained on
+# synthetic tasks and reads their task accuracy: another comparison, made with the same probe
+# function.)
 #
 # The chapter trains nothing: it evaluates cached zoo models on the windows and sequences stated
 # below.
@@ -34,7 +40,7 @@ profile = "cpu"  # smoke | cpu | gpu
 n_windows = 32  # in [2, inf): held-out windows per model (context + 1 tokens each)
 n_sequences = 16  # in [2, inf): repeated random sequences per model (induction score)
 n_heads = 2  # in [1, inf): strongest previous-token (and induction) heads read per model
-fraction = 0.25  # in (0, 0.5]: the "fastest" and "slowest" bands of the papers' contrasts
+fraction = 0.25  # in (0, 0.5]: the quarter probe's share of planes; the papers' bands
 loss_threshold = 0.005  # in (0, inf): nats; a smaller loss change counts as none (≈ 0.5 % ppl)
 attention_threshold = 0.02  # in (0, 1): a smaller drop in an attention score counts as none
 training_windows = 16  # in [2, inf): windows per snapshot for the map along training
@@ -53,6 +59,7 @@ from ropebook.analysis import dynamics as dy
 from ropebook.analysis import planes, probes
 from ropebook.present import decide
 from ropebook.present import planes as show
+from ropebook.present import probes as show_probes
 
 plots.setup()
 if profile == "smoke":
@@ -88,8 +95,8 @@ for name, value in {
 # This run: profile **{glue:text}`plane_map.profile`**, RoPE with {glue:text}`plane_map.n_planes`
 # planes per head; seeds {glue:text}`plane_map.seeds.matched` (matched) and
 # {glue:text}`plane_map.seeds.flagship` (flagship): the profile's own, since every seed costs a
-# pass per plane (the seeds the plan adds to the headline pair serve that comparison, in
-# {ref}`p-rope-matched`). Each model reads
+# pass per plane (the seeds the seed plan adds to 0.75-RoPE and RoPE serve their comparison, in a
+# later chapter). Each model reads
 # {glue:text}`plane_map.n_windows` windows × {glue:text}`plane_map.window_tokens` tokens
 # ({glue:text}`plane_map.eval_tokens:,d` tokens) and {glue:text}`plane_map.n_sequences`
 # sequences of BOS + 2 × {glue:text}`plane_map.period` random tokens, from the Shakespeare test
@@ -101,10 +108,12 @@ for name, value in {
 # Each paper studied large pretrained models; here is what its reading predicts for ours, where
 # the slowest plane turns about as often over the context as Gemma 7B's over 8k tokens. The
 # *fastest* and *slowest* bands are the `fraction` of planes with the highest and lowest
-# frequency; a band's change is the mean over its planes of the change when that one plane is
-# removed. Each claim is decided by its 95 % interval (over seeds; over windows of one seed when
-# there is one) on the matched and the flagship models, and the two combine (held on both:
-# held; on one: partly). A band contrast must be *material*: its interval beyond
+# frequency. The first claim removes each band at once, from the flagship models (the quarter
+# probe); in the others a band's change is the mean over its planes of the change when that one
+# plane is removed. Each claim is decided by its 95 % interval (over seeds; over windows of one
+# seed when there is one); the plane-by-plane claims on the matched and the flagship models, the
+# two combined (held on both: held; on one: partly). A band contrast of single planes must be
+# *material*: its interval beyond
 # `attention_threshold` (attention scores) or `loss_threshold` (loss), the thresholds that classify
 # single planes below, since with thousands of paired windows a difference far too small to matter
 # can still be separated from zero. An interval wholly on the near side of the threshold reads
@@ -112,6 +121,13 @@ for name, value in {
 
 # %% tags=["hide-input"]
 CLAIMS = claims.ClaimSet(
+    claims.ClaimSpec(
+        "plane_map.quarters", "Barbero et al. 2025, Secs 5-6; ours (quarter probe, flagship regime)",
+        "High frequencies build positional heads, low frequencies carry content: removing the "
+        "fastest planes cuts previous-token attention more than removing the slowest, and "
+        "removing the slowest costs more loss than removing random ones",
+        claims.given,  # probes.controlled_reading: each part on its deciding reading
+    ),
     claims.ClaimSpec(
         "plane_map.barbero", "Barbero et al. 2025, Secs 5-6",
         "Fast planes build positional heads, slow planes carry content: removing a fastest-band "
@@ -148,9 +164,102 @@ CLAIMS = claims.ClaimSet(
 )  # fmt: skip
 
 # %% [markdown]
-# ## The map
+# (plane-map-quarters)=
+# ## A quarter at a time
 #
-# For every plane of every seed: remove the plane from the rotated queries and keys
+# `model.Intervention(keep_chunks=...)` zeroes a set of planes of every rotated query and key of
+# the final flagship RoPE models, so they drop out of every score. Three probes remove the same
+# number of planes (`fraction` of them): the **fastest**, the **slowest**, and a **random** set
+# (the control for "any planes"; several draws, averaged, listed in the table). On the held-out
+# windows above we measure the change in next-token loss (nats, i.e. log-perplexity, so intervals
+# never cross into impossible perplexities) and in the mean previous-token attention of the
+# `n_heads` strongest previous-token heads (chosen on other windows, intact model). Every
+# difference is paired — same seed, same window, with and without the planes.
+#
+# The paper's reading (Secs 5-6) predicts that removing the fastest planes breaks the
+# previous-token heads while removing the slowest barely touches them, and that the slowest
+# planes carry content the model needs, so removing them costs more loss than a random set.
+#
+# **The control for norm, and its prediction (written before the run).** Zeroing a plane removes
+# its content and its norm at once, and the slowest planes carry most of the query and key norm.
+# So every probe is run twice (`probes.removal`, the probe function the map below and the recall
+# chapter share): *zeroing*, and *mean-ablation*, where the removed planes' unrotated queries and
+# keys are replaced by their means over the positions of the head-choosing windows and then
+# rotated as before: the planes keep their average vector — its norm and the relative-position
+# pattern it makes as it turns — and lose only what varies from token to token. The predictions:
+# if the slowest planes' loss under zeroing were an artefact of their norm, the mean-ablated loss
+# of the slowest quarter would fall to that of a random quarter (the semantic contrast's interval
+# would reach 0) while the zeroed one stays above it. If the previous-token heads are positional
+# in Thm. 5.3's sense — built from a content-free vector turning with position — mean-ablating
+# the fastest planes keeps them (a drop near 0) while zeroing breaks them; a drop as large as
+# zeroing's would say they use the fast planes' content.
+#
+# Each part is decided on the reading that can remove what it claims (`probes.DECIDING`): the
+# content part on mean-ablation, which removes content alone; the positional part on zeroing,
+# since mean-ablation keeps a positional pattern by construction. The other reading of each part
+# stands beside it, and the verdict line says where they disagree.
+
+# %%
+quarters_by = {
+    ablation: probes.run_probes(
+        models["flagship"],
+        windows,
+        select_windows,
+        fraction=fraction,
+        n_heads=n_heads,
+        seed=window_seed,
+        ablation=ablation,
+    )
+    for ablation in probes.ABLATIONS
+}
+quarter_readings = {a: probes.probe_reading(r) for a, r in quarters_by.items()}
+quarters = probes.controlled_reading(quarter_readings)  # each part on the reading that decides it
+plots.table([row for r in quarters_by.values() for row in show_probes.probe_table(r)])
+
+# %% [markdown]
+# The same as a chart: mean change per probe with its 95% interval (over seeds, or over the
+# windows of a single seed), zero dashed. Previous-token heads (by seed):
+
+# %%
+print(
+    {
+        seed: [f"L{la}H{h}" for la, h in hs]
+        for seed, hs in zip(quarters_by["zeroed"].seeds, quarters_by["zeroed"].heads, strict=True)
+    }
+)
+show_probes.probe_chart(list(quarters_by.values()))
+
+# %% [markdown]
+# The reading combines two paired contrasts: Δ attention(fastest) − Δ attention(slowest) with
+# an interval wholly below zero, and Δ loss(slowest) − Δ loss(random) wholly above zero; both →
+# *held*; one held and the other not held or undecided → *partly*; none held → *not held* if
+# one is established the other way, else *cannot decide*. With one seed the intervals are over
+# windows of one trained model, which says what this model does but not what training does, so
+# the verdict reads *cannot decide*. Each part on its deciding reading gives
+# **{glue:text}`plane_map.quarters_verdict`**; the same rule on one reading alone would give
+# {glue:text}`plane_map.quarters_mean_verdict` (all mean-ablation) and
+# {glue:text}`plane_map.quarters_zeroed_verdict` (all zeroing).
+
+# %% tags=["remove-input"]
+CLAIMS.record(
+    "plane_map.quarters",
+    quarters.verdict,
+    show_probes.readings_measured(quarter_readings),
+    interval=f"attention (zeroed): {quarters.positional.text}; "
+    f"loss (mean-ablated): {quarters.semantic.text}",
+    seeds=quarters.n_seeds,
+    basis=show_probes.reading_basis(quarters),
+    to_decide=show_probes.reading_to_decide(quarters),
+)
+for ablation, one in quarter_readings.items():  # the rule on one reading alone, for the prose
+    glue(f"plane_map.quarters_{ablation}_verdict", one.verdict, display=False)
+glue("plane_map.quarters_verdict", quarters.verdict, display=False)
+
+# %% [markdown]
+# (plane-map-planes)=
+# ## The map, plane by plane
+#
+# Quarters say what a band does together, not what each of its planes does. For every plane of every seed: remove the plane from the rotated queries and keys
 # (`model.Intervention(keep_chunks=...)`), or keep it but stop it turning
 # (`Intervention(frequencies=...)` with that plane at 0, NoPE in one plane); then measure the
 # change in next-token loss, in the previous-token attention of the model's `n_heads` strongest
@@ -159,12 +268,10 @@ CLAIMS = claims.ClaimSet(
 # the same windows.
 #
 # **The control for norm, and its prediction (written before the run).** A plane is removed in
-# two ways (`probes.removal`, the probe function the head-dynamics and recall chapters share):
-# *zeroed*, and *mean-ablated* — its unrotated queries and keys replaced by their means over the
-# positions of the head-choosing windows (sequences, for the induction score), then rotated as
-# before, so the plane keeps its average vector, that vector's norm and the relative-position
-# pattern it makes as it turns, and loses only what varies from token to token. The slowest
-# planes carry most of the query and key norm. If a slow plane's cost under zeroing were an
+# the quarter probe's two ways ({ref}`plane-map-quarters`): *zeroed*, and *mean-ablated* — its
+# unrotated queries and keys replaced by their means over the positions of the head-choosing
+# windows (sequences, for the induction score), then rotated as before. If a slow plane's cost
+# under zeroing were an
 # artefact of norm, its mean-ablated loss and induction changes would shrink to within the
 # thresholds while the zeroed ones stay beyond them, and the slowest-band contrasts (Hong's,
 # Chiang's and Barbero's content part) would hold when zeroed and not when mean-ablated. A

@@ -1,5 +1,6 @@
 """The chapter runner: parameter checks, atomic results, provenance, jupytext round trip."""
 
+import dataclasses
 import json
 import pathlib
 import re
@@ -10,7 +11,7 @@ import sys
 import jupytext
 import pytest
 
-from ropebook import REPO_ROOT, pipeline, workers
+from ropebook import REPO_ROOT, claims, pipeline, workers
 
 CHAPTER = """# %% [markdown]
 # # A test chapter
@@ -117,6 +118,82 @@ def test_run_records_provenance_and_failure_keeps_previous(sandbox, recwarn):
     assert good.read_bytes() == before
     assert good.with_suffix(".py").read_text() == CHAPTER
     assert not list((sandbox / "executed").glob(".toy.*"))  # no temp files left behind
+
+
+READER = """# %% [markdown]
+# # A chapter that uses another's result
+
+# %% tags=["parameters"]
+profile = "cpu"
+
+# %%
+from ropebook import pipeline
+
+record = pipeline.chapter_record("toy", profile=profile)
+print("read", record.name, record.provenance["finished"])
+"""
+
+
+def _executed(path, profile, claim_list=(), finished=1.0):
+    """A minimal executed notebook: its profile and finish time, its claims glued as a chapter
+    glues them (what ``claims.read_claims`` parses)."""
+    data = {"application/papermill.record/text/plain": repr(json.dumps(
+        [dataclasses.asdict(c) for c in claim_list]))}  # fmt: skip
+    cell = {"cell_type": "code", "source": "", "metadata": {},
+            "outputs": [{"metadata": {"scrapbook": {"name": "claims"}}, "data": data}]}  # fmt: skip
+    meta = {"ropebook": {"profile": profile, "finished": finished}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cells": [cell], "metadata": meta}))
+
+
+def test_a_chapter_reads_another_chapters_record_or_is_told_which_command_makes_it(sandbox):
+    (sandbox / "chapters" / "reader.py").write_text(READER)
+    assert pipeline.reads("reader") == ("toy",) and pipeline.reads("toy") == ()
+    with pytest.raises(pipeline.ChapterError, match="python -m ropebook run toy --profile smoke"):
+        pipeline.chapter_record("toy", profile="smoke")  # never ran
+    # refused before any cell runs: no kernel, no notebook
+    with pytest.raises(pipeline.ChapterError, match="'toy' has not run"):
+        pipeline.run_chapter("reader", profile="smoke", progress=False)
+    assert not (sandbox / "executed" / "reader.ipynb").exists()
+
+    claim = claims.Claim("toy.answer", "a source", "a statement", "measured 1.5", "held")
+    _executed(sandbox / "executed" / "toy.ipynb", "cpu", [claim])
+    with pytest.raises(pipeline.ChapterError, match="at the cpu profile, not smoke"):
+        pipeline.chapter_record("toy", profile="smoke")
+    assert pipeline.chapter_claim("toy.answer", profile="cpu") == claim
+    with pytest.raises(pipeline.ChapterError, match="recorded no claim 'toy.other'"):
+        pipeline.chapter_claim("toy.other")
+
+    (sandbox / "chapters" / "typo.py").write_text(READER.replace('record("toy"', 'record("tyo"'))
+    with pytest.raises(pipeline.ChapterError, match="reads no chapter"):
+        pipeline.reads("typo")
+
+
+def test_run_all_runs_a_read_chapter_first_and_its_reader_again_when_it_is_newer(
+    sandbox, monkeypatch
+):
+    """``run all --jobs 2``: the reader (first in the book, here) waits for the chapter it
+    reads, reads this run's record, and is out of date once that record is newer than its page."""
+    (sandbox / "chapters" / "a_reader.py").write_text(READER)  # before toy in book order
+    monkeypatch.setattr(workers, "cores", lambda: [0, 1])
+    paths = pipeline.run_all("smoke", jobs=2)
+    assert [p.stem for p in paths] == ["a_reader", "toy"]
+    meta = {p.stem: json.loads(p.read_text())["metadata"]["ropebook"] for p in paths}
+    outputs = json.dumps(json.loads(paths[0].read_text())["cells"])
+    assert f"read toy {meta['toy']['finished']}" in outputs  # the record this run wrote
+    assert meta["a_reader"]["finished"] >= meta["toy"]["finished"]
+    values = {"profile": "smoke"}
+    assert pipeline.is_up_to_date("a_reader", values)
+
+    notebook = json.loads(paths[1].read_text())  # toy runs again, later than its reader
+    notebook["metadata"]["ropebook"]["finished"] = meta["a_reader"]["finished"] + 0.1
+    paths[1].write_text(json.dumps(notebook))
+    assert pipeline.is_up_to_date("toy", values)
+    assert not pipeline.is_up_to_date("a_reader", values)
+    before = paths[1].stat().st_mtime_ns
+    pipeline.run_all("smoke", jobs=2)  # the reader alone runs again
+    assert paths[1].stat().st_mtime_ns == before
+    assert pipeline.is_up_to_date("a_reader", values)
 
 
 def test_cli_rejects_unknown_parameter_fast():

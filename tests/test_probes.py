@@ -222,7 +222,7 @@ def test_run_probes_mean_ablated_reads_the_same_heads_and_masks():
 
 
 def test_controlled_reading_decides_each_part_on_its_reading():
-    """head_dynamics.causal_probe's rule: the positional part on zeroing, the content part on
+    """plane_map.quarters's rule: the positional part on zeroing, the content part on
     mean-ablation; held, not held, partly and cannot decide are each reachable, and a norm
     artefact (slow planes' loss under zeroing only) does not make the content part hold."""
 

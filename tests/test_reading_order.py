@@ -2,7 +2,11 @@
 ``{ref}`` to a label) only to chapters before it in ``_toc.yml``, with three exceptions: the
 appendix on methods, which every chapter may cite for how a verdict is decided; the summary pages
 (scorecard, build), which gather every chapter; and a "next chapter" pointer to the chapter that
-follows. The landing page links everywhere."""
+follows. The landing page links everywhere.
+
+A chapter that uses another's result reads its executed record (``pipeline.chapter_record``):
+only an earlier chapter's, so ``run all`` can run the owner first; and related chapters stand
+together."""
 
 import re
 
@@ -55,3 +59,19 @@ def test_chapters_link_forward_only_to_the_appendix_summaries_or_the_next_chapte
         and (name, target) not in PENDING
     ]
     assert not wrong, f"forward links (link back, or move the chapter): {wrong}"
+
+
+# Chapters that answer one question from two sides, and so stand side by side in the book.
+RELATED = (("head_dynamics", "plane_map"), ("p_rope", "p_rope_headline"))
+
+
+def test_a_chapter_reads_only_earlier_chapters_records():
+    order = _order()
+    later = [(n, r) for n in order for r in pipeline.reads(n) if order.index(r) >= order.index(n)]
+    assert not later, f"records read from a chapter not before the reader: {later}"
+
+
+def test_related_chapters_stand_together():
+    order = _order()
+    apart = [(a, b) for a, b in RELATED if order.index(b) != order.index(a) + 1]
+    assert not apart, f"not side by side in _toc.yml: {apart}"

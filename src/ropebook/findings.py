@@ -52,9 +52,8 @@ QUESTIONS: tuple[Question, ...] = (
         "positional_heads.rope_vs_nope", "positional_heads.trained_rope_heads",
         "positional_heads.isolated_rope", "positional_heads.high_freq_usage",
         "positional_heads.cauchy_schwarz", "head_dynamics.over_training",
-        "head_dynamics.induction_over_training", "head_dynamics.causal_probe",
-        "plane_map.barbero", "plane_map.hong", "plane_map.chiang", "plane_map.oka",
-        "plane_map.khan",
+        "head_dynamics.induction_over_training", "plane_map.quarters", "plane_map.barbero",
+        "plane_map.hong", "plane_map.chiang", "plane_map.oka", "plane_map.khan",
     )),
     Question("semantic", "Are the slow planes semantic channels?", (
         "semantic_channels.semantic_head", "semantic_channels.bos_sink",

@@ -25,6 +25,13 @@ was produced from the same chapter source, library source and parameters; it rec
 chapter's time, run or skipped, for the book's build page (``chapters.json``,
 :mod:`ropebook.buildrecord`), which it runs last. ``run all --jobs N`` runs N chapters at a time,
 each in its own process; the summaries (scorecard, landing page, build page) still run last.
+
+A chapter that uses another chapter's result reads that chapter's executed record
+(:func:`chapter_record`, :func:`chapter_claim`) instead of computing it again: each comparison
+has one home. The runner finds those reads in the chapter's source (:func:`reads`), refuses to
+run a chapter whose records are missing or from another profile (before any cell runs), runs the
+chapters read first under ``run all --jobs N``, and counts a chapter out of date when a record it
+reads is newer than its own page.
 """
 
 from __future__ import annotations
@@ -46,11 +53,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ropebook import REPO_ROOT, buildrecord
+from ropebook import REPO_ROOT, buildrecord, claims, findings
 from ropebook.io import atomic_path
 
 CHAPTERS_DIR = Path(os.environ.get("ROPEBOOK_CHAPTERS", REPO_ROOT / "chapters"))
-EXECUTED_DIR = Path(os.environ.get("ROPEBOOK_EXECUTED", REPO_ROOT / "executed"))
+EXECUTED_ENV = "ROPEBOOK_EXECUTED"
+EXECUTED_DIR = Path(os.environ.get(EXECUTED_ENV, REPO_ROOT / "executed"))
 PROFILE_NAMES = ("smoke", "cpu", "gpu")
 # Pages built from the other chapters' executed notebooks (and the build page from the build's
 # records, :mod:`ropebook.buildrecord`): always run last, in this order, and always re-run.
@@ -198,6 +206,54 @@ def chapter_path(name: str) -> Path:
     if not path.exists():
         raise ChapterError(f"unknown chapter {name!r}; chapters: {', '.join(chapter_names())}")
     return path
+
+
+# How a chapter reads another's record: the chapter's name (or a claim id, ``<chapter>.<name>``)
+# written as a literal, so the runner can find the read in the source before anything runs.
+_READ_CALL = re.compile(r"\bchapter_(?:record|claim)\(\s*[\"'](\w+)")
+
+
+def reads(name: str) -> tuple[str, ...]:
+    """The chapters whose executed records chapter ``name`` reads, in book order."""
+    found = set(_READ_CALL.findall(chapter_path(name).read_text()))
+    names = chapter_names()
+    if found - set(names):
+        raise ChapterError(f"chapter {name!r} reads no chapter: {sorted(found - set(names))}")
+    return tuple(n for n in names if n in found)
+
+
+def chapter_record(name: str, profile: str | None = None) -> claims.ChapterRecord:
+    """Chapter ``name``'s executed record, read as the summary pages read it
+    (:func:`ropebook.claims.read_chapter_record`); a :class:`ChapterError` naming the command
+    that makes it if it has not run (or ran at another ``profile`` than the one given)."""
+    path = EXECUTED_DIR / f"{name}.ipynb"
+    command = f"python -m ropebook run {name}" + (f" --profile {profile}" if profile else "")
+    if not path.exists():
+        raise ChapterError(f"chapter {name!r} has not run ({path} is missing): {command}")
+    record = claims.read_chapter_record(path)
+    ran = record.provenance.get("profile")
+    if profile is not None and ran != profile:
+        raise ChapterError(
+            f"chapter {name!r} last ran at the {ran} profile, not {profile}: {command}"
+        )
+    return record
+
+
+def chapter_claim(claim_id: str, profile: str | None = None) -> claims.Claim:
+    """One claim (``<chapter>.<name>``) of its chapter's executed record (:func:`chapter_record`)."""
+    name = findings.chapter_of(claim_id)
+    recorded = {c.id: c for c in chapter_record(name, profile).claims}
+    if claim_id not in recorded:
+        raise ChapterError(f"chapter {name!r} recorded no claim {claim_id!r}: {sorted(recorded)}")
+    return recorded[claim_id]
+
+
+def _finished(name: str) -> float | None:
+    """When chapter ``name``'s executed notebook finished (seconds since the epoch), if it ran."""
+    path = EXECUTED_DIR / f"{name}.ipynb"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text()).get("metadata", {}).get("ropebook", {}).get("finished")
 
 
 def read_chapter(name: str):
@@ -514,7 +570,11 @@ def is_up_to_date(name: str, values: dict) -> bool:
         return False
     recorded = json.loads(executed.read_text()).get("metadata", {}).get("ropebook", {})
     stamp = _stamp(name, values)
-    return all(recorded.get(key) == value for key, value in stamp.items())
+    if not all(recorded.get(key) == value for key, value in stamp.items()):
+        return False
+    # a record it reads that is newer than its page (or gone) means it read an older result
+    finished = recorded.get("finished") or 0.0
+    return all((_finished(read) or float("inf")) <= finished for read in reads(name))
 
 
 def run_chapter(
@@ -544,6 +604,8 @@ def run_chapter(
     _insert_rerun_box(notebook, rerun_box(name, declared, values), last=name == LANDING)
     declared_profile = declared.get("profile")
     profile_value = values.get("profile", declared_profile and declared_profile.default)
+    for read in reads(name):  # the records it reads exist, at its profile, before a cell runs
+        chapter_record(read, profile_value)
     # the last cell: the provenance line, then the "In short" line glued from the chapter's claims
     closing = PROVENANCE_SOURCE + "\n" + IN_SHORT_SOURCE.format(name=name, profile=profile_value)
     notebook.cells.append(nbformat.v4.new_code_cell(closing, metadata={"tags": ["remove-input"]}))
@@ -553,6 +615,8 @@ def run_chapter(
         run_path = tmp_path.with_suffix(".ipynb")
         provenance_file = tmp_path.with_suffix(".json")
         os.environ[PROVENANCE_ENV] = str(provenance_file)
+        kept = os.environ.get(EXECUTED_ENV)
+        os.environ[EXECUTED_ENV] = str(EXECUTED_DIR)  # the records the kernel reads are this run's
         os.environ[STARTED_ENV] = repr(started)
         try:
             _execute(name, notebook, str(run_path), values, progress)
@@ -571,6 +635,10 @@ def run_chapter(
         finally:
             os.environ.pop(PROVENANCE_ENV, None)
             os.environ.pop(STARTED_ENV, None)
+            if kept is None:
+                os.environ.pop(EXECUTED_ENV, None)
+            else:
+                os.environ[EXECUTED_ENV] = kept
             provenance_file.unlink(missing_ok=True)
             run_path.unlink(missing_ok=True)
     with atomic_path(target.with_suffix(".py")) as copy:  # the source this notebook came from
@@ -688,19 +756,24 @@ def _run_in_processes(
 
     from ropebook.workers import cores
 
-    pending = []
+    reading = {name: set(reads(name)) for name in names}
+    stale = set()
     for name in names:
         values = validate_parameters(
             name, chapter_parameters(read_chapter(name)), {"profile": profile} if profile else {}
         )
-        target = EXECUTED_DIR / f"{name}.ipynb"
-        if not force and is_up_to_date(name, values):
+        if force or not is_up_to_date(name, values):
+            stale.add(name)
+    while grown := {n for n in names if n not in stale and reading[n] & stale}:
+        stale |= grown  # a chapter that reads one about to run again runs again after it
+    pending = [name for name in names if name in stale]
+    for name in names:
+        if name not in stale:
+            target = EXECUTED_DIR / f"{name}.ipynb"
             print(f"{name}: up to date ({target})")
             finished(name, target)
-        else:
-            pending.append(name)
     logs = Path(tempfile.mkdtemp(prefix="ropebook-chapters-"))
-    env = dict(os.environ, ROPEBOOK_EXECUTED=str(EXECUTED_DIR), ROPEBOOK_CHAPTERS=str(CHAPTERS_DIR))
+    env = dict(os.environ, ROPEBOOK_CHAPTERS=str(CHAPTERS_DIR)) | {EXECUTED_ENV: str(EXECUTED_DIR)}
     # torch's and BLAS's thread pools each take every core; side by side they would fight over
     # them (measured: the torch chapters ran 2-3x slower beside another), so each child gets
     # its share. A count the caller set is kept.
@@ -713,7 +786,12 @@ def _run_in_processes(
     try:
         while running or (pending and not failed):
             while pending and not failed and len(running) < jobs:
-                name = pending.pop(0)
+                # the first in book order whose records to read are all written
+                ready = [n for n in pending if not reading[n] & (set(pending) | running.keys())]
+                if not ready:
+                    break
+                name = ready[0]
+                pending.remove(name)
                 command = [sys.executable, "-m", "ropebook", "run", name]
                 command += ["--profile", profile] if profile else []
                 with open(logs / f"{name}.log", "w") as log:  # the child keeps its own copy
