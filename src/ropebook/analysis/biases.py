@@ -613,17 +613,16 @@ def detectable_difference(
     return max(values)
 
 
-def order_verdict(differences: list[tuple[float, float, float]], tau: float) -> str:
-    """CABLE's whole order: ``held`` when every neighbour difference is established
-    (:func:`separation_verdict`); otherwise ``not held`` when Kendall's ``tau`` with CABLE is not
-    positive, ``partly`` when some neighbour differences are established, ``cannot decide`` when
-    none is."""
-    verdict = separation_verdict(differences)
-    if verdict == "held":
-        return verdict
-    if tau <= 0:
-        return "not held"
-    return "partly" if any(low > 0 for _, low, _ in differences) else "cannot decide"
+def order_verdict(differences: list[tuple[float, float, float]]) -> str:
+    """CABLE's whole order from its neighbour differences ``(mean, low, high)``, each claimed
+    positive: :func:`ropebook.claims.combine` of their interval verdicts — ``held`` when every
+    one is established, ``partly`` when some are, ``not held`` when none is and some is
+    established the other way, ``cannot decide`` otherwise. A rank correlation of the point
+    estimates (Kendall's tau) is shown beside it but decides nothing: it cannot tell an order
+    from noise."""
+    from ropebook.claims import combine, verdict_from_interval
+
+    return combine(verdict_from_interval(low, high, threshold=0.0) for _, low, high in differences)
 
 
 def weakest_difference(pairs, difference: dict) -> tuple[str, str]:
