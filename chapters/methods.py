@@ -614,12 +614,15 @@ else:
 
 # %% [markdown]
 # (methods-headline-study)=
-# ### The headline on more seeds than a build trains
+# ### Does the candidate recipe change the headline?
 #
-# The recipe study trained the matched headline pair on more paired seeds
-# than this build affords, under today's recipe and under the candidate it named for
-# confirmation. It is not this run's measurement: it comes from a results file
-# ({glue:text}`methods.study.provenance`), measured on the devices and date in its last column.
+# The comparison this section owns is the recipe's: the matched headline pair under the
+# candidate the recipe study named for confirmation, beside the same pair under today's recipe
+# on the same seeds, more than this build affords. The headline's own verdict, under today's
+# recipe, is the {ref}`headline chapter's <p-rope-matched>`, decided on the GPU study's seeds;
+# today's row here is the baseline the candidate is read against. It is not this run's
+# measurement: it comes from a results file ({glue:text}`methods.study.provenance`), measured on
+# the devices and date in its last column.
 
 # %%
 study_rows = show_recipes.headline_rows(
@@ -639,20 +642,17 @@ for key, row in by_recipe.items():
         glue(f"methods.study.{key}.{name}", str(row.get(column, "—")), display=False)
 
 # %% [markdown]
-# Under today's recipe, {glue:text}`methods.study.today.seeds` paired seeds put the headline at
-# {glue:text}`methods.study.today.difference` of perplexity and detect
-# {glue:text}`methods.study.today.detectable`: {glue:text}`methods.study.today.reading`. Under
-# *{glue:text}`methods.study.candidate.recipe`*, whose runs end closer together,
-# {glue:text}`methods.study.candidate.seeds` seeds give
-# {glue:text}`methods.study.candidate.difference` and detect
+# Under *{glue:text}`methods.study.candidate.recipe`*, whose runs end closer together,
+# {glue:text}`methods.study.candidate.seeds` seeds give the headline
+# {glue:text}`methods.study.candidate.difference` of perplexity and detect
 # {glue:text}`methods.study.candidate.detectable` ({glue:text}`methods.study.candidate.reading`),
-# at the cost in quality stated above. Is the paper's own gap of
-# {glue:text}`methods.study.today.paper` (its Wiki column) inside our interval? Under today's
-# recipe: {glue:text}`methods.study.today.paper_inside`; under the candidate:
-# {glue:text}`methods.study.candidate.paper_inside`. The paper's claim is an ordering at Gemma 2B's
-# scale, so an interval that excludes its gap bounds the effect in our small models rather than
-# refuting it. Neither row is this build's verdict, which the
-# {ref}`headline chapter <p-rope-matched>` gives.
+# at the cost in quality stated above; today's recipe, on
+# {glue:text}`methods.study.today.seeds` seeds, gives {glue:text}`methods.study.today.difference`
+# and detects {glue:text}`methods.study.today.detectable`. Is the paper's own gap of
+# {glue:text}`methods.study.today.paper` (its Wiki column) inside the candidate's interval?
+# {glue:text}`methods.study.candidate.paper_inside` (under today's recipe the headline chapter
+# answers it, {ref}`p-rope-gpu-headline`). The paper's claim is an ordering at Gemma 2B's scale, so
+# an interval that excludes its gap bounds the effect in our small models rather than refuting it.
 
 # %% [markdown]
 # The same pair under today's recipe was also trained on a GPU, on many more seeds (the

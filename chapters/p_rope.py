@@ -33,8 +33,11 @@
 # 2. reproduces Table 2 with small models trained identically over several seeds, and asks which
 #    of the paper's orderings survive seed noise.
 #
-# Its headline, 0.75-RoPE against RoPE where the slow planes turn (the matched regime, longer
-# training and a GPU's seeds), has its own chapter, the [next chapter](p_rope_headline.ipynb).
+# Each comparison of the book is computed in one chapter. This one owns Table 2 in the *lesson*
+# regime, on both corpora. Its headline, 0.75-RoPE against RoPE where the slow planes turn (the
+# matched regime, longer training and a GPU's seeds), is computed in the
+# [next chapter](p_rope_headline.ipynb); the same pair on synthetic recall tasks (accuracy, not
+# perplexity) in a later chapter, *Recall at a distance*.
 #
 # How the same models behave beyond the paper — at 2×, 4× and 8× their training context, and at
 # every $p$ from NoPE to RoPE — is the subject of a later chapter, *p-RoPE beyond the paper*;

@@ -27,6 +27,12 @@
 # the verdict rests on it, labelled with where and when it ran, and this build's own result
 # stands beside it, with a test that the two agree. What decides a verdict, and what only bounds
 # an effect, is set out in the methods chapter ({ref}`methods-deciding`).
+#
+# This page is the one home of 0.75-RoPE against RoPE on language where the slow planes turn:
+# the matched runs and the flagship runs, this build's and the kept GPU studies'. The lesson
+# regime's comparison is the p-RoPE chapter's ({ref}`p-rope-orderings`); the methods appendix
+# reads this page's record for its worked example rather than deciding the pair again; a later
+# chapter, *Recall at a distance*, compares the same encodings on synthetic tasks, by accuracy.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
