@@ -259,7 +259,8 @@ glue("plane_map.quarters_verdict", quarters.verdict, display=False)
 # (plane-map-planes)=
 # ## The map, plane by plane
 #
-# Quarters say what a band does together, not what each of its planes does. For every plane of every seed: remove the plane from the rotated queries and keys
+# Quarters say what a band does together, not what each of its planes does. For every plane of
+# every seed: remove the plane from the rotated queries and keys
 # (`model.Intervention(keep_chunks=...)`), or keep it but stop it turning
 # (`Intervention(frequencies=...)` with that plane at 0, NoPE in one plane); then measure the
 # change in next-token loss, in the previous-token attention of the model's `n_heads` strongest
@@ -267,15 +268,14 @@ glue("plane_map.quarters_verdict", quarters.verdict, display=False)
 # on other windows and sequences, intact model). All changes are paired with the intact model on
 # the same windows.
 #
-# **The control for norm, and its prediction (written before the run).** A plane is removed in
-# the quarter probe's two ways ({ref}`plane-map-quarters`): *zeroed*, and *mean-ablated* — its
+# **The control for norm, and its prediction (written before the run).** A plane is removed in the
+# quarter probe's two ways ({ref}`plane-map-quarters`): *zeroed*, and *mean-ablated* — its
 # unrotated queries and keys replaced by their means over the positions of the head-choosing
 # windows (sequences, for the induction score), then rotated as before. If a slow plane's cost
-# under zeroing were an
-# artefact of norm, its mean-ablated loss and induction changes would shrink to within the
-# thresholds while the zeroed ones stay beyond them, and the slowest-band contrasts (Hong's,
-# Chiang's and Barbero's content part) would hold when zeroed and not when mean-ablated. A
-# positional plane in Thm. 5.3's sense works through its average vector turning, so
+# under zeroing were an artefact of norm, its mean-ablated loss and induction changes would shrink
+# to within the thresholds while the zeroed ones stay beyond them, and the slowest-band contrasts
+# (Hong's, Chiang's and Barbero's content part) would hold when zeroed and not when mean-ablated.
+# A positional plane in Thm. 5.3's sense works through its average vector turning, so
 # mean-ablation should leave its previous-token heads standing where zeroing breaks them.
 #
 # **Which reading decides.** A content or loss claim is decided on mean-ablation, which removes
