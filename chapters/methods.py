@@ -274,15 +274,17 @@ plots.table(show.profile_rows(profile))
 
 # %%
 owner = pipeline.chapter_claim("p_rope_headline.matched_p075_vs_rope", profile=profile)
-plots.table(
-    [
-        {
-            "claim": owner.statement,
-            "verdict": claims.verdict_label(owner),
-            "measured": owner.measured,
-            "rests on": claims.evidence_cell(owner),
-        }
-    ]
+display(
+    plots.table(
+        [
+            {
+                "claim": owner.statement,
+                "verdict": claims.verdict_label(owner),
+                "measured": owner.measured,
+                "rests on": claims.evidence_cell(owner),
+            }
+        ]
+    )
 )
 # This build's matched seeds of the pair, for their noise and resolution (here and below); the
 # comparison's difference and verdict are the headline chapter's, read above.
