@@ -144,6 +144,26 @@ def _slowest(head_dim, theta, span, variant, proportion):
     return float(np.min(theta ** (-2 * k / head_dim)) * span / (2 * math.pi))
 
 
+@pytest.mark.parametrize("name", ["gemma3", "gemma4"])
+def test_gemma_at_its_ratio_places_the_global_layer_last_or_first(name):
+    """At 6 layers Gemma keeps its 5 : 1 (no ratio note); ``first`` moves only the global layer
+    and says so, the layers' encodings otherwise the same."""
+    shape = {"n_layers": 6, "head_dim": 32, "context": 128, "base": 500.0}
+    last, first = (layouts.layout(name, **shape, position=w) for w in ("last", "first"))
+    kinds = {w: "".join("L" if layer.local else "G" for layer in c.fields["layers"])
+             for w, c in (("last", last), ("first", first))}  # fmt: skip
+    assert kinds == {"last": "LLLLLG", "first": "GLLLLL"}
+    assert not any("local :" in n for n in last.notes)
+    assert [n for n in first.notes if n not in last.notes] == [
+        f"the global layer first in each period where {layouts.PRODUCTION[name].model} has it last"
+    ]
+    assert first.fields["layers"][0] == last.fields["layers"][-1]
+    assert set(first.fields["layers"][1:]) == set(last.fields["layers"][:-1])
+    assert layouts.global_layers(12, 6, "first") == [i % 6 == 0 for i in range(12)]
+    with pytest.raises(ValueError, match="unknown global position 'middle'"):
+        layouts.global_layers(6, 6, "middle")
+
+
 def test_uniform_layouts_and_bad_names():
     for name, encoding, p in (("all-rope", "rope", 1.0), ("p-rope-0.75", "p-rope", 0.75)):
         chosen = layouts.layout(name, n_layers=4, head_dim=32, context=128, base=200.0)

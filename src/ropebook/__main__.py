@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             "layout_language",
             "train the production layouts on language, write their results",
         ),
+        ("layout_ratio", "layout_ratio", "train Gemma's layouts at 5:1, write their results"),
     ):
         sub = commands.add_parser(name, help=text, add_help=False)
         sub.set_defaults(module=module)

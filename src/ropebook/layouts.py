@@ -224,6 +224,14 @@ def layout(
     return Layout(name, fields, tuple(n for n in (*notes, top_note, local_note) if n))
 
 
+def layer_dicts(chosen: Layout) -> list[dict[str, Any]]:
+    """``chosen``'s layers as plain dicts (a global layer: ``{}``), the form a zoo override and a
+    results file keep; ``ModelConfig`` reads them back. A uniform layout has no layers."""
+    if "layers" not in chosen.fields:
+        raise ValueError(f"layout {chosen.name!r} is uniform: it has no per-layer pattern")
+    return [layer.to_dict() for layer in chosen.fields["layers"]]
+
+
 def with_global_proportion(chosen: Layout, proportion: float) -> Layout:
     """``chosen`` with p-RoPE at ``proportion`` on its global layers, at their θ, its local
     layers unchanged: the p sweep (p = 0 rotates nothing there, p = 1 every plane)."""

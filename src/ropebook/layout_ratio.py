@@ -1,0 +1,378 @@
+"""Gemma's layouts at their production ratio: a study kept in the repository (:mod:`ropebook.studies`).
+
+The layouts chapter trains Gemma 3's and Gemma 4's layouts on 2-layer task models (1 : 1, one
+local layer to one global) and on language with 4 layers (3 : 1), with the global layer *first*
+in its period because a pilot with it last did not learn recall
+(``shared/notes/hybrid-pilot.md``; :data:`ropebook.zoo.LAYOUT_POSITION`). Production has five
+local layers to one global, the global one last. This study trains that: **6 layers**, five
+sliding-window layers and one global layer by :func:`ropebook.layouts.layout`'s rules, the
+global layer **last** (production) and **first** (the chapter's placement), for Gemma 3 and
+Gemma 4, with a 6-layer all-RoPE model as the baseline of every comparison:
+
+- on **recall** and **k-back** (the task regime of :func:`ropebook.zoo.regime_settings` with
+  ``n_layers=6``), every run trained the same fixed number of steps (:data:`STEPS`, the regime's
+  step cap, which the pilot's hybrids needed: k-back took 580–680 steps at 4 layers and one
+  layout had not learnt at 1,000), with **no early stop** (``stop_accuracy=None``), so a seed
+  that never learns is kept as the failure it is. Per run: the learning curve (accuracy at 1×
+  by evaluation step), the first step at which it met :data:`CRITERION` (the chapter's 99 %;
+  ``None``: never), and the final accuracy over every answer and over the answers beyond the
+  training context at 1×–8× the context, scored as the chapter scores them
+  (:mod:`ropebook.analysis.recall`: the same test batches, every seed);
+- on **language** (the matched regime, Shakespeare, as :mod:`ropebook.layout_language`
+  measures it): the validation loss and the held-out perplexity at 1×–8× the context.
+
+**Predictions, written before the run** (also in the results file, :data:`PREDICTIONS`):
+
+1. *If the chapter's readings were an artefact of its ratio* (1 : 1 on the tasks, 3 : 1 on
+   language), Gemma's hybrid − all-RoPE differences at 5 : 1 (global first, the chapter's
+   placement) would leave the chapter's: on k-back beyond the context, a gap of more than the
+   chapter's equivalence margin (5 points) where the chapter found none, or the reverse; on recall
+   beyond the context, Gemma 4 − Gemma 3 changing sign; on language, a perplexity gap from
+   all-RoPE at 1× outside ±2 % (the chapter's ``language_margin``) or, at 8×, a hybrid no longer
+   below all-RoPE. If the ratio is not what the chapter measured, these readings stay put.
+2. *Placement, per the pilot*: with the global layer last, recall learns late or not at all within
+   the steps (the pilot's 4-layer layout with its global layer last stayed at chance for 1,000
+   steps), so last − first recall accuracy at 1× is negative, by more than 5 points, for both
+   Gemmas; k-back, which five local layers of window 8 answer whatever the global layer does,
+   learns at both placements (last − first within ±5 points at 1×); on language, placement
+   changes perplexity at 1× by less than 2 %.
+
+``python -m ropebook layout_ratio --profile cpu --seeds 3`` trains the runs (cached by spec as
+every zoo model is; a second copy of the command started beside the first trains the runs the
+first has not locked, so two processes share the work) and writes ``data/results/layout_ratio.json``.
+The zoo takes no ``stop_accuracy`` override, so task runs are built here with it replaced in
+their training config (:func:`job`); their spec hash records it, and :func:`stale` checks the runs
+against what :func:`job` trains today (:func:`ropebook.studies.stale` knows only zoo overrides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ropebook import layout_language, layouts, studies, tasks, zoo
+from ropebook.analysis import ablation
+from ropebook.analysis import recall as rc
+
+STUDY = "layout_ratio"
+N_LAYERS = 6  # Gemma's period: five local layers, one global
+LAYOUTS: tuple[str, ...] = ("gemma3", "gemma4")
+# (arm, zoo model, global position); all-RoPE has no global layer to place
+ARMS: tuple[tuple[str, str, str | None], ...] = (
+    *((f"{name}-{where}", f"layout-{name}", where) for name in LAYOUTS
+      for where in layouts.POSITIONS),
+    ("rope", "rope", None),
+)  # fmt: skip
+TASKS: tuple[str, ...] = tuple(tasks.TASKS)
+LANGUAGE, LANGUAGE_REGIME = layout_language.DOMAIN, layout_language.REGIME
+DOMAINS: tuple[str, ...] = (*TASKS, LANGUAGE)
+# Fixed training length of every task run: the task regime's step cap at each profile when this
+# study was written (the other fields of the regime are read from it).
+STEPS = {"smoke": 40, "cpu": 1000, "gpu": 4000}
+TRAIN_OVERRIDES: dict[str, Any] = {"stop_accuracy": None}  # every run trains all its steps
+CRITERION = 0.99  # the chapter's criterion, read from the curve (speed of learning, not a filter)
+MAX_FACTOR = {"smoke": 2, "cpu": 8, "gpu": 8}  # longest test length, × the context
+N_SEQUENCES = {"recall": 64, "kback": 16}  # test sequences per length (the chapter's at cpu)
+SMOKE_SEQUENCES = {"recall": 8, "kback": 2}
+BY = {"recall": "distance", "kback": "position"}  # what the chapter bins each task's answers by
+N_WINDOWS = layout_language.N_WINDOWS
+PREDICTIONS: dict[str, str] = {
+    "ratio": (
+        "If the chapter's readings at 1:1 (tasks) and 3:1 (language) were an artefact of the "
+        "ratio, Gemma's hybrid − all-RoPE differences at 5:1 with the global layer first would "
+        "leave the chapter's: k-back beyond the context more than 5 points from all-RoPE (the "
+        "chapter: within), Gemma 4 − Gemma 3 on recall beyond the context changing sign, or on "
+        "language a gap from all-RoPE at 1x outside ±2 % or a hybrid not below all-RoPE at 8x. "
+        "If not an artefact, these stay as the chapter measured them."
+    ),
+    "placement": (
+        "Per the pilot (a 4-layer layout with its global layer last stayed at chance on recall "
+        "for 1,000 steps): last − first recall accuracy at 1x below −5 points for both Gemmas, "
+        "fewer seeds reaching 99 % with the global layer last; k-back learnt at both placements "
+        "(last − first within ±5 points at 1x); language perplexity at 1x within ±2 % of each "
+        "other."
+    ),
+}
+
+
+def _arm(arm: str) -> tuple[str, str | None]:
+    for label, name, where in ARMS:
+        if label == arm:
+            return name, where
+    raise ValueError(f"unknown arm {arm!r}; valid arms: {', '.join(a for a, _, _ in ARMS)}")
+
+
+def regime_of(domain: str) -> str:
+    zoo._choose("domain", domain, DOMAINS)
+    return LANGUAGE_REGIME if domain == LANGUAGE else "task"
+
+
+def overrides(arm: str, domain: str, profile: str) -> dict[str, Any]:
+    """The zoo overrides of ``arm`` on ``domain`` (JSON values, as a results file keeps them):
+    6 layers; on a task, :data:`STEPS`; on language, :mod:`ropebook.layout_language`'s; and for
+    a hybrid its layers, global ``last`` or ``first`` (:func:`ropebook.layouts.layer_dicts`)."""
+    name, where = _arm(arm)
+    regime = regime_of(domain)
+    zoo._choose("profile", profile, zoo.PROFILES)
+    chosen: dict[str, Any] = {"n_layers": N_LAYERS}
+    if regime == "task":
+        chosen["steps"] = STEPS[profile]
+    else:
+        chosen |= layout_language.OVERRIDES
+    if where is not None:
+        shape, _ = zoo.configs("rope", profile=profile, regime=regime, **chosen)
+        pattern = layouts.layout(
+            name.removeprefix("layout-"), n_layers=N_LAYERS, head_dim=shape.head_dim,
+            context=shape.context, base=shape.rope_base, position=where,
+        )  # fmt: skip
+        chosen["layers"] = layouts.layer_dicts(pattern)
+    return chosen
+
+
+def job(arm: str, domain: str, seed: int, profile: str) -> zoo._Job:
+    """The zoo job of one run: a task run with :data:`TRAIN_OVERRIDES` in its training config
+    (hence in its spec and cache key), a language run as :func:`ropebook.zoo.load` builds it."""
+    name, _ = _arm(arm)
+    chosen, regime = overrides(arm, domain, profile), regime_of(domain)
+    if regime != "task":
+        return zoo._job(name, seed, profile, domain, regime, chosen)
+    model_config, train_config = zoo.configs(
+        name, seed=seed, profile=profile, regime=regime, **chosen
+    )
+    train_config = dataclasses.replace(train_config, **TRAIN_OVERRIDES)
+    return zoo._Job(
+        name, seed, profile, domain, model_config, train_config, None, tasks.get(domain)
+    )
+
+
+def plan(
+    seeds: Sequence[int], arms: Sequence[str] | None = None, domains: Sequence[str] | None = None
+) -> list[tuple[int, str, str]]:
+    """``(seed, domain, arm)`` of every run (or of ``arms`` on ``domains``), seed by seed: the
+    first seed completes first."""
+    arms = [a for a, _, _ in ARMS] if arms is None else list(arms)
+    domains = list(DOMAINS) if domains is None else list(domains)
+    for arm in arms:
+        _arm(arm)
+    for domain in domains:
+        regime_of(domain)
+    return [(s, d, a) for s in seeds for d in domains for a in arms]
+
+
+def _none_if_nan(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def task_record(model, task: str, profile: str) -> dict[str, Any]:
+    """Learning curve, step of the criterion and accuracy at each test length of one task run
+    (every seed scored, learnt or not, on the chapter's test batches)."""
+    curve = rc.learning(model)
+    reached = np.flatnonzero(curve.accuracy >= CRITERION)
+    context = model.config.context
+    n = (SMOKE_SEQUENCES if profile == "smoke" else N_SEQUENCES)[task]
+    overall, beyond = {}, {}
+    for f in ablation.length_factors(MAX_FACTOR[profile]):
+        length = f * context
+        batch = rc.task_batch(tasks.get(task), length, n)
+        right = rc.score_runs([model], batch)
+        overall[str(f)] = float(right[0][batch.mask].mean())
+        far = rc.binned_accuracy(right, batch, [context, length + 1], by=BY[task])[0, 0]
+        beyond[str(f)] = _none_if_nan(float(far))
+    return {
+        "curve": {"steps": curve.steps.tolist(), "accuracy": curve.accuracy.tolist()},
+        "reached_at": int(curve.steps[reached[0]]) if reached.size else None,
+        "accuracy_by_factor": overall, "beyond_by_factor": beyond,
+    }  # fmt: skip
+
+
+def language_record(model, held_out: np.ndarray, profile: str) -> dict[str, Any]:
+    """Validation loss and held-out perplexity at each length, as :mod:`layout_language`."""
+    max_factor = MAX_FACTOR[profile]
+    curve = ablation.extrapolation_curve(
+        model.params, model.config, held_out, max_factor=max_factor, n_windows=N_WINDOWS
+    )
+    return {
+        "last_loss": model.history["val"][-1]["loss"],
+        "average_loss": model.history["val_average"]["loss"],
+        "ppl_by_factor": {str(f): curve.ppl_at(f) for f in ablation.length_factors(max_factor)},
+    }
+
+
+def measure(
+    seeds: tuple[int, ...],
+    *,
+    profile: str = "cpu",
+    progress: bool = True,
+    arms: Sequence[str] | None = None,
+    domains: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Train (or load) every run on ``seeds`` (every arm and domain unless given); one record
+    per run. Runs another process holds are left to it on a first pass and loaded (waiting) on
+    the second."""
+    runs = plan(seeds, arms, domains)
+    jobs = {key: job(key[2], key[1], key[0], profile) for key in runs}  # all valid before training
+    for key in tqdm(runs, desc=f"{STUDY} runs", disable=not progress):
+        zoo._load(jobs[key], regime_of(key[1]), progress=progress, wait=False)
+    records = []
+    for key in tqdm(runs, desc=f"{STUDY} scoring", disable=not progress):
+        seed, domain, arm = key
+        model = zoo._load(jobs[key], regime_of(domain), progress=progress, wait=True)
+        name, where = _arm(arm)
+        if domain == LANGUAGE:
+            held_out = zoo._tokens(LANGUAGE, "val", model.config.vocab_size)
+            measured = language_record(model, held_out, profile)
+        else:
+            measured = task_record(model, domain, profile)
+        records.append({
+            "arm": arm, "model": name, "position": where, "domain": domain,
+            "regime": regime_of(domain), "seed": seed,
+            "overrides": overrides(arm, domain, profile),
+            "train_overrides": TRAIN_OVERRIDES if domain != LANGUAGE else {},
+            "spec_hash": model.spec_hash, "seconds": model.seconds, **measured,
+            "provenance": studies.provenance(model),
+        })  # fmt: skip
+    return records
+
+
+def stale(results: dict[str, Any]) -> list[str]:
+    """The runs whose spec hash differs from what :func:`job` trains today (none: current)."""
+    return [
+        f"{r['arm']} on {r['domain']} seed {r['seed']}"
+        for r in results["runs"]
+        if r["spec_hash"] != job(r["arm"], r["domain"], r["seed"], results["profile"]).spec_hash
+    ]
+
+
+def load(path: Path | None = None) -> dict[str, Any]:
+    return studies.load(STUDY, path)
+
+
+# ---------------------------------------------------------------- readings
+
+
+def _runs(results: dict[str, Any], domain: str, arm: str) -> list[dict[str, Any]]:
+    _arm(arm)
+    runs = sorted(
+        (r for r in results["runs"] if r["domain"] == domain and r["arm"] == arm),
+        key=lambda r: r["seed"],
+    )
+    if not runs:
+        raise ValueError(f"{STUDY}: no run of {arm} on {domain}")
+    return runs
+
+
+def factors(results: dict[str, Any]) -> list[int]:
+    """The test lengths of every run, in multiples of the context."""
+    return ablation.length_factors(results["max_factor"])
+
+
+def accuracy(
+    results: dict[str, Any], task: str, arm: str, factor: int = 1, *, beyond: bool = False
+) -> np.ndarray:
+    """Per-seed final accuracy of ``arm`` on ``task`` at ``factor`` × the context, over every
+    answer or (``beyond``) over those past the training context (NaN where none), seed order."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
+    field = "beyond_by_factor" if beyond else "accuracy_by_factor"
+    values = [r[field].get(str(factor), math.nan) for r in _runs(results, task, arm)]
+    return np.array([math.nan if v is None else v for v in values], np.float64)
+
+
+def reached(results: dict[str, Any], task: str, arm: str) -> tuple[int, int, list[int | None]]:
+    """Seeds of ``arm`` that met :data:`CRITERION` on ``task``, of how many, and each one's step."""
+    steps = [r["reached_at"] for r in _runs(results, task, arm)]
+    return sum(s is not None for s in steps), len(steps), steps
+
+
+def placement(
+    results: dict[str, Any], task: str, layout: str, factor: int = 1, *, beyond: bool = False
+) -> rc.Paired:
+    """Global last − global first, accuracy paired by seed (points as a share)."""
+    last, first = (accuracy(results, task, f"{layout}-{where}", factor, beyond=beyond)
+                   for where in ("last", "first"))  # fmt: skip
+    return rc.paired(last, first)
+
+
+def against_rope(
+    results: dict[str, Any], task: str, arm: str, factor: int, *, beyond: bool = True
+) -> rc.Paired:
+    """``arm`` − the 6-layer all-RoPE, paired by seed: the chapter's hybrid − all-RoPE at 5 : 1."""
+    return rc.paired(accuracy(results, task, arm, factor, beyond=beyond),
+                     accuracy(results, task, "rope", factor, beyond=beyond))  # fmt: skip
+
+
+def ppl(results: dict[str, Any], arm: str, factor: int) -> list[float]:
+    """Per-seed held-out perplexity of ``arm`` at ``factor`` × the context, seed order."""
+    return [r["ppl_by_factor"][str(factor)] for r in _runs(results, LANGUAGE, arm)]
+
+
+def language_placement(
+    results: dict[str, Any], layout: str, factor: int, confidence: float = 0.95
+) -> ablation.Comparison:
+    """Global last against global first on language, paired by seed (% of perplexity)."""
+    last, first = f"{layout}-last", f"{layout}-first"
+    return ablation.compare(last, ppl(results, last, factor), first, ppl(results, first, factor),
+                            confidence, log=True)  # fmt: skip
+
+
+def language_against_rope(
+    results: dict[str, Any], factor: int, confidence: float = 0.95
+) -> dict[str, ablation.Comparison]:
+    """Every hybrid arm's perplexity against the 6-layer all-RoPE's, paired by seed (%)."""
+    rope = ppl(results, "rope", factor)
+    return {arm: ablation.compare(arm, ppl(results, arm, factor), "rope", rope, confidence,
+                                  log=True)
+            for arm, _, where in ARMS if where is not None}  # fmt: skip
+
+
+def against_four_layers(
+    results: dict[str, Any],
+    chapter: dict[str, Any],
+    layout: str,
+    factor: int,
+    confidence: float = 0.95,
+) -> studies.Agreement:
+    """Gemma's log-perplexity gap from all-RoPE at 5 : 1 (6 layers, global first: the chapter's
+    placement) against the same gap at 3 : 1 in ``chapter`` (:mod:`layout_language`'s results,
+    4 layers), per seed in nats: :func:`ropebook.studies.agreement` (``held``: they agree)."""
+    four = np.log(layout_language.ppl(chapter, f"layout-{layout}", factor)) - np.log(
+        layout_language.ppl(chapter, "rope", factor))  # fmt: skip
+    six = np.log(ppl(results, f"{layout}-first", factor)) - np.log(ppl(results, "rope", factor))
+    return studies.agreement(four, six, confidence)
+
+
+# ---------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m ropebook {STUDY}",
+        description="Train Gemma 3's and 4's layouts at 5:1, global layer last and first, on "
+        "recall, k-back and language, and write their results file.",
+    )
+    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
+    parser.add_argument("--out", type=Path, default=None, help="results file (default: kept)")
+    args = parser.parse_args(argv)
+    if args.seeds < 2:
+        parser.error(f"--seeds must be at least 2 (an interval needs them), got {args.seeds}")
+    out = studies.path_of(STUDY) if args.out is None else args.out
+    if not out.parent.is_dir():
+        parser.error(f"--out: no folder {out.parent} to write {out.name} in")
+    records = measure(tuple(range(args.seeds)), profile=args.profile)
+    command = f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds}"
+    path = studies.write(
+        STUDY, records, profile=args.profile, regime=f"task and {LANGUAGE_REGIME}",
+        domain=", ".join(DOMAINS), command=command, path=out, n_layers=N_LAYERS,
+        arms=[a for a, _, _ in ARMS], steps=STEPS[args.profile], criterion=CRITERION,
+        max_factor=MAX_FACTOR[args.profile], n_windows=N_WINDOWS, predictions=PREDICTIONS,
+    )  # fmt: skip
+    print(f"written: {path}")
+    return 0
