@@ -448,14 +448,34 @@ def test_apostrophe_bands_and_content_heads_on_a_hand_made_scan():
     assert heads.lift_rows[0]["lift, selection"] == pytest.approx(0.7)
     assert heads.lift_rows[0]["lift, measuring"] == pytest.approx(0.0)
     assert heads.lift.text.endswith("over 3 windows (1 seed)") and heads.lift.mean == 0.0
-    rows, low_keys = semantic.apostrophe_bands({0: scan}, {0: (1, 0)})
+    rows, low_keys, excess = semantic.apostrophe_bands({0: scan}, {0: (1, 0)})
     # chunk norms 1, 2, 3, 4 (queries) and 4, 3, 2, 1 (keys): slowest quarter is the last chunk
     keys, queries = rows
     assert keys["slowest ¼"] == pytest.approx(0.1) and keys["fastest ¼"] == pytest.approx(0.4)
     assert queries["slowest ¼"] == pytest.approx(0.4) and queries["layer, fastest ¼"] == 0.1
     assert low_keys.mean == pytest.approx(0.1)
+    assert excess.mean == pytest.approx(0.0)  # every head of the layer has the same keys
     content = semantic.content_heads({0: scan})
     assert content.heads == {0: (1, 1)} and content.rows[0]["query slowest ¼"] == 0.4
+
+
+def _keys(scan, head, norms):
+    """Set one head's key chunk norms, in the mean and in every window."""
+    scan.k_norms, scan.window_k_norms = scan.k_norms.copy(), scan.window_k_norms.copy()
+    scan.k_norms[head], scan.window_k_norms[:, *head] = norms, norms
+
+
+def test_the_apostrophe_heads_keys_are_read_against_their_layer():
+    """A slow-heavy key profile is no finding when the layer's other heads are as slow-heavy:
+    the claim reads the head's slowest-quarter share minus theirs, both ways."""
+    scan = _two_layer_scan()
+    _keys(scan, (1, 0), [1.0, 1.0, 1.0, 7.0])  # a share of 0.7 against the other head's 0.1
+    _, low_keys, excess = semantic.apostrophe_bands({0: scan}, {0: (1, 0)})
+    assert low_keys.mean == pytest.approx(0.7) and excess.mean == pytest.approx(0.6)
+    _keys(scan, (1, 1), [0.0, 0.0, 0.0, 9.0])  # now the other head is slower still
+    _, low_keys, excess = semantic.apostrophe_bands({0: scan}, {0: (1, 0)})
+    assert low_keys.mean == pytest.approx(0.7)  # above a flat quarter: the old rule's held
+    assert excess.mean == pytest.approx(-0.3)  # below its layer: the claim's excess says no
 
 
 def test_slow_half_share():
@@ -515,6 +535,31 @@ def test_beyond_context_lift_and_bos_retention():
                                                 "y": np.array([0.5, 1.0])}, "x", "y")  # fmt: skip
     assert difference.mean == pytest.approx(0.75) and "paired" in difference.text
     assert semantic.retention_difference({"x": np.ones(2)}, "x", "y").text == "models missing"
+
+
+def test_the_retention_difference_counts_seeds_not_windows():
+    """Windows are averaged within their seed; the interval runs over seeds (over windows, said
+    so, only when there is one seed)."""
+    profiles, sink = {}, {}
+    for name, scale in (("x", 1.0), ("y", 0.5)):
+        for seed in (0, 1, 2):
+            p = _profile()
+            p.window_bos_margin = np.zeros((3, 1, 1, 3))  # three windows, all with a margin
+            p.window_bos_margin[:, 0, 0, 0] = [2.0, 1.0, 4.0]
+            p.window_bos_margin[:, 0, 0, -1] = np.array([1.0, 0.7, 3.0]) * scale * (1 + 0.1 * seed)
+            profiles[name, seed], sink[name, seed] = p, (0, 0)
+    one = semantic.seed_retention_difference(profiles, sink, "x", "y")
+    per_seed = [
+        np.nanmean(semantic.bos_retention(profiles["x", s], 0, 0))
+        - np.nanmean(semantic.bos_retention(profiles["y", s], 0, 0))
+        for s in (0, 1, 2)
+    ]
+    assert one.n == 3 and one.mean == pytest.approx(np.mean(per_seed)) and "3 seeds" in one.text
+    single = {k: v for k, v in profiles.items() if k[1] == 0}
+    by_window = semantic.seed_retention_difference(single, sink, "x", "y")
+    assert by_window.text.endswith("(1 seed)") and by_window.n == 3
+    missing = semantic.seed_retention_difference(single, sink, "x", "z")
+    assert missing.text == "models missing"
 
 
 def test_margin_and_length_rows():

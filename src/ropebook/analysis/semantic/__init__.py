@@ -32,6 +32,7 @@ from ropebook.analysis.semantic.readings import (
     retention_difference,
     rotation_prediction,
     seed_or_window_interval,
+    seed_retention_difference,
     sink_heads,
     sink_slow_share,
     slow_half_share,
@@ -164,4 +165,5 @@ __all__ = [
     "RotationPrediction",
     "rotation_prediction",
     "retention_difference",
+    "seed_retention_difference",
 ]

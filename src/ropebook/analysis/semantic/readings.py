@@ -100,10 +100,12 @@ def apostrophe_heads(
 
 def apostrophe_bands(
     measured: dict[int, SemanticScan], heads: dict[int, tuple[int, int]]
-) -> tuple[list[dict], Estimate]:
+) -> tuple[list[dict], Estimate, Estimate]:
     """Shares of the mean key and query chunk norm in the slowest and fastest quarter of the
-    chunks, for each seed's apostrophe head and for the mean head of its layer; and the keys'
-    slowest-quarter share over seeds (or, with one seed, over windows)."""
+    chunks, for each seed's apostrophe head and for the mean head of its layer; the keys'
+    slowest-quarter share over seeds (or, with one seed, over windows); and that share's excess
+    over the mean of the other heads of its layer, the baseline the claim must beat (RoPE keys in
+    general lean to the slow chunks, so a share above a flat ¼ says nothing of this head)."""
     from ropebook.analysis.frequencies import band_share
 
     rows = []
@@ -123,12 +125,19 @@ def apostrophe_bands(
                 }
             )
     first = next(iter(measured))
-    low_keys = seed_or_window_interval(
-        [r["slowest ¼"] for r in rows if r["vectors"] == "keys"],
-        band_share(measured[first].window_k_norms[:, *heads[first]], 0.25, "low"),
+    window_k = measured[first].window_k_norms
+    window_share = band_share(window_k[:, *heads[first]], 0.25, "low")
+    key_shares = [r["slowest ¼"] for r in rows if r["vectors"] == "keys"]
+    low_keys = seed_or_window_interval(key_shares, window_share, n_seeds=len(measured))
+    excess = seed_or_window_interval(
+        [
+            share - _other_heads_share(measured[s].k_norms, *heads[s])
+            for s, share in zip(measured, key_shares, strict=True)
+        ],
+        window_share - _other_heads_share(window_k, *heads[first]),
         n_seeds=len(measured),
     )
-    return rows, low_keys
+    return rows, low_keys, excess
 
 
 @dataclass
@@ -341,6 +350,25 @@ def rotation_prediction(
         corr(measured[beyond, c], predicted[beyond, c]) for c in range(measured.shape[-1])
     ]
     return RotationPrediction(positions, measured, predicted, np.asarray(frequencies), correlation)
+
+
+def seed_retention_difference(profiles: dict, sink: dict, minuend: str, subtrahend: str):
+    """Paired difference (same windows) of two models' :func:`bos_retention`, the seed the unit:
+    each seed's windows averaged first, the interval over the seeds both models have; with one
+    seed, over its windows (and said so). ``profiles`` and ``sink`` keyed by ``(name, seed)``."""
+    seeds = sorted(
+        {s for n, s in profiles if n == minuend} & {s for n, s in profiles if n == subtrahend}
+    )
+    if not seeds:
+        return Estimate(float("nan"), float("nan"), float("nan"), "models missing")
+    per_seed = {
+        s: bos_retention(profiles[minuend, s], *sink[minuend, s])
+        - bos_retention(profiles[subtrahend, s], *sink[subtrahend, s])
+        for s in seeds
+    }
+    return seed_or_window_interval(
+        [float(np.nanmean(d)) for d in per_seed.values()], per_seed[seeds[0]], len(seeds), 3
+    )
 
 
 def retention_difference(retention: dict[str, np.ndarray], minuend: str, subtrahend: str):
