@@ -805,11 +805,11 @@ _ = CLAIMS.record(
 #   the log-log slope of $N^*$ against $g$ is within 0.05 of −1.
 # - **Model claims** (apostrophe head, its keys' low-frequency share, the content-driven head's
 #   queries, the BOS sink, extrapolation): held if the 95% interval lies wholly above the
-#   threshold (`lift_threshold`; the flat share ¼; the even split ½; a paired difference of 0),
-#   not held if wholly below, cannot decide if it contains it, and not testable here without a real
-#   interval (a single sample). The apostrophe head's frequency profile is only tested when an
-#   apostrophe head was found. Extrapolation is *uninformative here* whatever its interval when
-#   the freed planes turn less than π/2 over the longest window (fixed above, before the data).
+#   threshold (`lift_threshold`; an excess of 0 over the layer's other heads; the even split ½;
+#   a paired difference of 0 over seeds), not held if wholly below, cannot decide if it contains
+#   it, not testable here without a real interval. The apostrophe head's frequency profile is
+#   only tested when an apostrophe head was found. Extrapolation is *uninformative here* whatever
+#   its interval when the freed planes turn less than π/2 over the longest window (fixed above).
 # - **Over training** (apostrophe lift of the flagship models): held if RoPE's change from the
 #   untrained model to the last snapshot minus NoPE's, paired by seed, has a 95% interval over
 #   seeds wholly above 0, not held if wholly below, cannot decide if it contains 0 or there is a
