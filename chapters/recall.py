@@ -102,7 +102,7 @@ turns = {b: rope.turns_per_context(head_dim, b, max_factor * context)[-1] for b 
 print(
     f"profile {profile!r}: {len(seeds)} seed(s) {list(seeds)}, {config.n_layers} layers, "
     f"{config.n_heads} heads × {head_dim}, θ = {base:g}, context {context}, batch "
-    f"{train_config.batch_size}, step cap {train_config.steps}"
+    f"{train_config.batch_size}, {train_config.steps} steps per model"
 )
 
 # %% [markdown]
@@ -115,10 +115,13 @@ print(
 # queries after it; the loss counts only the answers. k-back uses 4 marker tokens and 64 data
 # tokens and scores every position after the first $k$. The models are the matched regime's
 # shape on **2 layers** (half the cost of the 4-layer matched model), trained with AdamW on fresh
-# batches every step. Each model is evaluated on the task at 1× every
-# {glue:text}`recall.eval_every` steps and **stops at {glue:text}`recall.criterion:g` % accuracy**
-# there, or at the step cap of {glue:text}`recall.cap:,d` steps; a model that never reaches it is
-# reported as *not learnt* and left out of every average and comparison.
+# batches every step. **Every model trains the same {glue:text}`recall.train_steps:,d` steps**,
+# with no early stop, and is evaluated on its task at 1× every {glue:text}`recall.eval_every`
+# steps: its learning curve. A model has *learnt* its task at the first evaluation at
+# {glue:text}`recall.criterion:g` % accuracy or more, and that step is its time to learn, a
+# reading of speed and nothing more. A model that never gets there is *not learnt*, and it still
+# counts in every average and comparison below at what it scores: a failure to learn is one of
+# an encoding's results, never dropped.
 #
 # **Why one hop.** These settings come from a pilot on this 2-layer model (its record is in the
 # docstring of `ropebook.tasks`). Two-hop associative recall as Zoology's MQAR poses it
@@ -127,8 +130,7 @@ print(
 # and batch size tried. Collapsing each stored pair into one token (its class is the key) leaves one
 # attention hop: the pilot's recall and passkey models then reached 99 % within about a hundred
 # steps for every encoding tried, and rotary models learnt k-back as fast, while a model without
-# positions did not learn k-back in 800 steps, which is why a model that misses the criterion is
-# reported as not learnt rather than averaged in.
+# positions did not learn k-back in 800 steps.
 
 # %% tags=["remove-input"]
 for key, value in {
@@ -136,17 +138,27 @@ for key, value in {
     "needles": RECALL.max_needles, "queries": RECALL.n_queries,
 }.items():  # fmt: skip
     glue(f"recall.{key}", int(value), display=False)
-glue("recall.criterion", 100 * float(train_config.stop_accuracy), display=False)  # percent
+glue("recall.criterion", 100 * float(tasks.CRITERION), display=False)  # percent
 glue("recall.base", float(base), display=False)
-glue("recall.cap", int(train_config.steps), display=False)
+glue("recall.train_steps", int(train_config.steps), display=False)
 glue("recall.eval_every", int(train_config.eval_every), display=False)
 
 # %% [markdown]
 # ## What the paper predicts, written before the results
 #
+# **Equal training, fixed before the data.** Every model of every comparison on this page, and
+# of the [layouts chapter](layouts.ipynb) which shares them, trains the same
+# {glue:text}`recall.train_steps:,d` steps, a number set before any of these models ran. Why that
+# many: in the pilot (the docstring of `ropebook.tasks`) every encoding tried reached the
+# criterion on both tasks in about 100 steps, and the 2-layer Gemma 3 layout learnt recall in 140;
+# the budget gives every arm two to three times that, at about the cost of the runs stopped at the
+# criterion that it replaces, whose 1,000-step cap went mostly to the models that never learnt
+# (`benchmarks/README.md`, *Build time*). A model still short of the criterion then has not
+# learnt in the steps every other arm had, and its score says how far it got.
+#
 # 1. **k-back needs positions, and rotation gives them at any length** (Thm 5.3). A rotary
 #    model learns k-back; NoPE, which has no positional signal but the causal mask, should not
-#    learn it within our step cap. A RoPE model that learnt it should keep its accuracy (within
+#    learn it in those steps. A RoPE model that learnt it should keep its accuracy (within
 #    ±{glue:text}`recall.margin:g` points) at {glue:text}`recall.max_factor`× the context (its fast
 #    planes turn by the same angle for "$k$ back" everywhere).
 # 2. **Recall fades with distance under RoPE and not under p-RoPE** (Thm 6.1, Sec. 6.1). In the
@@ -179,7 +191,8 @@ PAPER = "Barbero et al. 2025"
 CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "recall.kback_nope", f"{PAPER}, Prop. 5.2, Thm. 5.3 (positional heads need positions)",
-        "Rotary models learn k-back within the step cap; NoPE does not", claims.holds,
+        "Rotary models learn k-back in the steps every model trains; NoPE does not",
+        claims.holds,
     ),
     claims.ClaimSpec(
         "recall.kback_length", f"{PAPER}, Thm. 5.3",
@@ -247,23 +260,27 @@ learning = {key: [rc.learning(m) for m in ms] for key, ms in runs.items()}
 
 # %% [markdown]
 # The learning curves: accuracy on the task at the training length, measured on the same
-# held-out sequences for every model. Look for
-# the sharp rise from chance to the dashed criterion, and for curves that never get there.
+# held-out sequences for every model, one panel per encoding and task and one line per seed
+# (dashed: a seed that never reached the criterion). Look for the sharp rise from chance to the
+# grey criterion, for curves that never get there, and for where each one ends: that is what it
+# is scored at.
 
 # %% tags=["remove-input"]
 show.learning_chart(
     show.learning_rows(
         {(TASK_LABELS[t], LABELS[n]): curves for (t, n), curves in learning.items()}
     ),
-    criterion=train_config.stop_accuracy,
+    criterion=tasks.CRITERION,
 )
 
 # %% [markdown]
-# Steps to reach the criterion (per seed; "—" = not learnt within the cap), and the training
-# time per model on this machine:
+# Per encoding and task: the seeds that learnt, as a share with its interval (Wilson's score
+# interval: a few seeds bound a share only loosely), the steps each seed took to reach the
+# criterion ("—": never), its accuracy at 1× when training ended, the steps every model trained,
+# and the training time per model on this machine:
 
 # %% tags=["remove-input"]
-plots.table(show.learning_table(learning, LABELS, TASK_LABELS, cap=train_config.steps))
+plots.table(show.learning_table(learning, LABELS, TASK_LABELS, confidence))
 
 # %% tags=["remove-input"]
 for (task, name), steps in show.median_steps(learning).items():
@@ -275,12 +292,13 @@ CLAIMS.record(
     rotary_learn and not any(kback_learnt["nope"]),
     "; ".join(f"{LABELS[n]} {sum(v)}/{len(v)} seeds learnt" for n, v in kback_learnt.items()),
     seeds=len(seeds),
-    basis=f"{len(seeds)} seeds per encoding, step cap {train_config.steps}",
+    basis=f"{len(seeds)} seeds per encoding, {train_config.steps} training steps each",
 )
 
 # %% [markdown]
-# Median steps to {glue:text}`recall.criterion:g` % at 1× over the seeds that learnt (*never* where
-# no seed learnt within the cap):
+# How fast each encoding learnt: the median step at which its seeds first reached
+# {glue:text}`recall.criterion:g` % at 1×, over the seeds that did (*never* where none did; the
+# share that did is in the table above, and every seed counts in the scores below):
 #
 # - **recall**: NoPE {glue:text}`recall.steps.recall.nope`, RoPE
 #   {glue:text}`recall.steps.recall.rope`, 0.75-RoPE {glue:text}`recall.steps.recall.p-rope-0.75`,
@@ -296,8 +314,9 @@ CLAIMS.record(
 # %% [markdown]
 # ## Recall by distance
 #
-# Each learnt model answers the same test sequences at 1× to {glue:text}`recall.max_factor`× the
-# training length (the needles in the first quarter, the queries after them, as in training).
+# Every model, learnt or not, answers the same test sequences at 1× to
+# {glue:text}`recall.max_factor`× the training length (the needles in the first quarter, the
+# queries after them, as in training).
 #
 # The contrasts the paper predicts (below) pair 0.75-RoPE with RoPE, at both bases. A gap under
 # {glue:text}`recall.large_gap:g` points is one the profile's seeds may not resolve, so those four
@@ -309,7 +328,8 @@ CLAIMS.record(
 # Seeds per contrast model here:
 # **{glue:text}`recall.contrast_seeds`** (added: {glue:text}`recall.added_seeds`; each added
 # model is trained like the others, and its learning is in the table under the next one).
-# Accuracy over all answers at each length (mean and interval over the learnt seeds):
+# Accuracy over all answers at each length (mean and interval over every seed; "learnt" counts
+# the seeds that reached the criterion):
 
 # %%
 recall_sweep = {
@@ -341,7 +361,7 @@ glue("recall.added_seeds", ", ".join(map(str, added)) or "none", display=False)
 if added:  # the added models' learning, as the first seeds' above
     plots.table(show.learning_table(
         {("recall", n): learning["recall", n][len(seeds) :] for n in rc.CONTRAST_MODELS},
-        LABELS, TASK_LABELS, cap=train_config.steps,
+        LABELS, TASK_LABELS, confidence,
     ))  # fmt: skip
 
 # %% [markdown]
@@ -363,9 +383,10 @@ show.bin_chart(
 
 # %% [markdown]
 # The predicted contrasts, on answers whose needle lies at least one training context away, at
-# the longest length, paired seed by seed over the seeds at which both models learnt (points of
-# accuracy; "detectable" is the smallest true difference these seeds would detect with 80 %
-# power; an interval and a detectable difference need two seeds, and read "—" with fewer).
+# the longest length, paired seed by seed over every seed, a seed that did not learn at what it
+# scored (points of accuracy; "detectable" is the smallest true difference these seeds would
+# detect with 80 % power; an interval and a detectable difference need two seeds, and read "—"
+# with fewer).
 
 # %%
 longest = len(factors) - 1
@@ -374,7 +395,7 @@ gap_matched, gap_1e4, gap_of_gaps = gaps["matched"], gaps["1e4"], gaps["gap_of_g
 
 # %% tags=["remove-input"]
 equal = gap_1e4.equivalence(equivalence)
-cap = train_config.steps
+steps = train_config.steps
 # Seeds bought on the first seeds' observed gaps (seeds_for_gaps): what they decide is exploratory.
 bought = (f"; exploratory: seeds {', '.join(map(str, added))} added after seeing the first "
           f"{len(seeds)} seeds' gaps" if added else "")  # fmt: skip
@@ -382,7 +403,7 @@ CLAIMS.record(
     "recall.distance_p075", gap_matched.verdict(above=True),
     f"0.75-RoPE − RoPE (θ = {base:g}) beyond the context at {max_factor}×: "
     f"{gap_matched.text()}{bought}",
-    seeds=gap_matched.n, to_decide=show.paired_to_decide(gap_matched, cap=cap),
+    seeds=gap_matched.n, to_decide=show.paired_to_decide(gap_matched, steps=steps),
     exploratory=bool(added),
 )  # fmt: skip
 CLAIMS.record(
@@ -392,14 +413,14 @@ CLAIMS.record(
     seeds=gap_1e4.n, exploratory=bool(added),
     # equal within ±margin: decided once the interval clears the margin nearer the mean
     to_decide=show.paired_to_decide(
-        gap_1e4, decide.nearest_bound(gap_1e4.estimate.mean, equivalence), cap=cap,
+        gap_1e4, decide.nearest_bound(gap_1e4.estimate.mean, equivalence), steps=steps,
         what=f"its measured distance from the ±{100 * equivalence:g}-point margin",
     ),
 )  # fmt: skip
 CLAIMS.record(
     "recall.theta_contrast", gap_of_gaps.verdict(above=True),
     f"gap at θ = {base:g} minus gap at θ = 10⁴: {gap_of_gaps.text()}{bought}",
-    seeds=gap_of_gaps.n, to_decide=show.paired_to_decide(gap_of_gaps, cap=cap),
+    seeds=gap_of_gaps.n, to_decide=show.paired_to_decide(gap_of_gaps, steps=steps),
     exploratory=bool(added),
 )  # fmt: skip
 for tag, difference in {"gap_matched": gap_matched, "gap_1e4": gap_1e4,
@@ -428,26 +449,10 @@ for tag, difference in {"gap_matched": gap_matched, "gap_1e4": gap_1e4,
 # %% tags=["remove-input"]
 lengths = [f * context for f in factors]
 passkey = {
-    name: rc.passkey_grid(rc.learnt_runs(runs["recall", name]), RECALL, lengths, depths,
-                          n_sequences=n_passkey)
+    name: rc.passkey_grid(runs["recall", name], RECALL, lengths, depths, n_sequences=n_passkey)
     for name in zoo.TASK_MODELS
-    if rc.learnt_runs(runs["recall", name])
-}  # fmt: skip
-if passkey:
-    display(
-        show.passkey_chart(
-            show.passkey_rows({LABELS[n]: g for n, g in passkey.items()}, lengths, depths)
-        )
-    )
-glue(
-    "recall.passkey_panels",
-    ", ".join(LABELS[n] for n in passkey) or "none (no model learnt recall in this profile)",
-    display=False,
-)
-
-# %% [markdown]
-# An encoding has a panel only if at least one of its seeds learnt recall; panels:
-# {glue:text}`recall.passkey_panels`.
+}  # every seed, learnt or not, as everywhere on this page
+show.passkey_chart(show.passkey_rows({LABELS[n]: g for n, g in passkey.items()}, lengths, depths))
 
 # %% [markdown]
 # ## k-back by position
@@ -483,7 +488,7 @@ CLAIMS.record(
     f"RoPE k-back accuracy at {max_factor}× minus at 1×: {kback_change.text()}",
     seeds=kback_change.n,
     to_decide=show.paired_to_decide(
-        kback_change, -equivalence, cap=train_config.steps,
+        kback_change, -equivalence, steps=train_config.steps,
         what=f"its measured distance from −{100 * equivalence:g} points",
     ),
 )  # fmt: skip
@@ -502,7 +507,9 @@ glue_paired("kback_change", kback_change)
 # remove the fastest quarter of a model's planes, the slowest quarter, a random quarter (four
 # draws), or one plane at a time, from every head's rotated queries and keys, and measure how
 # much accuracy each removal costs. The map shows the mean change per model (blue: lost;
-# planes numbered fastest first; under p-RoPE the slowest planes are the unrotated ones).
+# planes numbered fastest first; under p-RoPE the slowest planes are the unrotated ones). Every
+# seed is probed, learnt or not: a model that never learnt has little to lose, which pulls a
+# contrast toward 0, against the claim rather than for it.
 #
 # **The control for norm, and its prediction (written before the run).** Every removal is made
 # twice (`probes.removal`, the probe function the plane map and head dynamics share): *zeroed*,
@@ -526,28 +533,23 @@ reference_batch = {task: rc.task_batch(t, context, n_probe, seed=2)
 probes_by = {
     ablation: {
         (task, name): rc.plane_probes(
-            rc.learnt_runs(runs[task, name]),
-            probe_batch[task],
-            ablation=ablation,
-            reference=reference_batch[task],
-        )  # fmt: skip
+            runs[task, name], probe_batch[task], ablation=ablation, reference=reference_batch[task]
+        )
         for task in tasks.TASKS
         for name in ROTARY
-        if rc.learnt_runs(runs[task, name])
     }
     for ablation in ABLATIONS
 }
 
 # %% tags=["remove-input"]
-if probes_by["zeroed"]:
-    both = {(t, (n, a)): p for a, ps in probes_by.items() for (t, n), p in ps.items()}
-    both_labels = {(n, a): f"{LABELS[n]}, {ABLATION_NAMES[a]}" for n in LABELS for a in ABLATIONS}
-    display(
-        show.probe_chart(
-            show.probe_rows({(TASK_LABELS[t], both_labels[k]): p for (t, k), p in both.items()})
-        )
+both = {(t, (n, a)): p for a, ps in probes_by.items() for (t, n), p in ps.items()}
+both_labels = {(n, a): f"{LABELS[n]}, {ABLATION_NAMES[a]}" for n in LABELS for a in ABLATIONS}
+display(
+    show.probe_chart(
+        show.probe_rows({(TASK_LABELS[t], both_labels[k]): p for (t, k), p in both.items()})
     )
-    display(plots.table(show.probe_table(both, both_labels, TASK_LABELS)))
+)
+display(plots.table(show.probe_table(both, both_labels, TASK_LABELS)))
 probe_verdicts = {c: rc.probe_verdicts(probes_by, c) for c in rc.PROBE_CLAIMS}
 PROBE_TEXT = {
     "position": "RoPE k-back: Δ accuracy (fastest quarter removed) − Δ (slowest removed)",
@@ -565,7 +567,7 @@ for claim, (verdict, contrasts) in probe_verdicts.items():
         + (f" — the readings disagree: {ABLATION_NAMES[beside]} alone says {other}"
            if other != verdict else ""),
         seeds=contrasts[decides].n,
-        to_decide=show.paired_to_decide(contrasts[decides], cap=train_config.steps),
+        to_decide=show.paired_to_decide(contrasts[decides], steps=train_config.steps),
     )  # fmt: skip
     glue_paired(f"probe_{claim}", contrasts[decides])
     glue_paired(f"probe_{claim}_{beside}", contrasts[beside])
@@ -602,7 +604,7 @@ for claim, (verdict, contrasts) in probe_verdicts.items():
 # retrieve there as well as fine-tuned PI and YaRN, and neither comparison would hold.
 
 # %%
-rope_runs = rc.learnt_runs(runs["recall", "rope"])
+rope_runs = runs["recall", "rope"]  # every seed, learnt or not
 ft_batch = max(train_config.batch_size // finetune_scale, 2)
 tuned = {
     method: [
@@ -611,13 +613,13 @@ tuned = {
         for m in rope_runs
     ]
     for method in ("none", "pi", "yarn")  # "none": plain RoPE fine-tuned, the control
-} if rope_runs else {}  # fmt: skip
+}  # fmt: skip
 methods = ("none", "pi", "ntk", "dynamic-ntk", "yarn")
 common = dict(n_passkey=n_passkey, n_sequences=max(n_sequences // 2, 2))
 extended = {m: rc.extension_sweep(rope_runs, m, factors, depths, **common) for m in methods} | {
     f"{m}-ft": rc.extension_sweep(ft, m, factors, depths, scale=finetune_scale, **common)
     for m, ft in tuned.items()
-} if rope_runs else {}  # fmt: skip
+}  # fmt: skip
 
 # %% tags=["remove-input"]
 glue("recall.finetune_steps", int(finetune_steps), display=False)
@@ -629,7 +631,7 @@ METHOD_LABELS = {
     "none-ft": f"plain RoPE, fine-tuned at {finetune_scale}×",
 }  # fmt: skip
 at_scale = factors.index(finetune_scale) if finetune_scale in factors else None
-if extended and at_scale is not None:
+if at_scale is not None:
     values = {
         (what, METHOD_LABELS[m]): pair[i]
         for m, pair in extended.items()
@@ -656,19 +658,16 @@ if extended and at_scale is not None:
     )
     n_ext = min(w.n for w in wins.values())
     to_decide = "; ".join(
-        f"{METHOD_LABELS[m + '-ft']}: {show.paired_to_decide(w, cap=train_config.steps)}"
+        f"{METHOD_LABELS[m + '-ft']}: {show.paired_to_decide(w, steps=train_config.steps)}"
         for m, w in wins.items()
     )
 else:
     verdict, n_ext, wins = "not testable here", 0, {}
-    measured = "no RoPE model learnt recall in this profile (or the fine-tune scale is not tested)"
-    learnt_rope = sum(ln.learnt for ln in learning["recall", "rope"])
+    measured = f"the fine-tune scale {finetune_scale}× is not among the lengths tested"
     to_decide = (
-        f"RoPE models that learn recall within the {train_config.steps}-step cap (here "
-        f"{learnt_rope} of {len(learning['recall', 'rope'])} seeds did), tested at a length "
-        f"factor that includes the fine-tune scale {finetune_scale}× (tested: {factors})"
+        f"test lengths that include the fine-tune scale {finetune_scale}× (tested: {factors})"
     )
-    passkey_1x = "not measured (no RoPE model learnt recall, or the fine-tune scale is not tested)"
+    passkey_1x = f"not measured (the fine-tune scale {finetune_scale}× is not tested)"
 CLAIMS.record(
     "recall.passkey_extension", verdict, measured, seeds=n_ext,
     basis=f"{n_ext} seeds, {finetune_steps} fine-tuning steps at {finetune_scale}× "

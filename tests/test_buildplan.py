@@ -58,17 +58,20 @@ def test_describe_says_how_to_split_only_a_long_build():
     assert "--shard I/N" in text and "cluster/" in text and "--workers auto" in text
 
 
-def test_task_models_stopping_at_a_criterion_are_estimated_as_a_bound():
+def test_task_models_train_every_step_so_their_estimate_is_no_bound():
+    """Every arm of a task comparison trains the same fixed steps (no early stop): the plan
+    counts each at all its steps, the same for every encoding and task, and says no "at most"."""
     task = _item("rope", "task", False)
-    assert task.train_config.stop_accuracy is not None
+    others = [_item(name, "task", False) for name in ("nope", "layout-llama4")]
+    assert task.train_config.stop_accuracy is None
+    assert {i.train_config.steps for i in (task, *others)} == {task.train_config.steps}
     rates = {task.shape: buildplan.Rate(0.2, 3.0)}
-    (plan,) = buildplan.plan([task], rates)
-    assert plan.stops_early and plan.seconds == pytest.approx(task.train_config.steps * 0.2 + 3)
+    (plan,) = buildplan.plan([task, *others], rates)
+    steps = task.train_config.steps
+    assert plan.steps == 3 * steps and plan.seconds == pytest.approx(3 * (steps * 0.2 + 3))
     lines = buildplan.describe([plan], how="from a test")
-    assert "at most ~" in lines[1] and "criterion" in lines[1] and "at most ~" in lines[-1]
-    (cached,) = buildplan.plan([_item("rope", "task", True)], rates)
-    assert not cached.stops_early  # nothing left to train, so nothing to bound
-    assert "at most" not in "\n".join(buildplan.describe([cached], how="from a test"))
+    assert "at most" not in "\n".join(lines) and "criterion" not in lines[1]
+    assert f"({3 * steps * 32 * 128 / 1e6:,.1f} M tokens)" in lines[1]
 
 
 def test_summary_puts_measured_beside_estimated():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import numpy as np
@@ -34,7 +35,7 @@ def test_paired_verdicts_and_equivalence():
     assert up.equivalence(0.05) == "not held"
     assert same.verdict(margin=0.05) == "bounded" and up.verdict(above=True, margin=0.05) == "held"
     assert same.verdict(margin=0.001) == "cannot decide"
-    one = rc.paired([0.9, np.nan], [0.1, 0.2])  # a seed that did not learn drops out
+    one = rc.paired([0.9, np.nan], [0.1, 0.2])  # a seed with no score (NaN) drops out
     assert one.n == 1 and one.verdict() == "cannot decide" and "no interval" in one.text()
 
 
@@ -124,10 +125,11 @@ def test_probe_claims_decide_on_their_reading_and_reach_every_verdict():
     assert rc.probe_verdicts({"zeroed": {}, "mean": {}}, "position")[0] == "cannot decide"
 
 
-def test_a_model_that_did_not_learn_is_left_out(tmp_path):
+def test_a_model_that_did_not_learn_is_scored_at_what_it_answers(tmp_path):
+    """Failures kept: a model that never reaches the criterion is not learnt, and its accuracy
+    still enters the sweep (no NaN row), as :func:`rc.accuracy` scores it."""
     config, tc = zoo.configs("rope", profile="smoke", regime="task")
-    tc = train.TrainConfig(**{**tc.to_dict(), "steps": 12, "warmup": 2, "eval_every": 6,
-                              "stop_accuracy": 1.0})  # fmt: skip
+    tc = dataclasses.replace(tc, steps=12, warmup=2, eval_every=6)
     run = train.train(config, tc, None, task=tasks.get("kback"), checkpoint_dir=tmp_path,
                       progress=False)  # fmt: skip
     m = types.SimpleNamespace(
@@ -135,11 +137,67 @@ def test_a_model_that_did_not_learn_is_left_out(tmp_path):
         config=config, seed=0,
     )  # fmt: skip
     learnt = rc.learning(m)
-    assert learnt.criterion == 1.0 and learnt.learnt_at is None and not learnt.learnt
+    assert learnt.criterion == tasks.CRITERION and learnt.learnt_at is None and not learnt.learnt
     np.testing.assert_array_equal(learnt.steps, [6, 12])
+    assert learnt.final == run.history["val"][-1]["accuracy"] < tasks.CRITERION
+    # the same curve against a criterion it met: learnt at its first evaluation at or above it
+    best = float(learnt.accuracy.max())
+    assert rc.learning(m, criterion=best).learnt_at == int(learnt.steps[learnt.accuracy.argmax()])
+    with pytest.raises(ValueError, match="criterion"):
+        rc.learning(m, criterion=0.0)
     sweep = rc.length_sweep([m], tasks.get("kback"), [1, 2], by="position", n_sequences=2)
-    assert sweep.learnt == (False,) and np.isnan(sweep.overall).all()
-    assert rc.learnt_runs([m]) == []
+    assert sweep.learnt == (False,) and np.isfinite(sweep.overall).all()
+    assert np.isfinite(sweep.beyond[:, -1]).all()
+    batch = rc.task_batch(tasks.get("kback"), config.context, 2)
+    np.testing.assert_allclose(sweep.overall[:, 0], rc.accuracy([m], batch))
+
+
+def test_a_failing_seed_counts_in_the_comparison_it_belongs_to():
+    """The contrast rules read every seed: an arm whose survivors beat the other arm is held
+    only if its failures do not undo it; an arm that mostly fails is not held, where dropping
+    its failures left nothing or a survivor to compare."""
+    rope = [0.60, 0.62, 0.61]  # learnt on every seed
+    cases = {
+        "held": [0.90, 0.92, 0.91],  # learnt on every seed, better everywhere
+        "cannot decide": [0.90, 0.92, 0.05],  # one seed failed: its 0.05 counts
+        "not held": [0.05, 0.06, 0.04],  # failed on every seed
+    }
+    for verdict, p075 in cases.items():
+        beyond = {"p-rope-0.75": p075, "rope": rope, "p-rope-0.75-10k": rope, "rope-10k": rope}
+        gap = rc.contrasts(beyond)["matched"]
+        assert gap.n == 3 and gap.verdict(above=True) == verdict, (verdict, gap.text())
+    # what the old filter said of the middle case: its two survivors alone would hold
+    survivors = rc.paired([0.90, 0.92], [0.60, 0.62])
+    assert survivors.verdict(above=True) == "held"
+
+
+def test_learnt_share_has_a_wilson_interval_and_text():
+    from scipy import stats as scipy_stats
+
+    from ropebook.stats import proportion
+
+    def run(learnt_at):
+        return rc.Learning(np.array([10, 20]), np.array([0.5, 0.9]), 0.99, learnt_at, 1.0)
+
+    runs = [run(10), run(None), run(20)]
+    share, low, high = rc.learnt_share(runs, 0.95)
+    expected = scipy_stats.binomtest(2, 3).proportion_ci(0.95, method="wilson")
+    assert share == pytest.approx(2 / 3)
+    assert (low, high) == pytest.approx((expected.low, expected.high))
+    assert show.share_text(runs) == f"2/3 (67 % [{100 * low:.0f}, {100 * high:.0f}])"
+    # none and all: one end pinned at 0 or 1, the other open (3 seeds prove little)
+    assert (
+        proportion.share_interval(0, 3)[:2] == (0.0, 0.0) and proportion.share_interval(0, 3)[2] < 1
+    )
+    all_three = proportion.share_interval(3, 3)
+    assert all_three[0] == all_three[2] == 1.0 and 0.4 < all_three[1] < 0.5
+    # more seeds, the same share: a narrower interval
+    assert np.diff(proportion.share_interval(20, 30)[1:]) < np.diff(
+        proportion.share_interval(2, 3)[1:]
+    )
+    for bad in ((4, 3, 0.95), (1, 0, 0.95), (1, 3, 1.0)):
+        with pytest.raises(ValueError):
+            proportion.share_interval(*bad)
 
 
 def test_extension_scales_with_the_length(untrained):
@@ -156,7 +214,15 @@ def test_extension_scales_with_the_length(untrained):
 
 def test_charts_and_tables_build():
     curve = rc.Learning(np.array([10, 20]), np.array([0.3, 1.0]), 0.99, 20, 1.0)
-    assert show.learning_chart(show.learning_rows({("recall", "RoPE"): [curve]}), 0.99).to_dict()
+    stuck = rc.Learning(np.array([10, 20]), np.array([0.1, 0.2]), 0.99, None, 1.0)
+    rows = show.learning_rows({("recall", "RoPE"): [curve, stuck]})
+    assert {r["learnt"] for r in rows} == {"learnt", "not learnt"}
+    assert show.learning_chart(rows, 0.99).to_dict()
+    (row,) = show.learning_table({("recall", "rope"): [curve, stuck]}, {"rope": "RoPE"},
+                                 {"recall": "recall"})  # fmt: skip
+    assert row["learnt (95 % interval)"].startswith("1/2 (50 % [")
+    assert row["accuracy at the end (%, per seed)"] == "100.0, 20.0"
+    assert row["steps to learn (per seed)"] == "20, —" and row["steps trained"] == "20"
     edges = rc.bin_edges(64, 2)
     values = {"RoPE": np.array([[1.0, 0.9, 0.8, 0.7, np.nan], [1.0, 1.0, 0.6, 0.5, 0.4]])}
     rows = show.interval_rows(values, edges)
@@ -179,7 +245,7 @@ def test_median_steps_over_the_seeds_that_learnt():
     learning = {("recall", "rope"): [run(10), run(30), run(None)],
                 ("kback", "nope"): [run(None), run(None)]}  # fmt: skip
     assert show.median_steps(learning) == {
-        ("recall", "rope"): "20", ("kback", "nope"): "never (cap 40)"
+        ("recall", "rope"): "20", ("kback", "nope"): "never (in 40 steps)"
     }  # fmt: skip
 
 

@@ -62,8 +62,7 @@ class RegimePlan:
     to_train: int
     steps: int
     tokens: int
-    seconds: float  # estimated, at every model's step cap
-    stops_early: bool = False  # some models stop at an accuracy criterion: seconds is a bound
+    seconds: float  # estimated: every model trains all its steps (task models too)
 
 
 def estimate(item: Item, rates: dict[Hashable, Rate]) -> float:
@@ -79,9 +78,9 @@ def estimate(item: Item, rates: dict[Hashable, Rate]) -> float:
 def plan(items: Iterable[Item], rates: dict[Hashable, Rate]) -> list[RegimePlan]:
     """Per regime (in order of first appearance): models cached and to train, the steps and
     tokens to train, and the estimated seconds (:func:`estimate`)."""
-    rows: dict[str, list[int | float | bool]] = {}
+    rows: dict[str, list[int | float]] = {}
     for item in items:
-        row = rows.setdefault(item.regime, [0, 0, 0, 0, 0.0, False])
+        row = rows.setdefault(item.regime, [0, 0, 0, 0, 0.0])
         tc = item.train_config
         trains = not item.cached
         row[0] += item.cached
@@ -89,7 +88,6 @@ def plan(items: Iterable[Item], rates: dict[Hashable, Rate]) -> list[RegimePlan]
         row[2] += trains * tc.steps
         row[3] += trains * tc.steps * tc.batch_size * tc.seq_len
         row[4] += estimate(item, rates)
-        row[5] = row[5] or (trains and tc.stop_accuracy is not None)
     return [RegimePlan(regime, *row) for regime, row in rows.items()]
 
 
@@ -111,19 +109,13 @@ def describe(plans: list[RegimePlan], *, how: str, shard: str = "0/1") -> list[s
     long (over :data:`LONG_SECONDS`), how to split the work."""
     lines = [f"zoo plan (shard {shard}); estimated time on this machine {how}:"]
     for p in plans:
-        tokens, time = (  # a model that stops at its criterion trains less than its cap
-            ("at most ", "at most ~") if p.stops_early else ("", "~")
-        )
         lines.append(
             f"  {p.regime:9s} {p.cached:3d} cached, {p.to_train:3d} to train "
-            f"({tokens}{p.tokens / 1e6:,.1f} M tokens): {time}{duration(p.seconds)}"
-            + (" (these stop at an accuracy criterion, most well before the step cap)"
-               if p.stops_early else "")
-        )  # fmt: skip
+            f"({p.tokens / 1e6:,.1f} M tokens): ~{duration(p.seconds)}"
+        )
     total = sum(p.seconds for p in plans)
     count = sum(p.to_train for p in plans)
-    bound = "at most " if any(p.stops_early for p in plans) else ""
-    lines.append(f"  estimated total: {bound}~{duration(total)} for {count} models to train")
+    lines.append(f"  estimated total: ~{duration(total)} for {count} models to train")
     if total > LONG_SECONDS:
         lines += [
             "  That is long; to split it, run N processes or machines sharing one ROPEBOOK_CACHE,",
@@ -181,8 +173,9 @@ class Progress:
         self.bar.set_postfix_str(f"~{duration(self.left)} left (estimate)")
 
     def done(self, item: Item, seconds: float, *, trained: bool, steps: int) -> None:
-        """``item`` is loaded: ``trained`` now in ``seconds``, ``steps`` steps (a task can stop
-        early), or found in the cache although planned (another shard trained it)."""
+        """``item`` is loaded: ``trained`` now in ``seconds``, ``steps`` steps (fewer than
+        planned only for a run that stops at ``stop_accuracy``, which no zoo model sets), or found
+        in the cache although planned (another shard trained it)."""
         planned = estimate(item, self.rates)
         self.left -= planned
         if trained:

@@ -40,11 +40,16 @@ verdicts: how each encoding does is the recall chapter's measurement.
   100 (~20 s a model) for every encoding tried; needles were planted in the first quarter. Hence
   :class:`Recall`'s defaults.
 - *k-back needs positions.* Rotary models reached 99 % by step 100; a model without positional
-  encoding did not learn it in 800 steps, so a model that misses the criterion is reported as
-  not learnt, not averaged in.
+  encoding did not learn it in 800 steps.
 
-At 100–800 steps a model, 9 encodings × 3+ seeds × 2 tasks fit a chapter's budget; a two-hop task
-would need its own measured step count and learning curve.
+**Equal training, failures kept** (since 2026-12-02). The pilot stopped each run at the
+criterion; the book does not: every model of the zoo's task regime trains the same fixed number
+of steps (:mod:`ropebook.zoo`, 300 at ``cpu``: about 2–3× the ~100 steps the pilot's 2-layer
+models needed, and the 140 in which the 2-layer Gemma 3 layout learnt recall), so the arms of a
+comparison differ in nothing but their design. :data:`CRITERION` is then a reading, not a stop:
+the first evaluation on a model's learning curve at or above it is its time to learn, and a model
+that never reaches it is still scored on what it answers (its accuracy), never dropped. A two-hop
+task would need its own measured step count and learning curve.
 """
 
 from __future__ import annotations
@@ -56,6 +61,9 @@ from typing import Any
 import numpy as np
 
 VOCAB_SIZE = 256  # every task's tokens lie below this (the task regime's model vocabulary)
+# A model has learnt its task once its accuracy at 1x reaches this on its learning curve; the
+# step it does is its time to learn (a reading of speed, never a filter on which seeds count).
+CRITERION = 0.99
 TASK_FORMAT = 1  # part of every task spec: bump when a generator's output changes
 
 

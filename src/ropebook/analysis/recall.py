@@ -5,9 +5,11 @@ the target) and is paired: all models see the same sequences (``Generator([seed,
 differences between encodings are taken seed by seed. Numerics only; charts and sentences live
 in :mod:`ropebook.present.recall`.
 
-- :func:`learning` reads a model's learning curve and its steps to the stopping criterion; a
-  model that never reached it is *not learnt* and is left out of every average
-  (:func:`learnt_seeds`).
+- :func:`learning` reads a model's learning curve and its steps to the criterion
+  (:data:`ropebook.tasks.CRITERION`; every model trains the same fixed steps, none stops there);
+  a model that never reached it is *not learnt*, and still counts in every average and
+  comparison at what it scores: a failure is a result, never dropped. :func:`learnt_share` is
+  the share of an arm's seeds that learnt, with its interval.
 - :func:`binned_accuracy`: accuracy by key–query distance (recall) or by position (k-back) at a
   test length, in bins whose edges are powers of two up to the longest test length.
 - :func:`passkey_grid`: passkey accuracy over needle depth × length.
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ropebook import checkpoints, evaluation, tasks
+from ropebook import evaluation, tasks
 from ropebook.analysis import Estimate, interval_text
 
 FACTORS: tuple[int, ...] = (1, 2, 4, 8)  # test lengths, in multiples of the training context
@@ -37,7 +39,7 @@ FACTORS: tuple[int, ...] = (1, 2, 4, 8)  # test lengths, in multiples of the tra
 @dataclass(frozen=True)
 class Learning:
     """A task model's learning curve: evaluation steps and accuracy at 1×, the criterion, and
-    the first step that met it (``None``: never learnt within the step cap)."""
+    the first step that met it (``None``: never learnt in the steps it trained)."""
 
     steps: np.ndarray
     accuracy: np.ndarray
@@ -50,11 +52,16 @@ class Learning:
     def learnt(self) -> bool:
         return self.learnt_at is not None
 
+    @property
+    def final(self) -> float:
+        """Accuracy at 1× at the last evaluation: where the model ended, learnt or not."""
+        return float(self.accuracy[-1]) if self.accuracy.size else float("nan")
 
-def learning(m) -> Learning:
-    """:class:`Learning` of a zoo task model (its ``history["val"]`` and training config)."""
-    meta = checkpoints.read_metadata(m.path)
-    criterion = meta["train"].get("stop_accuracy") or 1.0
+
+def learning(m, criterion: float = tasks.CRITERION) -> Learning:
+    """:class:`Learning` of a zoo task model (its ``history["val"]``), against ``criterion``."""
+    if not 0 < criterion <= 1:
+        raise ValueError(f"criterion must lie in (0, 1], got {criterion}")
     val = m.history["val"]
     steps = np.array([r["step"] for r in val])
     accuracy = np.array([r["accuracy"] for r in val])
@@ -65,14 +72,12 @@ def learning(m) -> Learning:
     return Learning(steps, accuracy, float(criterion), learnt_at, float(m.seconds), tokens_per_s)
 
 
-def learnt_seeds(runs: Sequence, *others: Sequence) -> list[int]:
-    """Indices of the seeds at which every given list of runs (one model per seed, the same
-    seeds in the same order) learnt its task: the seeds a paired comparison may use."""
-    groups = (runs, *others)
-    n = len(runs)
-    if any(len(g) != n for g in groups):
-        raise ValueError("paired runs need the same seeds")
-    return [i for i in range(n) if all(learning(g[i]).learnt for g in groups)]
+def learnt_share(runs: Sequence[Learning], confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(share, low, high)``: the share of an arm's seeds that learnt, with its Wilson interval
+    (:func:`ropebook.stats.proportion.share_interval`)."""
+    from ropebook.stats import proportion
+
+    return proportion.share_interval(sum(r.learnt for r in runs), len(runs), confidence)
 
 
 # ---------------------------------------------------------------- scoring answers
@@ -184,7 +189,7 @@ def passkey_grid(
 
 @dataclass(frozen=True)
 class Paired:
-    """``a − b`` over the seeds both learnt: mean, interval, and the smallest true difference
+    """``a − b`` over the seeds, learnt or not: mean, interval, and the smallest true difference
     the seeds would detect (80 % power, 95 %); ``n`` seeds (fewer than 2: no interval)."""
 
     estimate: Estimate
@@ -219,7 +224,7 @@ class Paired:
     def text(self, scale: float = 100.0, unit: str = " points") -> str:
         e = self.estimate
         if self.n == 0:
-            return "no seed at which both models learnt the task"
+            return "no seed scored"
         if self.n < 2:
             return f"{scale * e.mean:+.1f}{unit} ({self.n} seed, no interval)"
         return (
@@ -229,7 +234,8 @@ class Paired:
 
 
 def paired(a, b) -> Paired:
-    """Paired difference of two ``[seeds]`` arrays (NaN pairs dropped)."""
+    """Paired difference of two ``[seeds]`` arrays (NaN pairs, where a seed has no score,
+    dropped; a seed that did not learn has one)."""
     from ropebook.stats import power
 
     d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
@@ -329,7 +335,7 @@ PROBE_CLAIMS = {
 def probe_contrast(probes: Mapping, claim: str, name: str = "rope") -> Paired:
     """``Δ accuracy (removed) − Δ accuracy (against)`` of ``name``'s seeds on the claim's task
     (:data:`PROBE_CLAIMS`), from :func:`plane_probes` results keyed ``(task, name)``; the claim
-    says it is below 0. No seeds (no model learnt the task): ``n = 0``."""
+    says it is below 0. No seeds (none probed): ``n = 0``."""
     task, removed, against, _ = PROBE_CLAIMS[claim]
     p = probes.get((task, name), {})
     empty = np.array([])
@@ -389,8 +395,8 @@ def extension(method: str, scale: int | None = None) -> Callable:
 
 @dataclass(frozen=True)
 class Sweep:
-    """A task scored at several test lengths (``factors`` × the training context) for the seeds
-    of one encoding; rows of seeds that did not learn the task are NaN (never averaged in).
+    """A task scored at several test lengths (``factors`` × the training context) for every seed
+    of one encoding, learnt or not (``learnt`` says which reached the criterion at 1×).
 
     ``overall [seeds, factors]``: accuracy over every answer; ``bins [seeds, bins]``: accuracy
     by distance or position bin (``edges``) at the longest length; ``beyond [seeds, factors]``:
@@ -420,22 +426,18 @@ def length_sweep(
     context = runs[0].config.context
     edges = bin_edges(context, max(factors))
     learnt = tuple(learning(m).learnt for m in runs)
-    chosen = [m for m, ok in zip(runs, learnt, strict=True) if ok]
     overall = np.full((len(runs), len(factors)), np.nan)
     beyond = np.full((len(runs), len(factors)), np.nan)
     bins = np.full((len(runs), len(edges) - 1), np.nan)
-    rows = np.flatnonzero(learnt)
     for j, f in enumerate(factors):
         length = f * context
         batch = task_batch(task, length, n_sequences, seed)
-        if not chosen:
-            continue
         at = (lambda c, n=length: intervention(c, n)) if intervention else None
-        right = score_runs(chosen, batch, at)
-        overall[rows, j] = [r[batch.mask].mean() for r in right]
-        beyond[rows, j] = binned_accuracy(right, batch, [context, length + 1], by=by)[:, 0]
+        right = score_runs(runs, batch, at)
+        overall[:, j] = [r[batch.mask].mean() for r in right]
+        beyond[:, j] = binned_accuracy(right, batch, [context, length + 1], by=by)[:, 0]
         if f == max(factors):
-            bins[rows] = binned_accuracy(right, batch, edges, by=by)
+            bins[:] = binned_accuracy(right, batch, edges, by=by)
     return Sweep(tuple(factors), edges, overall, bins, beyond, learnt)
 
 
@@ -449,11 +451,6 @@ def merge(first: Sweep, more: Sweep) -> Sweep:
         np.concatenate([first.bins, more.bins]), np.concatenate([first.beyond, more.beyond]),
         first.learnt + more.learnt,
     )  # fmt: skip
-
-
-def learnt_runs(runs: Sequence) -> list:
-    """The runs (seeds) that learnt their task."""
-    return [m for m in runs if learning(m).learnt]
 
 
 def extension_sweep(

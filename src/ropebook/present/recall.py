@@ -13,6 +13,7 @@ import altair as alt
 import numpy as np
 
 from ropebook.analysis import mean_interval
+from ropebook.analysis import recall as rc
 
 
 def _data(rows: Sequence[dict]) -> alt.InlineData:
@@ -20,34 +21,39 @@ def _data(rows: Sequence[dict]) -> alt.InlineData:
 
 
 def learning_rows(curves: Mapping[tuple[str, str], Sequence]) -> list[dict]:
-    """``(task, encoding) -> [Learning per seed]`` as chart rows."""
+    """``(task, encoding) -> [Learning per seed]`` as chart rows (``learnt``: whether that seed
+    reached the criterion, for its line's style)."""
     return [
-        {"task": task, "encoding": enc, "seed": i, "step": int(s), "accuracy": float(a)}
+        {"task": task, "encoding": enc, "seed": i, "step": int(s), "accuracy": float(a),
+         "learnt": "learnt" if run.learnt else "not learnt"}
         for (task, enc), runs in curves.items()
         for i, run in enumerate(runs)
         for s, a in zip(run.steps, run.accuracy, strict=True)
-    ]
+    ]  # fmt: skip
 
 
-def learning_chart(rows: Sequence[dict], criterion: float, width: int = 300):
-    """Accuracy at 1× against training step, one line per seed, one panel per task; the dashed
-    line is the stopping criterion."""
+def learning_chart(rows: Sequence[dict], criterion: float, width: int = 230):
+    """Accuracy at 1× against training step: one panel per arm (row) and task (column), one
+    line per seed (dashed: a seed that never reached the criterion); the grey dashed line is the
+    criterion. Every arm trains the same steps, so the panels share their axes."""
     chart = alt.Chart(_data(rows))
     lines = chart.mark_line(opacity=0.8).encode(
         x=alt.X("step:Q", title="training step"),
-        y=alt.Y(
-            "accuracy:Q", title="answer accuracy at 1× (share)", scale=alt.Scale(domain=[0, 1])
-        ),
-        color=alt.Color("encoding:N", title="encoding"),
-        detail="seed:N",
+        y=alt.Y("accuracy:Q", title="accuracy at 1×", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("seed:N", title="seed"),
+        strokeDash=alt.StrokeDash("learnt:N", title=None, sort=["learnt", "not learnt"]),
         tooltip=["encoding:N", "seed:N", "step:Q", alt.Tooltip("accuracy:Q", format=".3f")],
     )
     rule = chart.mark_rule(strokeDash=[4, 3], color="gray").encode(y=alt.datum(criterion))
+    order = list(dict.fromkeys(r["encoding"] for r in rows))
     return (
         alt.layer(lines, rule)
-        .properties(width=width, height=180)
-        .facet(column=alt.Column("task:N", title=None))
-        .properties(title="Learning curves: accuracy at the training length while training")
+        .properties(width=width, height=70)
+        .facet(
+            row=alt.Row("encoding:N", title=None, sort=order, header=alt.Header(labelAngle=0)),
+            column=alt.Column("task:N", title=None),
+        )
+        .properties(title="Learning curves: accuracy at the training length, every seed")
     )
 
 
@@ -212,19 +218,31 @@ def _steps(learnt_at: int | None) -> str:
     return "—" if learnt_at is None else str(learnt_at)
 
 
+def share_text(runs: Sequence, confidence: float = 0.95) -> str:
+    """The seeds of an arm that learnt: ``2/3 (67 % [21, 94])``, the interval Wilson's."""
+    share, low, high = rc.learnt_share(runs, confidence)
+    learnt = sum(r.learnt for r in runs)
+    return f"{learnt}/{len(runs)} ({100 * share:.0f} % [{100 * low:.0f}, {100 * high:.0f}])"
+
+
 def learning_table(
-    learning: Mapping, labels: Mapping, task_labels: Mapping, cap: int
+    learning: Mapping, labels: Mapping, task_labels: Mapping, confidence: float = 0.95
 ) -> list[dict]:
-    """One row per (task, encoding): seeds learnt, steps to the criterion per seed, the steps
-    actually trained, mean training seconds per model and training tokens per second."""
+    """One row per (task, encoding): the seeds that learnt with the share's interval, steps to
+    the criterion and accuracy at the end per seed (every seed counts at the latter, learnt or
+    not), the steps trained (the same for every arm), mean training seconds per model and
+    training tokens per second."""
     rows = []
     for (task, name), runs in learning.items():
+        trained = sorted({int(r.steps[-1]) for r in runs if r.steps.size})
         rows.append(
             {
                 "task": task_labels[task], "encoding": labels[name],
-                "learnt": f"{sum(r.learnt for r in runs)}/{len(runs)}",
+                f"learnt ({100 * confidence:g} % interval)": share_text(runs, confidence),
                 "steps to learn (per seed)": ", ".join(_steps(r.learnt_at) for r in runs),
-                "steps trained (cap)": f"{sum(int(r.steps[-1]) for r in runs)} ({cap} each)",
+                "accuracy at the end (%, per seed)": ", ".join(
+                    f"{100 * r.final:.1f}" for r in runs),
+                "steps trained": ", ".join(map(str, trained)),
                 "seconds per model": f"{np.mean([r.seconds for r in runs]):.0f}",
                 "tokens/s": f"{np.mean([r.tokens_per_s for r in runs]):,.0f}",
             }
@@ -233,13 +251,14 @@ def learning_table(
 
 
 def median_steps(learning: Mapping) -> dict[tuple[str, str], str]:
-    """``(task, encoding) -> `` the median steps to the criterion over the seeds that learnt, or
-    ``never (cap N)`` where no seed learnt (N: the steps it trained), for the chapter to glue."""
+    """``(task, encoding) -> `` the median steps to the criterion over the seeds that learnt (a
+    reading of speed: the others are counted by :func:`share_text`), or ``never (in N steps)``
+    where no seed learnt (N: the steps it trained), for the chapter to glue."""
     phrases = {}
     for key, runs in learning.items():
         steps = [r.learnt_at for r in runs if r.learnt]
         phrases[key] = (
-            str(int(np.median(steps))) if steps else f"never (cap {int(runs[0].steps[-1])})"
+            str(int(np.median(steps))) if steps else f"never (in {int(runs[0].steps[-1])} steps)"
         )
     return phrases
 
@@ -262,15 +281,15 @@ def paired_values(difference, scale: float = 100.0) -> dict[str, str | int]:
 
 
 def paired_to_decide(
-    difference, threshold: float = 0.0, *, cap: int, what: str = "its measured difference"
+    difference, threshold: float = 0.0, *, steps: int, what: str = "its measured difference"
 ) -> str:
     """What would decide a paired accuracy contrast (:class:`ropebook.analysis.recall.Paired`,
-    shares; the text in points): seeds at which both models learn the task when there is none,
-    else the paired seeds that detect its distance from ``threshold`` (a share)."""
+    shares; the text in points): scored seeds of both models when there is none, else the paired
+    seeds that detect its distance from ``threshold`` (a share)."""
     from ropebook.present import decide
 
     if difference is None or difference.n == 0:
-        return f"seeds at which both models learn the task within the {cap}-step cap (none here)"
+        return f"seeds of both models, each trained {steps} steps and scored (none here)"
     return decide.interval_to_decide(
         difference.estimate, threshold, unit="points", scale=100.0, what=what,
         samples="paired seeds",
@@ -290,8 +309,9 @@ def _cell(values, confidence: float) -> str:
 
 
 def sweep_table(sweeps: Mapping, labels: Mapping, context: int, confidence: float) -> list[dict]:
-    """Accuracy (%) at each length, mean [interval] over the learnt seeds, then the accuracy on
-    answers beyond the training context at the longest length."""
+    """Accuracy (%) at each length, mean [interval] over every seed (learnt or not: ``learnt``
+    counts those that reached the criterion), then the accuracy on answers beyond the training
+    context at the longest length."""
     rows = []
     for name, s in sweeps.items():
         row = {"encoding": labels[name], "learnt": f"{sum(s.learnt)}/{len(s.learnt)}"}
