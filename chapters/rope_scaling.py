@@ -645,10 +645,8 @@ display(plots.table(show.head_rows(survival, LABEL, confidence)))
 # %% tags=["remove-input"]
 pi_drop = stretch.drop(survival, "pi", confidence)
 yarn_drop = stretch.drop(survival, "yarn", confidence)
-if pi_drop[3] < 2:
-    head_verdict = "not testable here"
-else:
-    head_verdict = claims.graded((pi_drop[1] > 0, yarn_drop[0] < pi_drop[0]))
+# PI's drop above 0, and YaRN's score above PI's paired by seed (not their means compared)
+head_verdict = stretch.head_verdict(survival, confidence)
 CLAIMS.record(
     "rope_scaling.previous_token_heads", head_verdict,
     f"drop in previous-token attention at s = {heads_scale}: PI {pi_drop[0]:.3f} "
@@ -678,7 +676,8 @@ for name, value in {  # with no head found there is nothing to compare: "—"
 # {glue:text}`rope_scaling.share_yarn` (a dash where no previous-token head reached the
 # threshold, as in the smoke models, which are too small and too briefly trained: the probe then
 # says nothing). If the frequency lens is right, the method that slows their pairs more should
-# cost them more attention.
+# cost them more attention. The claim is decided seed by seed: PI's drop must lie above 0, and
+# YaRN's attention above PI's on the same heads (their paired difference, not the two means).
 
 # %% [markdown]
 # ## 5. Passkey retrieval

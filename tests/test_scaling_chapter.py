@@ -230,6 +230,27 @@ def test_interpolation_share_and_head_survival():
     assert stretch.drop(empty, "none")[3] == 0
 
 
+def _survival(none, pi, yarn) -> stretch.HeadSurvival:
+    """A HeadSurvival with per-seed scores of the previous-token heads under each method."""
+    scores = {"none": none, "pi": pi, "yarn": yarn}
+    return stretch.HeadSurvival(0.5, {i: [(0, 0)] for i in range(len(none))}, scores, {}, {})
+
+
+def test_the_previous_token_head_rule_pairs_yarn_with_pi_by_seed():
+    none = [0.8, 0.82, 0.79]
+    assert stretch.head_verdict(_survival(none, [0.3, 0.32, 0.29], [0.6, 0.63, 0.6])) == "held"
+    # PI weakens them, YaRN's mean is higher but its paired gap straddles 0: no longer held
+    noisy = _survival(none, [0.3, 0.32, 0.29], [0.5, 0.2, 0.45])
+    assert np.mean(noisy.scores["yarn"]) > np.mean(noisy.scores["pi"])
+    assert stretch.head_verdict(noisy) == "partly"
+    # YaRN weakens them more than PI, established, PI's drop unresolved: not held
+    worse = _survival(none, [0.9, 0.6, 0.85], [0.1, 0.12, 0.11])
+    assert stretch.head_verdict(worse) == "not held"
+    unresolved = _survival(none, [0.9, 0.6, 0.85], [0.9, 0.6, 0.86])
+    assert stretch.head_verdict(unresolved) == "cannot decide"
+    assert stretch.head_verdict(_survival([0.8], [0.3], [0.6])) == "not testable here"
+
+
 def test_passkey_batch_and_accuracy(monkeypatch):
     rng = np.random.default_rng(3)
     batch = stretch.passkey_batch(rng, TOKENS, 100, 6, vocab_size=VOCAB)
