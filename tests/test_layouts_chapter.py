@@ -121,3 +121,23 @@ def test_local_reach_is_the_chunk_ceiling_of_k_back():
     mask = (t > 2)[None]
     hand = tasks.Batch(tokens, tokens, mask, np.where(mask, 2, -1))
     assert lay.local_reach(hand, chunk=4) == pytest.approx(3 / 7)
+
+
+def test_layout_rules_count_a_seed_that_did_not_learn_at_its_score():
+    """The chapter's rules on paired differences (hybrid − all-RoPE within −margin; Gemma 4 −
+    Gemma 3 within ±margin) read every seed: a hybrid seed that never learnt k-back enters at
+    its near-chance score, so the verdict the survivors alone would give cannot stand."""
+    from ropebook.analysis import recall as rc
+
+    margin = 0.05
+    rope = np.array([0.97, 0.98, 0.96])  # all-RoPE, beyond the context
+    learnt = np.array([0.98, 0.99, 0.97])  # the hybrid learnt on every seed
+    one_failed = np.array([0.98, 0.99, 0.02])  # seed 2 never reached the criterion
+    all_failed = np.array([0.03, 0.02, 0.02])
+    local = {name: rc.paired(h, rope).verdict(threshold=-margin)
+             for name, h in (("learnt", learnt), ("one", one_failed), ("all", all_failed))}  # fmt: skip
+    assert local == {"learnt": "held", "one": "cannot decide", "all": "not held"}
+    assert rc.paired(learnt[:2], rope[:2]).verdict(threshold=-margin) == "held"  # survivors only
+    assert rc.paired(learnt, rope).equivalence(margin) == "held"
+    assert rc.paired(one_failed, rope).equivalence(margin) == "cannot decide"
+    assert rc.paired(all_failed, rope).equivalence(margin) == "not held"
