@@ -459,8 +459,10 @@ show.trained_chart(trained, model_names, seeds)
 # Each layer's statistic is its **relative contrast**: the mean activation at short distances
 # ($1 \le r \le$ `trained_short`) minus that over the last quarter of the context, divided by the
 # layer's mean absolute activation (so that larger norms do not make a larger contrast). A layer
-# **decays** if the 95% interval of its contrast lies wholly above $0$ and **grows** if wholly
-# below. An interval that contains $0$ is **flat** only if it also lies within
+# **decays** if the interval of its contrast lies wholly above $0$ and **grows** if wholly
+# below. The claim below may pick any of the {glue:text}`decay.family` layers of the RoPE
+# models, so each interval is a {glue:text}`decay.confidence`% one (Bonferroni): some layer then
+# turns out not to decay by chance alone no more often than one 95% interval would allow. An interval that contains $0$ is **flat** only if it also lies within
 # $\pm${glue:text}`decay.margin` — a margin fixed before the data: a tenth of the layer's own
 # mean absolute activation. For scale, the all-ones set-up, the argument for decay, gives a
 # contrast of {glue:text}`decay.ones_contrast:.2f` by the same measure at this model's head size,
@@ -482,7 +484,11 @@ ones_contrast = decay.ones_contrast(m.config.head_dim, m.config.rope_base, conte
 glue("decay.margin", decay.TRAINED_MARGIN, display=False)
 glue("decay.ones_contrast", ones_contrast, display=False)
 glue("decay.rope_models", ", ".join(rope_models) or "none", display=False)
-trained_decay = decay.trained_decay(trained, model_names, seeds, trained_short)
+n_family = max(len(rope_models), 1) * m.config.n_layers  # the layers the claim may pick from
+family = decay.family_confidence(n_family)
+glue("decay.family", n_family, display=False)
+glue("decay.confidence", f"{100 * family:.4g}", display=False)
+trained_decay = decay.trained_decay(trained, model_names, seeds, trained_short, confidence=family)
 print(show.trained_summary(trained_decay))
 show.trained_table(trained_decay)
 

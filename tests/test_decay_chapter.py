@@ -163,7 +163,7 @@ def test_trained_decay_classifies_layers():
     assert measured.startswith("down: 1 of 1 layers decays (short r = 1-2 vs last quarter of 8")
     assert "±0.1 of the layer's mean |activation|" in measured
     table = show.trained_table(result).data
-    assert "95% intervals over 4 windows (1 seed); *flat*" in table and "| low |" not in table
+    assert "95 % intervals over 4 windows (1 seed); *flat*" in table and "| low |" not in table
     assert "noisy layer 0" in show.trained_to_decide(result, ["noisy"])
 
 
@@ -208,6 +208,25 @@ def test_trained_verdict_reaches_every_verdict(values, verdict, classes):
     result = decay.trained_decay(_layer(values), ["rope"], (0, 1, 2), short=2)
     assert result.behaviours(["rope"]) == classes
     assert decay.trained_verdict(result.behaviours(["rope"])) == verdict
+
+
+def test_some_layer_is_shown_at_the_familys_confidence():
+    """A layer bounded at 95 % on its own need not be once the claim may pick any of several
+    layers: the family-wise (Bonferroni) interval is wider, and the verdict follows it."""
+    assert decay.family_confidence(1) == pytest.approx(0.95)
+    assert decay.family_confidence(4) == pytest.approx(0.9875)
+    with pytest.raises(ValueError, match="at least 1"):
+        decay.family_confidence(0)
+    values = [0.03, -0.01, 0.01]  # mean 0.01, s.d. 0.02: inside ±0.1 at 95 %, not at 99.75 %
+    alone = decay.trained_decay(_layer(values), ["rope"], (0, 1, 2), short=2)
+    assert decay.trained_verdict(alone.behaviours(["rope"])) == "held"
+    family = decay.trained_decay(
+        _layer(values), ["rope"], (0, 1, 2), short=2, confidence=decay.family_confidence(20)
+    )
+    assert family.behaviours(["rope"]) == ["uncertain"] and family.confidence == 0.9975
+    assert decay.trained_verdict(family.behaviours(["rope"])) == "cannot decide"
+    assert "99.75 % intervals" in show.trained_table(family).data
+    assert "rope layer 0" in show.trained_to_decide(family, ["rope"])
 
 
 def test_trained_verdict_over_several_layers():

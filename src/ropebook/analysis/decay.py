@@ -531,6 +531,7 @@ class TrainedDecay:
     short: int
     margin: float = TRAINED_MARGIN
     n: int = 0  # samples behind each interval (seeds, or windows of the one seed)
+    confidence: float = 0.95  # of every interval (family-wise, see :func:`family_confidence`)
 
     def counts(self) -> dict[str, dict[str, int]]:
         """``model -> {behaviour: number of layers}`` over :data:`BEHAVIOURS`."""
@@ -555,8 +556,23 @@ class TrainedDecay:
 CONTRAST = "(short − long) / mean |a|"
 
 
+def family_confidence(n_layers: int, level: float = 0.05) -> float:
+    """Per-layer confidence that keeps "some layer is shown not to decay" at ``level`` overall
+    (Bonferroni): the claim picks any of ``n_layers`` layers, so each interval must be wider, or
+    the more layers a model has the likelier one of them lands below 0 or inside the margin by
+    chance alone."""
+    if n_layers < 1:
+        raise ValueError(f"n_layers must be at least 1, got {n_layers}")
+    return 1.0 - level / n_layers
+
+
 def trained_decay(
-    trained: dict, model_names, seeds, short: int, margin: float = TRAINED_MARGIN
+    trained: dict,
+    model_names,
+    seeds,
+    short: int,
+    margin: float = TRAINED_MARGIN,
+    confidence: float = 0.95,
 ) -> TrainedDecay:
     """Classify every layer from ``trained[name, seed] [layers, windows, T]`` curves.
 
@@ -564,8 +580,9 @@ def trained_decay(
     minus that over the last quarter of the context, over the layer's mean absolute activation
     (so that larger norms do not make a larger contrast). Its 95% t-interval is over seeds (each
     seed's contrast of its mean curve over windows) when there are several, else over the
-    windows of the one seed (each window's contrast over the seed's mean |a|). The class is
-    :func:`behaviour` of that interval with ``margin``.
+    windows of the one seed (each window's contrast over the seed's mean |a|), at ``confidence``
+    (:func:`family_confidence` for a claim about some layer). The class is :func:`behaviour` of
+    that interval with ``margin``.
     """
     first = trained[model_names[0], seeds[0]]
     n_layers, t = first.shape[0], first.shape[-1]
@@ -581,17 +598,17 @@ def trained_decay(
                 raw = curves[0][:, 1 : short + 1].mean(-1) - curves[0][:, (3 * t) // 4 :].mean(-1)
                 samples = raw / scale
                 over = f"{len(samples)} windows (1 seed)"
-            mean, low, high = mean_interval(samples)
+            mean, low, high = mean_interval(samples, confidence)
             rows.append(
                 {
                     "model": name,
                     "layer": layer,
                     CONTRAST: mean,
-                    "95% interval": f"[{low:.3f}, {high:.3f}]",
+                    "interval": f"[{low:.3f}, {high:.3f}]",
                     "behaviour": behaviour(low, high, margin),
                     "low": low,
                     "high": high,
                 }
             )
     n = len(seeds) if len(seeds) > 1 else first.shape[1]
-    return TrainedDecay(rows, over, n_layers, t, short, margin, n)
+    return TrainedDecay(rows, over, n_layers, t, short, margin, n, confidence)

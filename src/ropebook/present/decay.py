@@ -266,15 +266,17 @@ def trained_to_decide(result: TrainedDecay, models) -> str:
         if r["model"] not in models or r["behaviour"] != "uncertain":
             continue
         mean, label = r[CONTRAST], f"{r['model']} layer {r['layer']}"
-        need = samples_to_bound(mean, r["low"], r["high"], result.n, result.margin)
+        need = samples_to_bound(
+            mean, r["low"], r["high"], result.n, result.margin, result.confidence
+        )
         if need is not None:
             parts.append(
-                f"{label} (mean {mean:+.3f}, {r['95% interval']}): {need} {samples} would bound "
+                f"{label} (mean {mean:+.3f}, {r['interval']}): {need} {samples} would bound "
                 f"it within ±{result.margin:g} if its mean and s.d. stay as measured"
             )
         else:
             parts.append(
-                f"{label} (mean {mean:+.3f}, {r['95% interval']}): its mean lies outside "
+                f"{label} (mean {mean:+.3f}, {r['interval']}): its mean lies outside "
                 f"±{result.margin:g} or has no s.d. (one sample), so more {samples} could "
                 f"decide it only by placing it wholly above or below 0"
             )
@@ -294,7 +296,8 @@ def trained_table(result: TrainedDecay):
 
     rows = [{k: v for k, v in r.items() if k not in ("low", "high")} for r in result.rows]
     return Markdown(
-        f"{plots.table(rows).data}\n\n95% intervals over {result.over}; *flat*: the interval "
+        f"{plots.table(rows).data}\n\n{100 * result.confidence:.4g} % intervals over "
+        f"{result.over}; *flat*: the interval "
         f"contains 0 and lies within ±{result.margin:g}, *uncertain*: it contains 0 and reaches "
         f"past ±{result.margin:g}."
     )
