@@ -7,6 +7,7 @@ import pytest
 
 from ropebook import layout_language, layout_ratio, layouts, studies, zoo
 from ropebook.analysis import recall as rc
+from ropebook.present import layout_ratio as show
 
 
 def test_arms_are_six_layers_five_local_and_the_global_placed():
@@ -91,13 +92,14 @@ def synthetic(accuracy: dict[str, float], n: int = 4, noise: float = 0.01) -> di
             value = accuracy[arm] + seed_effect[seed] + noise * rng.standard_normal()
             for task in layout_ratio.TASKS:
                 runs.append({"arm": arm, "domain": task, "seed": seed,
+                             "curve": {"steps": [50, 100], "accuracy": [0.1, value]},
                              "reached_at": 100 if value >= 0.99 else None,
-                             "accuracy_by_factor": {"1": value, "8": value / 2},
-                             "beyond_by_factor": {"1": None, "8": value / 3}})  # fmt: skip
+                             "accuracy_by_factor": {str(f): value / f**0.5 for f in (1, 2, 4, 8)},
+                             "beyond_by_factor": {"1": None} | {str(f): value / 3 for f in (2, 4, 8)}})  # fmt: skip
             runs.append({"arm": arm, "domain": "shakespeare", "seed": seed,
-                         "ppl_by_factor": {"1": float(np.exp(4 + value)),
-                                           "8": float(np.exp(4.5 + value))}})  # fmt: skip
-    return {"runs": runs, "max_factor": 8}
+                         "ppl_by_factor": {str(f): float(np.exp(4 + 0.1 * f + value))
+                                           for f in (1, 2, 4, 8)}})  # fmt: skip
+    return {"runs": runs, "max_factor": 8, "criterion": 0.99, "seeds": list(range(n))}
 
 
 def test_readings_pair_seeds_and_come_from_the_records():
@@ -151,3 +153,44 @@ def test_layer_dicts_read_back_and_refuse_uniform_layouts():
     with pytest.raises(ValueError, match="uniform"):
         layouts.layer_dicts(layouts.layout("all-rope", n_layers=6, head_dim=32, context=128,
                                            base=500.0))  # fmt: skip
+
+
+def test_presentation_reads_the_file():
+    base = dict.fromkeys((a for a, _, _ in layout_ratio.ARMS), 0.995)
+    results = synthetic(base | {"gemma4-last": 0.2}, noise=0.002)
+    rows = show.task_rows(results)
+    assert len(rows) == len(layout_ratio.TASKS) * len(layout_ratio.ARMS)
+    late = next(r for r in rows if r["layout"] == "Gemma 4, global last" and r["task"] == "recall")
+    assert late["reached 99 %"] == "0/4" and late["at steps"] == "never, never, never, never"
+    assert late["accuracy at 1× (%)"].startswith("20.")
+    placed = {r["layout"]: r for r in show.placement_rows(results)}
+    assert placed["Gemma 4"]["recall at 1×"].startswith("-79.")
+    assert placed["Gemma 3"]["recall at 1×"].startswith(("+0.", "-0."))
+    language = show.language_rows(results)
+    assert [r["layout"] for r in language][-1] == "all-RoPE" and language[-1][
+        "vs all-RoPE at 1×"
+    ] == "—"
+    chart = show.curve_chart(results).to_dict()
+    (points,) = chart["datasets"].values()  # altair keeps inline data as one named dataset
+    assert len(points) == 2 * len(layout_ratio.TASKS) * len(layout_ratio.ARMS) * 4
+    assert {p["accuracy"] for p in points if p["layout"] == "Gemma 4, global last"} > {0.1}
+
+
+def test_glued_values_come_from_the_readings(monkeypatch):
+    monkeypatch.setattr(show, "provenance", lambda results: "measured here")
+    base = dict.fromkeys((a for a, _, _ in layout_ratio.ARMS), 0.995)
+    results = synthetic(base | {"gemma3-last": 0.3}, noise=0.002)
+    chapter = {"runs": [{"model": m, "seed": s, "ppl_by_factor": {"1": float(np.exp(4.995))}}
+                        for m in ("rope", "layout-gemma3", "layout-gemma4") for s in range(4)]}  # fmt: skip
+    glued = show.values(results, chapter)
+    assert glued["provenance"] == "measured here" and glued["seeds"] == "4"
+    assert glued["gemma3.recall.last.reached"] == "0/4"
+    first = [r for r in results["runs"] if r["arm"] == "gemma3-first" and r["domain"] == "recall"]
+    assert (
+        glued["gemma3.recall.first.reached"]
+        == f"{sum(r['accuracy_by_factor']['1'] >= 0.99 for r in first)}/4"
+    )
+    assert (
+        glued["gemma3.kback.placement"] == layout_ratio.placement(results, "kback", "gemma3").text()
+    )
+    assert glued["gemma4.language.vs_four_layers"].startswith(("held", "not held"))

@@ -9,7 +9,8 @@ names the runs whose spec the code no longer trains (the page says so). Where a 
 verdict, the build's own result stands beside it, and :func:`agreement` tests that the two agree
 within their intervals (a disagreement is shown, never hidden). The studies:
 :mod:`ropebook.recipes` (training recipes on paired seeds) and
-:mod:`ropebook.layout_language` (the production layouts on language).
+:mod:`ropebook.layout_language` (the production layouts on language);
+:mod:`ropebook.layout_ratio` (Gemma's layouts at 5 : 1, the global layer last and first).
 """
 
 from __future__ import annotations
