@@ -300,6 +300,25 @@ def test_low_band_reading():
     assert none.verdict == "not held" and none.every_layer_verdict == "not held"
 
 
+def test_every_layer_is_read_over_seeds_per_layer():
+    """Seeds are replicates: a layer is above uniform when its interval over seeds is, and one
+    seed's point below uniform does not make the claim "partly" by itself."""
+    q = np.array([[0.40, 0.35], [0.42, 0.36], [0.41, 0.34]])  # three seeds, two layers
+    assert fq.low_band_reading(q, q, uniform=0.25).every_layer_verdict == "held"
+    noisy_k = np.array([[0.40, 0.45], [0.42, 0.20], [0.41, 0.40]])  # layer 1: one seed below
+    noisy = fq.low_band_reading(q, noisy_k, uniform=0.25)
+    assert noisy.every_layer_fraction < 1 and noisy.every_layer_verdict == "partly"
+    assert interval_verdict_of(noisy, 1, "k") == "cannot decide"
+    low = np.array([[0.1, 0.12], [0.11, 0.1], [0.12, 0.11]])
+    assert fq.low_band_reading(low, low, uniform=0.25).every_layer_verdict == "not held"
+    wide = np.array([[0.45, 0.5], [0.05, 0.1], [0.3, 0.2]])
+    assert fq.low_band_reading(wide, wide, uniform=0.25).every_layer_verdict == "cannot decide"
+
+
+def interval_verdict_of(reading, layer: int, kind: str) -> str:
+    return fq.interval_verdict(reading.per_layer[layer, kind], reading.uniform)
+
+
 def test_edge_layer_reading():
     fast, slow = [3.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 3.0]  # fastest-band share 1/2 and 1/6
     two = fq.edge_layer_reading([usage_of(np.array([fast, slow])[:, None])], 0.25)
@@ -347,7 +366,7 @@ def test_positional_reading_and_table():
     assert reading.top_heads == [(0, 0)] and reading.top_is_positional == [True]
     assert reading.correlations[0].statistic == pytest.approx(1.0)  # same order: .5 .3 .2 .1
     assert reading.flagged_positional == 1.0 and reading.rest_positional == 0.0
-    assert claims.graded(reading.evidence) in ("held", "partly")
+    assert reading.verdict == "held"  # one seed: its top head positional, ρ = 1 over heads
     assert show.positional_measured(reading, [7]).startswith(
         "seed 7: top head L0H0 puts 0.90 of its attention"
     )
@@ -362,6 +381,36 @@ def test_positional_reading_and_table():
     nobody = fq.positional_reading(shares, [positional / 10], [shares[0] > 1], mass=0.5)
     assert np.isnan(nobody.flagged_positional)
     assert "— of high-frequency heads" in show.positional_measured(nobody, [0])
+
+
+def _reading(tops, rhos_sign):
+    """Three seeds of 2 x 3 heads: the top-share head positional or not (``tops``), and the
+    positional attention ranked with the shares (+1), against them (-1) or shuffled (0)."""
+    from ropebook.analysis import frequencies as fq
+
+    share = np.array([[0.6, 0.5, 0.4], [0.3, 0.2, 0.1]])
+    shuffled = [np.array([[0.2, 0.4, 0.1], [0.3, 0.05, 0.15]]),
+                np.array([[0.1, 0.05, 0.3], [0.2, 0.15, 0.4]]),
+                np.array([[0.15, 0.3, 0.05], [0.1, 0.4, 0.2]])]  # fmt: skip
+    positional = []
+    for seed, (top, sign) in enumerate(zip(tops, rhos_sign, strict=True)):
+        strongest = {1: share * 0.9, -1: 0.7 - share, 0: shuffled[seed]}[sign].copy()
+        # positional (≥ 0.5) or not, keeping the top head's rank where the sign needs it
+        strongest[0, 0] = max(strongest[0, 0], 0.9) if top else min(strongest[0, 0], 0.49)
+        p = np.zeros((2, 2, 3))
+        p[:, 0] = strongest
+        positional.append(p)
+    return fq.positional_reading([share] * 3, positional, [share > 0.45] * 3, mass=0.5)
+
+
+def test_high_frequency_heads_are_positional_over_seeds_not_per_seed_parts():
+    assert _reading([True] * 3, [1] * 3).verdict == "held"
+    assert _reading([False] * 3, [-1] * 3).verdict == "not held"
+    # one seed's top head positional, one seed's ranks: "partly" under the old per-seed parts
+    mixed = _reading([True, False, False], [0, 0, 1])
+    assert claims.graded(mixed.evidence) == "partly" and mixed.verdict == "cannot decide"
+    # the rank part established, the top head positional in only some seeds: partly
+    assert _reading([True, False, True], [1] * 3).verdict == "partly"
 
 
 def test_domain_similarity_reading_and_tables():
@@ -520,13 +569,18 @@ def test_the_nope_control_needs_rope_above_a_flat_control():
     rope = {"q": np.array([0.6, 0.7, 0.65, 0.62]), "k": np.array([0.5, 0.55, 0.6, 0.52])}
     control = {"q": flat, "k": flat}
     assert fq.control_reading(rope, control, bound=0.2).verdict == "held"
-    # a flat control beside a RoPE model with no structure either: the control proves nothing
-    same = {"q": flat + 0.005, "k": flat - 0.005}
+    # a flat control beside a RoPE model with no structure either: the control proves nothing,
+    # and its flatness (true by construction) no longer makes the claim "partly"
+    same = {"q": flat + np.array([0.01, -0.01, 0.02, -0.02]), "k": flat[::-1]}
     reading = fq.control_reading(same, control, bound=0.2)
-    assert reading.flat == {"q": "held", "k": "held"} and reading.verdict == "partly"
-    # a structured control: RoPE is no different from no rotation
-    tilted = {"q": np.array([0.6, 0.7, 0.65, 0.62]), "k": np.array([0.5, 0.55, 0.6, 0.52])}
-    assert fq.control_reading(rope, tilted, bound=0.2).verdict == "not held"
+    assert reading.flat == {"q": "held", "k": "held"} and reading.verdict == "cannot decide"
+    # RoPE less structured than its control: the contrast is established the other way
+    below = {k: flat[::-1] - 0.5 for k in ("q", "k")}
+    reading = fq.control_reading(below, control, bound=0.2)
+    assert reading.verdict == "not held" and reading.flat == {"q": "held", "k": "held"}
+    # one kind established, the other not: partly
+    half = {"q": rope["q"], "k": same["k"]}
+    assert fq.control_reading(half, control, bound=0.2).verdict == "partly"
     # spread too wide to tell anything
     noisy = np.array([0.3, -0.3, 0.25, -0.2])
     assert (

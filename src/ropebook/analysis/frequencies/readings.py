@@ -91,11 +91,13 @@ def flat_verdict(samples, bound: float) -> tuple[str, SeedInterval]:
 
 @dataclass(frozen=True)
 class ControlReading:
-    """Does rotation make the frequency structure? The control (no rotation) must be flat *and*
-    the rotary model's trend must exceed the control's, paired seed by seed: a control that is
-    flat by construction cannot by itself show that RoPE made anything."""
+    """Does rotation make the frequency structure? Decided on the rotary model's trend minus the
+    control's, paired seed by seed. The control's flatness is shown beside but not scored: a
+    model without rotation has chunks in arbitrary order (nothing tells its dimensions apart), so
+    it is flat by construction, fails only by chance, and cannot by itself show that RoPE made
+    anything (counting it made *partly* of a RoPE model with no structure at all)."""
 
-    flat: dict[str, str]  # kind -> flat_verdict of the control's trend
+    flat: dict[str, str]  # kind -> flat_verdict of the control's trend (shown, not scored)
     contrast: dict[str, SeedInterval]  # kind -> rotary minus control trend, over shared seeds
     verdict: str
 
@@ -104,15 +106,15 @@ def control_reading(
     rotary: dict[str, np.ndarray], control: dict[str, np.ndarray], bound: float
 ) -> ControlReading:
     """The NoPE control's verdict from per-seed trends ``{kind: [seeds]}`` of the rotary model and
-    the control (the same seeds, in order): each kind's control flat within ``±bound``
-    (:func:`flat_verdict`) and its rotary − control trend above 0 (:func:`interval_verdict`),
-    combined (every part held: ``held``; some: ``partly``)."""
+    the control (the same seeds, in order): each kind's rotary − control trend above 0
+    (:func:`interval_verdict`), combined over kinds; each control's :func:`flat_verdict` within
+    ``±bound`` kept beside."""
     flat, contrast, parts = {}, {}, []
     for kind, trend in control.items():
         paired = min(len(trend), len(rotary[kind]))
         flat[kind] = flat_verdict(trend, bound)[0]
         contrast[kind] = over_seeds(np.asarray(rotary[kind][:paired]) - trend[:paired])
-        parts += [flat[kind], interval_verdict(contrast[kind], 0.0)]
+        parts.append(interval_verdict(contrast[kind], 0.0))
     return ControlReading(flat, contrast, combine_verdicts(parts))
 
 
@@ -138,17 +140,26 @@ class LowBandReading:
     k: SeedInterval
     uniform: float
     verdict: str  # both intervals above uniform: held
-    every_layer_fraction: float  # of (q/k, seed, layer) cases above uniform
-    every_layer_verdict: str  # all: held; at least half: partly
+    every_layer_fraction: float  # of (q/k, seed, layer) cases above uniform (shown)
+    every_layer_verdict: str  # every (layer, q/k) interval over seeds above uniform: held
+    per_layer: dict[tuple[int, str], SeedInterval]  # (layer, "q"/"k") -> share over seeds
 
 
 def low_band_reading(q_shares, k_shares, uniform: float) -> LowBandReading:
-    """Reading 1 from the slowest-band shares ``[seeds, layers]`` of queries and keys."""
+    """Reading 1 from the slowest-band shares ``[seeds, layers]`` of queries and keys. "At every
+    layer" is read per (layer, q/k) over seeds, the replicates (each interval above uniform,
+    combined with :func:`combine_verdicts`: all: ``held``, some: ``partly``, none and some below:
+    ``not held``), not by counting each seed's point estimates as parts of the claim."""
     q, k = over_seeds(np.mean(q_shares, axis=1)), over_seeds(np.mean(k_shares, axis=1))
     verdict = combine_verdicts([interval_verdict(s, uniform) for s in (q, k)])
     fraction = float((np.stack([q_shares, k_shares]) > uniform).mean())
-    every = "held" if fraction == 1 else "partly" if fraction >= 0.5 else "not held"
-    return LowBandReading(q, k, uniform, verdict, fraction, every)
+    per_layer = {
+        (layer, kind): over_seeds(np.asarray(shares)[:, layer])
+        for kind, shares in (("q", q_shares), ("k", k_shares))
+        for layer in range(np.shape(shares)[1])
+    }
+    every = combine_verdicts([interval_verdict(s, uniform) for s in per_layer.values()])
+    return LowBandReading(q, k, uniform, verdict, fraction, every, per_layer)
 
 
 @dataclass(frozen=True)
@@ -210,8 +221,28 @@ class PositionalReading:
 
     @property
     def evidence(self) -> list[bool]:
-        """The parts of the claim, for :func:`ropebook.claims.graded`."""
+        """Every seed's two tests, top head positional and rank correlation positive."""
         return self.top_is_positional + self.rank_positive
+
+    @property
+    def verdict(self) -> str:
+        """The claim's two parts, each over seeds (replicates, not parts of the claim), combined
+        (:func:`ropebook.claims.combine`): the top head is positional in every seed (``held``),
+        in none (``not held``), in some (``cannot decide``); share and positional attention rise
+        together, the per-seed Spearman ρ's interval over seeds above 0 (with one seed, its
+        one-sided p < 0.05 over heads either way, else ``cannot decide``)."""
+        from ropebook.claims import combine
+
+        tops = self.top_is_positional
+        top = "held" if all(tops) else "not held" if not any(tops) else "cannot decide"
+        rhos = np.array([c.statistic for c in self.correlations], float)
+        if len(rhos) > 1:
+            rank = interval_verdict(over_seeds(rhos), 0.0)
+        else:
+            (c,) = self.correlations
+            sure = bool(c.pvalue / 2 < 0.05)  # nan (constant values) is never sure
+            rank = "cannot decide" if not sure else "held" if c.statistic > 0 else "not held"
+        return combine([top, rank])
 
 
 def positional_reading(
