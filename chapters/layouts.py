@@ -196,8 +196,8 @@ glue("layouts.margin", 100 * float(equivalence), display=False)
 #
 # **Equal training, fixed before the data.** Every layout trains the same
 # {glue:text}`layouts.train_steps:,d` steps as its baselines (the
-# [recall chapter](recall.ipynb) says why that many: two to three times what the pilot's 2-layer
-# models needed), with no early stop. A layout that has not reached
+# [recall chapter](recall.ipynb) says why that many: the top of the range in which the pilots'
+# 2-layer models learnt), with no early stop. A layout that has not reached
 # {glue:text}`layouts.criterion:g` % at 1× by then has *not learnt*, and every comparison below
 # still counts it at what it scores; how many seeds of each layout learnt is reported with its
 # interval, and how fast they learnt is read from the learning curves, apart from the scores.

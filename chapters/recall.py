@@ -149,12 +149,14 @@ glue("recall.eval_every", int(train_config.eval_every), display=False)
 # **Equal training, fixed before the data.** Every model of every comparison on this page, and
 # of the [layouts chapter](layouts.ipynb) which shares them, trains the same
 # {glue:text}`recall.train_steps:,d` steps, a number set before any of these models ran. Why that
-# many: in the pilot (the docstring of `ropebook.tasks`) every encoding tried reached the
-# criterion on both tasks in about 100 steps, and the 2-layer Gemma 3 layout learnt recall in 140;
-# the budget gives every arm two to three times that, at about the cost of the runs stopped at the
-# criterion that it replaces, whose 1,000-step cap went mostly to the models that never learnt
-# (`benchmarks/README.md`, *Build time*). A model still short of the criterion then has not
-# learnt in the steps every other arm had, and its score says how far it got.
+# many: in the book's pilots (the docstring of `ropebook.tasks`) 2-layer models reached the
+# criterion in about 100 to 300 steps (every encoding tried, on both tasks, in about 100; the
+# 2-layer Gemma 3 layout learnt recall in 140). Every arm gets the top of that range, with its
+# learning rate annealed over it (the schedule ends at the last step), at about the cost of the
+# runs stopped at the criterion that this replaces, whose 1,000-step cap went mostly to models
+# that never learnt (`benchmarks/README.md`, *Equal training*). A model still short of the
+# criterion then has not learnt in the steps every other arm had, and its score says how far it
+# got.
 #
 # 1. **k-back needs positions, and rotation gives them at any length** (Thm 5.3). A rotary
 #    model learns k-back; NoPE, which has no positional signal but the causal mask, should not

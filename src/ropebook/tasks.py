@@ -44,8 +44,12 @@ verdicts: how each encoding does is the recall chapter's measurement.
 
 **Equal training, failures kept** (since 2026-12-02). The pilot stopped each run at the
 criterion; the book does not: every model of the zoo's task regime trains the same fixed number
-of steps (:mod:`ropebook.zoo`, 300 at ``cpu``: about 2–3× the ~100 steps the pilot's 2-layer
-models needed, and the 140 in which the 2-layer Gemma 3 layout learnt recall), so the arms of a
+of steps (:mod:`ropebook.zoo`, 300 at ``cpu``, fixed before the data: the top of the ~100–300
+steps in which the pilots' 2-layer models reached the criterion — about 100 in the pilot above,
+140 for the 2-layer Gemma 3 layout with its global layer first, and 4-layer all-RoPE models
+learnt in 160–300 in a later pilot "as the 2-layer task models do" — with the learning rate now
+annealed over those steps, where a 1,000-step cap kept it near its peak; at about the zoo cost
+of the early-stopped runs, whose cap went mostly to models that never learnt), so the arms of a
 comparison differ in nothing but their design. :data:`CRITERION` is then a reading, not a stop:
 the first evaluation on a model's learning curve at or above it is its time to learn, and a model
 that never reaches it is still scored on what it answers (its accuracy), never dropped. A two-hop

@@ -191,9 +191,11 @@ _REGIME_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
     # task: the matched spectrum on 2 layers, batch 32, every model trained the same fixed
     # number of steps (no early stop: the arms of a comparison train alike, and a model that
     # does not learn is scored as it ends) and evaluated on the task at 1x every eval_every
-    # steps, the learning curve from which time to tasks.CRITERION is read. cpu's 300 steps:
-    # about 2-3x what the pilot's 2-layer models needed (ropebook.tasks), at about the cost of
-    # the early-stopped regime it replaces (benchmarks/README.md); gpu's 1,000: that regime's cap.
+    # steps, the learning curve from which time to tasks.CRITERION is read. cpu's 300 steps,
+    # fixed before the data: the top of the ~100-300 steps in which the pilots' 2-layer models
+    # reached the criterion (ropebook.tasks), the learning rate now annealed over them (the 1,000
+    # step cap kept it near its peak there), at about the zoo cost of the early-stopped regime it
+    # replaces (benchmarks/README.md, "Equal training"); gpu's 1,000: that regime's cap.
     **{
         (profile, "task"): {
             "n_layers": 2, "n_heads": heads, "head_dim": 32, "vocab_size": tasks.VOCAB_SIZE,
