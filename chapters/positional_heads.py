@@ -764,9 +764,9 @@ CLAIMS.record(
 # positional heads in the counts above live in deeper layers, built from position information
 # the earlier layers extracted from the causal mask.
 #
-# Whether these heads grow during training, and whether they need the fast planes at all, is the
-# [next chapter](head_dynamics.ipynb): the flagship models' snapshots, and planes removed at
-# inference.
+# Whether these heads grow during training is the [next chapter](head_dynamics.ipynb), read on
+# the flagship models' snapshots; whether they need the fast planes at all, the chapter after it,
+# which removes planes at inference.
 
 # %% [markdown]
 # ## What we claim and what we measured
