@@ -18,7 +18,10 @@
 
 # %% [markdown]
 # On language, do the encodings differ by more than our seeds resolve? The
-# [chapter on p-RoPE](p_rope.ipynb) asks that ({ref}`methods-power` says what seeds resolve). The
+# [chapter on p-RoPE](p_rope.ipynb) asks that in the lesson regime, and
+# {ref}`p-rope-matched` owns 0.75-RoPE against RoPE where the slow planes turn
+# ({ref}`methods-power` says what seeds resolve); this chapter owns the same pair on synthetic
+# tasks, read as accuracy beyond the training context. The
 # paper's mechanism claims are sharper than perplexity, and they predict large, opposite outcomes
 # on tasks built for them:
 #
@@ -147,7 +150,7 @@ glue("recall.eval_every", int(train_config.eval_every), display=False)
 # ## What the paper predicts, written before the results
 #
 # **Equal training, fixed before the data.** Every model of every comparison on this page, and
-# of the [layouts chapter](layouts.ipynb) which shares them, trains the same
+# of the next chapter's production layouts, which reuse them, trains the same
 # {glue:text}`recall.train_steps:,d` steps, a number set before any of these models ran. Why that
 # many: in the book's pilots (the docstring of `ropebook.tasks`) 2-layer models reached the
 # criterion in about 100 to 300 steps (every encoding tried, on both tasks, in about 100; the
@@ -514,8 +517,9 @@ glue_paired("kback_change", kback_change)
 # contrast toward 0, against the claim rather than for it.
 #
 # **The control for norm, and its prediction (written before the run).** Every removal is made
-# twice (`probes.removal`, the probe function the plane map and head dynamics share): *zeroed*,
-# and *mean-ablated* — the planes' unrotated queries and keys replaced by their means over the
+# twice (`probes.removal`, the probe function of the plane map, {ref}`plane-map-quarters`,
+# which owns these probes on the language models; this section owns them on the task models):
+# *zeroed*, and *mean-ablated* — the planes' unrotated queries and keys replaced by their means over the
 # positions of other sequences of the same task, then rotated as before, so they keep their
 # average vector (its norm, and the relative-position pattern it makes as it turns) and lose
 # what varies from token to token. The slowest planes carry most of the norm. If recall's loss

@@ -7,7 +7,7 @@ all-reduce, and every model's compilation leaves all cores but one idle. Workers
 whole models, each pinned to one core with one device: no all-reduce, and one compiles while
 another trains. They read one file of jobs and share it through the models' cache locks
 (:func:`ropebook.zoo.train_if_free`): each takes, in order, the next model no other process
-holds, so models of unequal length (task runs stop at their criterion) balance themselves.
+holds, so models of unequal length (a flagship run against a lesson one) balance themselves.
 
 A model trained on one device sums its batch in another order than on two, so its weights leave
 the two-device run's at float32 rounding, as ``train.provenance`` records (``devices``), and the
