@@ -60,7 +60,8 @@ CLAIMS = claims.ClaimSet(
         "Our JAX reading of Llama/Gemma checkpoints matches transformers", claims.holds, kind=claims.CHECKED),
     claims.ClaimSpec(
         "real_checkpoints.low_freq", "Barbero et al. 2025, App. C, Fig. 10",
-        "A real checkpoint's queries and keys favour low frequencies; its values are flat",
+        "A real checkpoint's queries and keys favour low frequencies (its values, never "
+        "rotated, read alongside as the measure's control)",
         claims.given,  # the checkpoint's low_reading, or not testable without a checkpoint
     ),
     claims.ClaimSpec(

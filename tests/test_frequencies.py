@@ -455,7 +455,9 @@ def test_checkpoint_readings_on_constructed_usage():
     assert held.verdict == "held" and held.uniform == 0.25
     assert held.low["q"] == pytest.approx(15 / 36) and held.trend["q"] == pytest.approx(1.0)
     assert held.bound == pytest.approx(2 / np.sqrt(21)) and abs(held.trend["v"]) < held.bound
-    assert fq.checkpoint_low_reading(usage_of(q, kv, kv), 0.25).verdict == "partly"  # v not flat
+    # values are reported, never judged: a trend among them cannot lower the verdict
+    assert fq.checkpoint_low_reading(usage_of(q, kv, kv), 0.25).verdict == "held"
+    assert fq.checkpoint_low_reading(usage_of(q, kv[..., ::-1], kv), 0.25).verdict == "partly"
     assert (
         fq.checkpoint_low_reading(usage_of(q[..., ::-1], kv[..., ::-1]), 0.25).verdict == "not held"
     )

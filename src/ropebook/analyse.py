@@ -424,7 +424,8 @@ def summary(
     lines += _band_lines(result, band, low)
     lines.append(
         f"  reading (Barbero et al. 2025, App. C, Fig. 10: queries and keys favour low "
-        f"frequencies, values flat; flat bound ±{low.bound:.2f}): {low.verdict}"
+        f"frequencies, judged on queries and keys; values shown as the control; flat bound "
+        f"±{low.bound:.2f}): {low.verdict}"
     )
     last = rope[-1]
     last_usage = result.layer_usage(last)
