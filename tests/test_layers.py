@@ -56,8 +56,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # the trained models, cached; the chapter runner; training recipes compared on paired seeds
     ("ropebook.zoo", "ropebook.pipeline", "ropebook.studies", "ropebook.recipes"),
     # measurements (numbers only); analysing one's own checkpoint and the prompts it reads; the
-    # layouts-on-language study
-    ("ropebook.analysis", "ropebook.analyse", "ropebook.prompts", "ropebook.layout_language"),
+    # layouts-on-language study and the study of Gemma's layouts at their 5:1 ratio
+    ("ropebook.analysis", "ropebook.analyse", "ropebook.prompts", "ropebook.layout_language",
+     "ropebook.layout_ratio"),
     # shared figure helpers
     ("ropebook.plots",),
     # charts, tables and sentences of the measurements

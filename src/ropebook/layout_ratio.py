@@ -2,8 +2,8 @@
 
 The layouts chapter trains Gemma 3's and Gemma 4's layouts on 2-layer task models (1 : 1, one
 local layer to one global) and on language with 4 layers (3 : 1), with the global layer *first*
-in its period because a pilot with it last did not learn recall
-(``shared/notes/hybrid-pilot.md``; :data:`ropebook.zoo.LAYOUT_POSITION`). Production has five
+in its period because a run with it last did not learn recall (the measurement recorded at
+:data:`ropebook.zoo.LAYOUT_POSITION`). Production has five
 local layers to one global, the global one last. This study trains that: **6 layers**, five
 sliding-window layers and one global layer by :func:`ropebook.layouts.layout`'s rules, the
 global layer **last** (production) and **first** (the chapter's placement), for Gemma 3 and
