@@ -67,7 +67,8 @@ def test_measured_file_round_trips_with_values_from_the_runs(tiny_zoo, monkeypat
     task, language = results["runs"]
     model = zoo._load(layout_ratio.job("gemma3-last", "kback", 0, "smoke"), "task",
                       progress=False, wait=True)  # fmt: skip
-    assert task["spec_hash"] == model.spec_hash and task["train_overrides"]["stop_accuracy"] is None
+    job = layout_ratio.job("gemma3-last", "kback", 0, "smoke")
+    assert task["spec_hash"] == model.spec_hash and job.train_config.stop_accuracy is None
     assert task["curve"]["steps"][-1] == 12  # trained every step: no early stop
     assert task["curve"]["accuracy"] == [r["accuracy"] for r in model.history["val"]]
     batch = rc.task_batch(layout_ratio.tasks.get("kback"), 2 * model.config.context, 2)

@@ -12,8 +12,8 @@ Gemma 4, with a 6-layer all-RoPE model as the baseline of every comparison:
 - on **recall** and **k-back** (the task regime of :func:`ropebook.zoo.regime_settings` with
   ``n_layers=6``), every run trained the same fixed number of steps (:data:`STEPS`, the regime's
   step cap, which the pilot's hybrids needed: k-back took 580–680 steps at 4 layers and one
-  layout had not learnt at 1,000), with **no early stop** (``stop_accuracy=None``), so a seed
-  that never learns is kept as the failure it is. Per run: the learning curve (accuracy at 1×
+  layout had not learnt at 1,000), with **no early stop** (the regime has none since #62's equal
+  training), so a seed that never learns is kept as the failure it is. Per run: the learning curve (accuracy at 1×
   by evaluation step), the first step at which it met :data:`CRITERION` (the chapter's 99 %;
   ``None``: never), and the final accuracy over every answer and over the answers beyond the
   training context at 1×–8× the context, scored as the chapter scores them
@@ -40,15 +40,13 @@ Gemma 4, with a 6-layer all-RoPE model as the baseline of every comparison:
 ``python -m ropebook layout_ratio --profile cpu --seeds 3`` trains the runs (cached by spec as
 every zoo model is; a second copy of the command started beside the first trains the runs the
 first has not locked, so two processes share the work) and writes ``data/results/layout_ratio.json``.
-The zoo takes no ``stop_accuracy`` override, so task runs are built here with it replaced in
-their training config (:func:`job`); their spec hash records it, and :func:`stale` checks the runs
-against what :func:`job` trains today (:func:`ropebook.studies.stale` knows only zoo overrides).
+Every run is a zoo job with this study's overrides (:func:`job`), and :func:`stale` checks the
+runs against what :func:`job` trains today.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,7 +76,6 @@ DOMAINS: tuple[str, ...] = (*TASKS, LANGUAGE)
 # steps since #62's equal training: the pilot's 4-layer hybrids needed 580-680 steps on k-back,
 # and a 6-layer layout with its global layer last may need more (the reading this study makes).
 STEPS = {"smoke": 40, "cpu": 1000, "gpu": 4000}
-TRAIN_OVERRIDES: dict[str, Any] = {"stop_accuracy": None}  # every run trains all its steps
 CRITERION = tasks.CRITERION  # read from the curve (speed of learning), never a filter
 MAX_FACTOR = {"smoke": 2, "cpu": 8, "gpu": 8}  # longest test length, × the context
 N_SEQUENCES = {"recall": 64, "kback": 16}  # test sequences per length (the chapter's at cpu)
@@ -139,19 +136,9 @@ def overrides(arm: str, domain: str, profile: str) -> dict[str, Any]:
 
 
 def job(arm: str, domain: str, seed: int, profile: str) -> zoo._Job:
-    """The zoo job of one run: a task run with :data:`TRAIN_OVERRIDES` in its training config
-    (hence in its spec and cache key), a language run as :func:`ropebook.zoo.load` builds it."""
+    """The zoo job of one run: ``arm``'s model with :func:`overrides` in ``domain``'s regime."""
     name, _ = _arm(arm)
-    chosen, regime = overrides(arm, domain, profile), regime_of(domain)
-    if regime != "task":
-        return zoo._job(name, seed, profile, domain, regime, chosen)
-    model_config, train_config = zoo.configs(
-        name, seed=seed, profile=profile, regime=regime, **chosen
-    )
-    train_config = dataclasses.replace(train_config, **TRAIN_OVERRIDES)
-    return zoo._Job(
-        name, seed, profile, domain, model_config, train_config, None, tasks.get(domain)
-    )
+    return zoo._job(name, seed, profile, domain, regime_of(domain), overrides(arm, domain, profile))
 
 
 def plan(
@@ -236,7 +223,6 @@ def measure(
             "arm": arm, "model": name, "position": where, "domain": domain,
             "regime": regime_of(domain), "seed": seed,
             "overrides": overrides(arm, domain, profile),
-            "train_overrides": TRAIN_OVERRIDES if domain != LANGUAGE else {},
             "spec_hash": model.spec_hash, "seconds": model.seconds, **measured,
             "provenance": studies.provenance(model),
         })  # fmt: skip
