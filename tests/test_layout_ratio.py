@@ -41,7 +41,7 @@ def test_bad_input_is_refused_before_training(tmp_path, monkeypatch):
 
     monkeypatch.setattr(zoo, "_load", no_training)
     with pytest.raises(SystemExit):
-        layout_ratio.main(["--profile", "smoke", "--seeds", "1"])
+        layout_ratio.main(["--profile", "smoke", "--seeds", "0"])
     with pytest.raises(SystemExit):
         layout_ratio.main(["--profile", "smoke", "--out", str(tmp_path / "absent" / "r.json")])
     with pytest.raises(ValueError, match="unknown arm"):

@@ -15,9 +15,10 @@ def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
     jax = f"JAX {machine['versions'].get('jax', '?')}"
     if machine.get("matmul_precision", "default") != "default":  # float32 kept on a GPU
         jax += f", matrix products at {machine['matmul_precision']} precision"
+    n = len(results["seeds"])
     text = (
         f"measured at commit `{results['commit']}` on {studies.measured_on(results)} ({jax}); "
-        f"{len(results['seeds'])} seeds; reproduce with `{results['command']}`"
+        f"{n} seed{'s' if n != 1 else ''}; reproduce with `{results['command']}`"
     )
     if stale:
         return text + f". **Stale**: the code now trains other specs for {', '.join(stale)}"
