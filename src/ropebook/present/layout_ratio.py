@@ -89,8 +89,10 @@ def language_rows(
     for arm in _arms(results):
         row = {"layout": labels[arm]}
         for f in lengths:
-            e = ablation.estimate(ratio.ppl(results, arm, f), confidence, log=True)
-            row[f"ppl at {f}×"] = f"{e.mean:.1f} [{e.low:.1f}, {e.high:.1f}]"
+            ppl = ratio.ppl(results, arm, f)
+            e = ablation.estimate(ppl, confidence, log=True)
+            interval = f" [{e.low:.1f}, {e.high:.1f}]" if len(ppl) > 1 else ""  # one seed: none
+            row[f"ppl at {f}×"] = f"{e.mean:.1f}{interval}"
         for f, compared in ends.items():
             row[f"vs all-RoPE at {f}×"] = (
                 "—" if arm == "rope" else compared[arm].difference.format(digits=1)
