@@ -9,7 +9,8 @@ from typing import Any
 import altair as alt
 
 from ropebook import layout_ratio as ratio
-from ropebook.analysis import ablation, interval_text
+from ropebook.analysis import interval_text
+from ropebook.present import layouts as show_layouts
 from ropebook.present import studies as show_studies
 
 TASK_LABELS = {"recall": "recall", "kback": "k-back"}
@@ -82,23 +83,12 @@ def language_rows(
     """One row per arm: held-out perplexity at each length (geometric mean over seeds
     [interval]) and, at the shortest and longest, the paired difference from all-RoPE (%)."""
     lengths = ratio.factors(results)
-    ends = {
-        f: ratio.language_against_rope(results, f, confidence) for f in (lengths[0], lengths[-1])
-    }
-    rows = []
-    for arm in _arms(results):
-        row = {"layout": labels[arm]}
-        for f in lengths:
-            ppl = ratio.ppl(results, arm, f)
-            e = ablation.estimate(ppl, confidence, log=True)
-            interval = f" [{e.low:.1f}, {e.high:.1f}]" if len(ppl) > 1 else ""  # one seed: none
-            row[f"ppl at {f}×"] = f"{e.mean:.1f}{interval}"
-        for f, compared in ends.items():
-            row[f"vs all-RoPE at {f}×"] = (
-                "—" if arm == "rope" else compared[arm].difference.format(digits=1)
-            )
-        rows.append(row)
-    return rows
+    return show_layouts.perplexity_rows(
+        _arms(results), labels, lengths,
+        lambda arm, f: ratio.ppl(results, arm, f),
+        {f: ratio.language_against_rope(results, f, confidence) for f in (lengths[0], lengths[-1])},
+        confidence,
+    )  # fmt: skip
 
 
 def curve_chart(results: dict[str, Any], labels: Mapping[str, str] = LABELS) -> alt.FacetChart:

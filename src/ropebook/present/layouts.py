@@ -4,7 +4,7 @@ keep (:mod:`ropebook.layouts`), and the layouts on language (:mod:`ropebook.layo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import altair as alt
@@ -132,18 +132,36 @@ def language_rows(
     """One row per model: its perplexity at each length (geometric mean over seeds [interval])
     and, at the shortest and the longest, the paired difference from all-RoPE."""
     lengths = layout_language.factors(results)
-    ends = {
-        f: layout_language.against_rope(results, f, confidence) for f in (lengths[0], lengths[-1])
-    }
+    return perplexity_rows(
+        results["models"], labels, lengths,
+        lambda name, f: layout_language.ppl(results, name, f),
+        {f: layout_language.against_rope(results, f, confidence) for f in (lengths[0], lengths[-1])},
+        confidence,
+    )  # fmt: skip
+
+
+def perplexity_rows(
+    names: Sequence[str],
+    labels: Mapping[str, str],
+    lengths: Sequence[int],
+    ppl: Callable[[str, int], Sequence[float]],
+    ends: Mapping[int, Mapping[str, Any]],
+    confidence: float = 0.95,
+) -> list[dict]:
+    """One row per model of a study on language: ``ppl(name, length)``'s seeds as a geometric
+    mean [interval] at each length (no interval on one seed), and at each length of ``ends`` the
+    paired difference from all-RoPE (``"rope"``) that ``ends[length][name]`` holds."""
     rows = []
-    for name in results["models"]:
+    for name in names:
         row = {"layout": labels[name]}
         for f in lengths:
-            e = ablation.estimate(layout_language.ppl(results, name, f), confidence, log=True)
-            row[f"ppl at {f}×"] = f"{e.mean:.1f} [{e.low:.1f}, {e.high:.1f}]"
-        for f, comparisons in ends.items():
+            values = ppl(name, f)
+            e = ablation.estimate(values, confidence, log=True)
+            interval = f" [{e.low:.1f}, {e.high:.1f}]" if len(values) > 1 else ""
+            row[f"ppl at {f}×"] = f"{e.mean:.1f}{interval}"
+        for f, compared in ends.items():
             row[f"vs all-RoPE at {f}×"] = (
-                "—" if name == "rope" else comparisons[name].difference.format(digits=1)
+                "—" if name == "rope" else compared[name].difference.format(digits=1)
             )
         rows.append(row)
     return rows
