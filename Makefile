@@ -17,9 +17,15 @@ ROPEBOOK_BUILD := $(or $(ROPEBOOK_BUILD),$(shell date -u +"make, started %Y-%m-%
 export ROPEBOOK_BUILD
 STAGE = $(PY) -m ropebook stage
 
-.PHONY: book setup install assets vendor data proofs machine pull zoo chapters run html check-site test lint sync browser slurm cluster-zoo clean
+.PHONY: book begin setup install assets vendor data proofs machine pull zoo chapters run html check-site test lint sync browser slurm cluster-zoo clean
 
-book: setup assets data proofs machine zoo chapters html
+# A make book that finds the last one unfinished (stopped, failed, killed) resumes it: the build
+# page counts both as one build (ropebook.buildrecord). `begin` runs first, before the venv exists.
+book: begin setup assets data proofs machine zoo chapters html
+	PYTHONPATH=src $(PYTHON) -m ropebook stage --end
+
+begin:
+	PYTHONPATH=src $(PYTHON) -m ropebook stage --begin $(PROFILE)
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

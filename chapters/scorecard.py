@@ -71,7 +71,7 @@ CLAIMS = claims.ClaimSet(
 )
 
 # %% tags=["remove-input"]
-build_records = show_build.load(folder / buildrecord.RECORDS, buildrecord.current_build())
+build_records = show_build.load(folder / buildrecord.RECORDS, buildrecord.current_part())
 glue("scorecard.machine", show_build.machine_text(build_records), display=False)
 
 # %% [markdown]

@@ -70,9 +70,16 @@ def _attention_path(model_config, train_config) -> dict:
 
 
 def _stage(argv: list[str]) -> int:
-    """``stage NAME -- command...``: run the command, and record its time if it succeeds."""
+    """``stage NAME -- command...``: run the command and record its time; ``stage --begin
+    PROFILE`` opens (or resumes) a ``make book`` build, ``stage --end`` closes it."""
     from ropebook import buildrecord
 
+    if argv[:1] == ["--begin"] and len(argv) == 2 or argv == ["--end"]:
+        state = buildrecord.begin(argv[1]) if argv[0] == "--begin" else buildrecord.end()
+        parts = len(state["parts"])
+        print(f"build {state['name']} ({state['profile']} profile): "
+              + ("complete" if state["complete"] else "new" if parts == 1 else f"resumed, part {parts}"))  # fmt: skip
+        return 0
     name, *rest = argv or [""]
     command = rest[1:] if rest[:1] == ["--"] else rest
     if name not in buildrecord.STAGES or not command:

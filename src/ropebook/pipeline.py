@@ -550,16 +550,18 @@ def run_all(profile: str | None = None, *, force: bool = False, jobs: int = 1) -
     wall time so far (chapters run side by side overlap), so the build page, run last, reads all
     others."""
     started = time.time()
+    records = EXECUTED_DIR / buildrecord.RECORDS
+    since = min(started, buildrecord.began(records) or started)  # a resumed build: all its parts
     names = chapter_names()
     body = [name for name in names if name not in SUMMARY_CHAPTERS]
     done: dict[str, Path] = {}
 
     def finished(name: str, path: Path) -> None:
         done[name] = path
-        chapters = [{"chapter": n, **_chapter_time(done[n], started)} for n in names if n in done]
+        chapters = [{"chapter": n, **_chapter_time(done[n], since)} for n in names if n in done]
         record = {"profile": profile, "jobs": jobs, "wall_seconds": round(time.time() - started, 1),
                   "chapters": chapters}  # fmt: skip
-        buildrecord.write("chapters", record, EXECUTED_DIR / buildrecord.RECORDS)
+        buildrecord.write("chapters", record, records)
 
     if jobs > 1:
         _run_in_processes(body, profile, force=force, jobs=jobs, finished=finished)
@@ -659,8 +661,8 @@ def _run_in_processes(
 
 
 def _chapter_time(executed: Path, started: float) -> dict[str, Any]:
-    """How long the run that produced ``executed`` took, when it finished, and whether it is
-    this ``run all``'s (one that began at ``started``) or an earlier one's."""
+    """How long the run that produced ``executed`` took, when it finished, and whether it ran
+    in this build (since ``started``: this ``run all``, or the resumed build's first part)."""
     meta = json.loads(executed.read_text()).get("metadata", {}).get("ropebook", {})
     finished = meta.get("finished")
     return {

@@ -35,7 +35,7 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
-from ropebook import attention, checkpoints, model
+from ropebook import attention, buildrecord, checkpoints, model
 from ropebook.checkpoints import (
     CHECKPOINT_JSON,
     CheckpointError,
@@ -225,7 +225,8 @@ def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
     another count), ``platform``, ``attention`` (``"fused"`` or ``"xla"``: the path
     :func:`ropebook.model.forward` takes on a training batch, decided by
     :func:`ropebook.attention.decision` for that shape, as in the step), ``jax`` and
-    ``jaxlib`` versions, ``host`` and, in a Slurm job, ``slurm_job`` (``JOB_TASK`` in an array).
+    ``jaxlib`` versions, ``host``, in a Slurm job ``slurm_job`` (``JOB_TASK`` in an array) and,
+    under ``make``, the ``build`` (:func:`ropebook.buildrecord.current_build`).
     """
     batch_sharding, _ = data_parallel(tc.batch_size)
     shape = (tc.batch_size, tc.seq_len, config.n_heads, config.head_dim)
@@ -237,6 +238,8 @@ def provenance(config: ModelConfig, tc: TrainConfig) -> dict[str, Any]:
     if job := os.environ.get("SLURM_JOB_ID"):
         task = os.environ.get("SLURM_ARRAY_TASK_ID")
         record["slurm_job"] = f"{os.environ['SLURM_ARRAY_JOB_ID']}_{task}" if task else job
+    if build := buildrecord.current_build():  # so a resumed make book knows what it trained
+        record["build"] = build
     return record
 
 

@@ -180,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         if job not in reported:
             progress.done(item, seconds, trained=trained, steps=steps)
         status = "trained" if trained else "cached"
-        new = not item.cached  # trained by this build (here, by a seed group or another shard)
+        # trained by this build: here, by a seed group or another shard, or in an earlier part
+        # of a resumed make book (its checkpoint's provenance names the build)
+        new = not item.cached or trained_by(m.path, buildrecord.current_build())
         regimes[regime]["trained" if new else "cached"] += 1
         # of the cached, those a pull installed (zoo --pull; their origin.json says from where)
         regimes[regime]["downloaded"] += not new and checkpoints.read_origin(m.path) is not None
@@ -210,6 +212,12 @@ def main(argv: list[str] | None = None) -> int:
         record = {"profile": args.profile, "regimes": counts, "workers": n_workers}  # build page
         print(f"recorded: {buildrecord.write('zoo', record)}")
     return 0
+
+
+def trained_by(path: Path, build: str | None) -> bool:
+    """Whether any training call of the model in ``path`` ran in ``build``."""
+    entries = checkpoints.read_metadata(path).get("provenance", [])
+    return build is not None and any(entry.get("build") == build for entry in entries)
 
 
 def pull(profile: str, url: str, *, optional: bool = False) -> int:

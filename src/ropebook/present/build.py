@@ -24,8 +24,9 @@ class Records:
     """Every record of one records folder (``None``: never written) and the build reading them."""
 
     folder: Path
-    build: str | None  # ROPEBOOK_BUILD of the build showing them (None: run outside make)
+    build: str | None  # the build showing them: its first make invocation (None: outside make)
     found: Mapping[str, dict[str, Any] | None]
+    part: str | None = None  # the make invocation showing them (a later one in a resumed build)
 
     def get(self, name: str) -> dict[str, Any] | None:
         return self.found.get(name)
@@ -45,12 +46,15 @@ class Records:
         return f"No record of {what}: `{self.shown / (name + '.json')}` does not exist."
 
 
-def load(folder: Path | None = None, build: str | None = None) -> Records:
-    """Read every stage's record from ``folder`` (default :func:`buildrecord.default_folder`);
-    a damaged one raises :class:`buildrecord.RecordError` naming its file."""
+def load(folder: Path | None = None, part: str | None = None) -> Records:
+    """Read every stage's record from ``folder`` (default :func:`buildrecord.default_folder`)
+    for the make invocation ``part`` (``ROPEBOOK_BUILD``), which belongs to the build that
+    ``build.json`` there names when it lists it (a resumed ``make book``); a damaged record
+    raises :class:`buildrecord.RecordError` naming its file."""
     folder = folder or buildrecord.default_folder()
-    names = [f"stage-{s}" for s in buildrecord.STAGES] + list(DETAILED)
-    return Records(folder, build, {name: buildrecord.read(name, folder) for name in names})
+    names = [f"stage-{s}" for s in buildrecord.STAGES] + [*DETAILED, buildrecord.BUILD_RECORD]
+    found = {name: buildrecord.read(name, folder) for name in names}
+    return Records(folder, buildrecord.build_of(part, folder), found, part)
 
 
 THIS_BUILD = "this build"
@@ -76,7 +80,7 @@ def stage_rows(records: Records) -> list[dict[str, str]]:
                 {
                     "stage": stage,
                     "ran in": _when(records, record),
-                    "time": duration(record["seconds"]),
+                    "time": duration(record["seconds"]) + _attempts_note(record),
                     "what it did": _stage_detail(records, stage, record),
                 }
             )
@@ -95,6 +99,28 @@ def stage_rows(records: Records) -> list[dict[str, str]]:
             }
         )
     return rows
+
+
+def _attempts_note(record: Mapping[str, Any]) -> str:
+    """How a stage's time adds up when this build ran it more than once, or did not finish it."""
+    attempts = record.get("attempts", [])
+    if len(attempts) < 2 and record.get("outcome", "finished") == "finished":
+        return ""
+    outcomes = [a["outcome"] for a in attempts]
+    counts = ", ".join(f"{outcomes.count(o)} {o}" for o in dict.fromkeys(outcomes))
+    bound = " (each unfinished counted to its last heartbeat + one)" if any(
+        o in buildrecord.UNFINISHED for o in outcomes) else ""  # fmt: skip
+    return f" in {len(attempts)} attempts: {counts}{bound}"
+
+
+def earlier_parts_seconds(records: Records, stage: str) -> float:
+    """Seconds a stage spent in this build's earlier make invocations (a resumed build's
+    interrupted chapters stage, say), each unfinished attempt counted to its heartbeat bound."""
+    record = records.get(f"stage-{stage}")
+    if record is None or not records.this_build(record):
+        return 0.0
+    earlier = [a for a in record.get("attempts", []) if a["part"] != records.part]
+    return buildrecord.attempts_seconds(earlier)
 
 
 def chapters_seconds(chapters: Mapping[str, Any]) -> float:
@@ -133,6 +159,10 @@ def stages_text(records: Records) -> str:
         )
     skipped = [r["stage"] for r in stage_rows(records) if r["ran in"] != THIS_BUILD]
     build = f"This build ({records.build})"
+    state = records.get(buildrecord.BUILD_RECORD)
+    if state and records.build == state["name"] and len(state["parts"]) > 1:
+        build += (f", run as {len(state['parts'])} `make book` invocations (the later ones "
+                  f"resumed it: {', '.join(state['parts'][1:])}),")  # fmt: skip
     if not skipped:
         return f"{build} ran every stage recorded below."
     return (
@@ -298,8 +328,9 @@ def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None
 
     The stages before the chapters count from their records; the chapters stage from the
     runner's record of the chapters run so far (this page runs last); the site is built after
-    this page and is not counted. Only a first ``cpu`` build run in one go decides the budget:
-    every stage run by this build, the zoo trained from an empty cache, every chapter run."""
+    this page and is not counted. Only a first ``cpu`` build decides the budget: every stage run
+    by this build (in one ``make book``, or in several where later ones resumed it, every
+    attempt counted), the zoo trained from an empty cache, every chapter run."""
     from ropebook import seedplan
 
     plan = plan or seedplan.load_plan()
@@ -315,7 +346,8 @@ def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None
     chapters = records.get("chapters")
     ran = [e for e in (chapters or {}).get("chapters", []) if e["ran"]]
     if chapters is not None:
-        timed.append(("chapters", chapters_seconds(chapters), chapters))
+        earlier = earlier_parts_seconds(records, "chapters")  # a resumed build's earlier parts
+        timed.append(("chapters", chapters_seconds(chapters) + earlier, chapters))
     rows, total = [], 0.0
     for stage, seconds, record in timed:
         this = records.this_build(record)
@@ -353,8 +385,10 @@ def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None
 
 
 def _ran(records: Records, name: str) -> bool:
+    """Whether this build ran stage record ``name`` to its end."""
     record = records.get(name)
-    return record is not None and records.this_build(record)
+    finished = record is not None and record.get("outcome", "finished") == "finished"
+    return finished and records.this_build(record)
 
 
 def budget_text(b: Budget) -> tuple[str, str]:
@@ -367,9 +401,10 @@ def budget_text(b: Budget) -> tuple[str, str]:
             "site (built after this page) not counted"
         )
     if b.not_first_in_one_go:
-        measured += f"; not a first cpu build in one go ({'; '.join(b.not_first_in_one_go)})"
+        measured += f"; not a first cpu build ({'; '.join(b.not_first_in_one_go)})"
     to_decide = (
-        "a first `make book` of the cpu profile in one go on an idle machine, with an empty "
-        "`ROPEBOOK_CACHE`: this page then decides it from its own records"
+        "a first `make book` of the cpu profile on an idle machine, with an empty "
+        "`ROPEBOOK_CACHE` (resumed by `make book` on the same clone and cache if it is "
+        "stopped): this page then decides it from its own records"
     )
     return measured, to_decide
