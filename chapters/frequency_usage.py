@@ -51,7 +51,7 @@ control_name = "nope"  # in zoo.SPECS: the same model without rotation (the cont
 n_prompts = 10  # in [1, inf): prompts per domain (the paper: 10 Shakespeare quotes)
 prompt_tokens = 0  # in [0, inf): tokens per prompt, BOS included (0: the model's context)
 band = 0.25  # in (0, 1]: fraction of chunks counted as the lowest / highest frequencies
-high_head_share = 0.25  # in [0, 1]: fastest-band share from which a head "uses" high frequencies
+high_head_share = 0.5  # in [0, 1]: fastest-band share from which a head "uses" high frequencies
 positional_mass = 0.5  # in [0, 1]: attention on one offset from which a head is positional
 domain_similarity = 0.9  # in [-1, 1]: profile correlation from which domains are "very similar"
 regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
@@ -512,7 +512,9 @@ CLAIMS.record(
 #
 # Per head we take the share of its norm in the **fastest** band, for queries and for keys, and
 # keep the larger. A head "uses high frequencies strongly" if that share reaches
-# `high_head_share` (by default the uniform share: most heads give the fastest band far less).
+# `high_head_share`. "Strongly" is fixed before the data at half the head's norm, twice the
+# share an isotropic head gives the fastest quarter of the planes: a head merely at the uniform
+# share uses high frequencies as much as any other, not strongly.
 # Each dot is one head; hover for its seed, layer, number and its query and key shares.
 
 # %%
