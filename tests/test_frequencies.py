@@ -331,6 +331,32 @@ def test_edge_layer_reading():
     assert middle.verdict == "not held"
 
 
+def test_edge_layers_must_each_beat_every_middle_layer_over_seeds():
+    """The edges are "strongest": the weaker edge layer minus the strongest middle one, per
+    seed, its interval over seeds above 0 (held), below (not held) or across it (cannot
+    decide). A mean over the middle layers would call the second case held."""
+    from ropebook.analysis.frequencies.readings import edge_gaps
+
+    shares = np.array([[0.5, 0.2, 0.3, 0.6], [0.6, 0.1, 0.5, 0.55]])
+    np.testing.assert_allclose(edge_gaps(shares), [0.2, 0.05])
+    # one middle layer matches the edges in every seed: above the middle mean, not strongest
+    matched = np.array([[0.5, 0.1, 0.6, 0.5], [0.6, 0.2, 0.7, 0.6], [0.4, 0.1, 0.5, 0.45]])
+    assert (matched[:, [0, -1]].mean(axis=1) > matched[:, 1:-1].mean(axis=1)).all()
+    assert fq.interval_verdict(fq.over_seeds(edge_gaps(matched)), 0.0) == "not held"
+    fast, slow, mid = [3.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 3.0], [2.0, 1.0, 1.0, 1.0]
+
+    def reading(*seeds):
+        return fq.edge_layer_reading([usage_of(np.array(s)[:, None]) for s in seeds], 0.25)
+
+    held = reading([fast, slow, mid, fast], [fast, mid, slow, fast], [fast, mid, mid, fast])
+    assert held.verdict == "held" and held.gap.low > 0
+    not_held = reading([fast, fast, slow, mid], [mid, fast, slow, fast], [fast, slow, fast, mid])
+    assert not_held.verdict == "not held" and not_held.gap.high < 0
+    # the edges beat the middle in one seed and lose to it in another: the interval straddles 0
+    split = reading([fast, slow, slow, fast], [mid, fast, slow, mid])
+    assert split.verdict == "cannot decide" and split.gap.low < 0 < split.gap.high
+
+
 def test_edge_readings_over_prompts_say_so_and_plot_at_relative_depth():
     fast, slow = [3.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 3.0]
     prompts = [usage_of(np.array([fast, slow, slow, fast])[:, None] * w) for w in (1.0, 2.0)]
@@ -426,13 +452,25 @@ def test_domain_similarity_reading_and_tables():
     assert reference[0]["profile correlation"] == pytest.approx(least)
     rows = show.similarity_table(similarity, {"ref": reference})
     assert [r["maps compared"] for r in rows] == ["x vs y", "x vs z", "y vs z", "ref"]
-    low_yardstick = [{"profile correlation": least - 1, "cosine": 1.0}]
-    assert fq.domain_reading(similarity, low_yardstick, threshold=least - 0.1).verdict == "held"
-    assert fq.domain_reading(similarity, low_yardstick, threshold=least + 0.1).verdict == "partly"
-    high_yardstick = [{"profile correlation": least + 0.05, "cosine": 1.0}]
-    reading = fq.domain_reading(similarity, high_yardstick, threshold=least + 0.1)
+    assert fq.domain_reading(similarity, threshold=least - 0.1).verdict == "held"
+    reading = fq.domain_reading(similarity, threshold=least + 0.1)
     assert reading.verdict == "not held" and reading.least.mean == pytest.approx(least)
-    assert reading.yardstick == pytest.approx(least + 0.05)
+
+
+def test_the_domain_reading_is_the_threshold_alone_over_seeds():
+    """No reference map turns a miss into "partly": above the threshold over seeds is held,
+    below is not held, across it cannot decide."""
+
+    def seeds(*least):
+        return [{("a", "b"): {"profile correlation": x}, ("a", "c"): {"profile correlation": 1.0}}
+                for x in least]  # fmt: skip
+
+    assert fq.domain_reading(seeds(0.95, 0.96, 0.97), 0.9).verdict == "held"
+    assert fq.domain_reading(seeds(0.6, 0.62, 0.61), 0.9).verdict == "not held"
+    # well above queries vs values (0.6, say) but below 0.9: still not held, not partly
+    assert fq.domain_reading(seeds(0.8, 0.85, 0.82), 0.9).verdict == "not held"
+    straddle = fq.domain_reading(seeds(0.85, 0.95, 0.92), 0.9)
+    assert straddle.verdict == "cannot decide" and straddle.least.low < 0.9 < straddle.least.high
 
 
 def test_loader_table_and_gap():
