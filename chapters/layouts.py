@@ -234,6 +234,9 @@ glue("layouts.margin", 100 * float(equivalence), display=False)
 # 8. **Llama 4's k-back stops at the chunks' reach**: its accuracy at 1× equals (within
 #    ±{glue:text}`layouts.margin:g` points) the share of answers whose source lies in the
 #    answer's own chunk, plus chance on the rest.
+#
+# Since it was framed on a result it could explain, it is recorded **exploratory**: its verdict
+# is not counted among the confirmatory findings, whose thresholds came before the data.
 
 # %% tags=["hide-input"]
 MODELS = "Gemma Team 2025 (Gemma 3); Gemma Team 2026 (Gemma 4)"
@@ -379,7 +382,8 @@ gap = rc.paired(at_1x, np.full_like(at_1x, ceiling))
 CLAIMS.record(
     "layouts.chunk_ceiling", gap.equivalence(equivalence),
     f"Llama 4 k-back at 1× minus the ceiling of {100 * ceiling:.1f} %: {gap.text()}",
-    seeds=gap.n, to_decide=show.paired_to_decide(
+    seeds=gap.n, exploratory=True,  # framed after the first seed's curve stalled (see above)
+    to_decide=show.paired_to_decide(
         gap, float(np.sign(gap.estimate.mean) or 1.0) * equivalence, steps=steps,
         what=f"its distance from the ±{100 * equivalence:g}-point margin"),
 )  # fmt: skip
