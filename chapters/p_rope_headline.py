@@ -51,6 +51,7 @@ from ropebook.present import noise as show_noise
 from ropebook.present import recipes as show_recipes
 
 plots.setup()
+MARGIN = recipes.MARGIN  # % of perplexity, fixed before the data (ropebook.recipes says why)
 PAIRS, PAPER_TABLE2 = ablation.PAIRS, ablation.PAPER_TABLE2
 TABLE2, table2_pair = "Barbero et al. 2025, Table 2", "Barbero et al. 2025, Table 2, Sec. 6.1"
 CLAIMS = claims.ClaimSet(
@@ -71,7 +72,7 @@ CLAIMS = claims.ClaimSet(
         "p_rope_headline.matched_noise", f"{TABLE2} (resolution of our matched runs)",
         "The matched-regime runs resolve 1 %: the s.d. of paired differences is ≤ 1 % of "
         "perplexity",
-        claims.given,  # ablation.noise_target_verdict
+        claims.given,  # show_noise.sd_target: the s.d.'s chi-square interval against 1 %
     ),
     claims.ClaimSpec(
         "p_rope_headline.flagship_p075_vs_rope", f"{table2_pair} (flagship runs, 10× the tokens)",
@@ -83,13 +84,13 @@ CLAIMS = claims.ClaimSet(
             f"p_rope_headline.{regime}_agrees_with_gpu",
             f"{table2_pair} ({regime} runs: this build against the kept GPU study)",
             f"This build's {regime} 0.75-RoPE − RoPE agrees with the kept GPU study's within "
-            "their intervals (Welch's interval of the difference of the two means contains 0)",
-            claims.given,  # show_recipes.agreement_verdict
+            f"±{MARGIN:g} % of perplexity (Welch's interval of the difference of the two means "
+            "lies inside the margin)",
+            claims.given,  # show_recipes.agreement_verdict: an equivalence test at MARGIN
         )
         for regime in ("matched", "flagship")
     ),
 )  # fmt: skip
-MARGIN = recipes.MARGIN  # % of perplexity, fixed before the data (ropebook.recipes says why)
 paper_headline_gap = show.paper_gap_percent(PAPER_TABLE2["Wiki"], "p-rope-0.75", "rope")
 glue("p_rope_headline.margin", f"{MARGIN:g} %", display=False)
 glue("p_rope_headline.paper_headline_gap", f"{paper_headline_gap:+.2f} %", display=False)
@@ -300,10 +301,17 @@ for regime, (c, res) in kept.items():
 # A verdict resting on a kept study is only as good as the study's agreement with what the code
 # trains today. The test: this build's paired differences against the study's on the seeds this
 # build did *not* train (so the two samples are independent), by Welch's interval of the
-# difference of their means. Where the specs differ (a profile that trains other models), the two
-# need not agree and the test is *uninformative here*. A disagreement is shown, never hidden: it
-# is evidence about the build or the study (the machine, its libraries, a changed spec), not an
-# error that stops the book.
+# difference of their means, read as an *equivalence* test against the margin fixed before the
+# data, ±{glue:text}`p_rope_headline.margin` of perplexity (`ropebook.recipes.MARGIN`, the
+# {ref}`margin above <p-rope-headline-margin>`). The two **agree** (*held*) only if that interval
+# lies inside the margin: whatever separates them is smaller than the smallest effect the book
+# sets out to resolve. They **disagree** (*not held*) if it excludes zero and reaches past the
+# margin. An interval that contains zero but reaches past the margin *cannot decide*: a
+# build's two or three seeds give so wide an interval that it would contain zero whatever the
+# truth, and containing zero is no evidence of agreement. Where the specs differ (a profile that
+# trains other models), the two need not agree and the test is *uninformative here*. A
+# disagreement is shown, never hidden: it is evidence about the build or the study (the machine,
+# its libraries, a changed spec), not an error that stops the book.
 
 # %%
 here_seeds = {
@@ -315,30 +323,28 @@ agreements = {
     r: (show_recipes.agreement_of(here[r], here_seeds[r], gpu[r], confidence), gpu_specs[r])
     for r in gpu
 }
-plots.table(show_recipes.agreement_rows(agreements, confidence))
+plots.table(show_recipes.agreement_rows(agreements, confidence, MARGIN))
 
 # %% tags=["remove-input"]
 for regime, (agreement, specs) in agreements.items():
-    verdict = show_recipes.agreement_verdict(agreement, specs)
+    verdict = show_recipes.agreement_verdict(agreement, specs, MARGIN)
     CLAIMS.record(
         f"p_rope_headline.{regime}_agrees_with_gpu",
         verdict,
-        show_recipes.agreement_text(agreement),
+        show_recipes.agreement_text(agreement, MARGIN),
         seeds=agreement.n_here,
         basis=f"this build's {agreement.n_here} seed(s) against the kept study's "
         f"{agreement.n_kept} others ({show_recipes.study_label(gpu[regime])}); the study's runs "
         f"are {show_recipes.spec_text(specs)}",
-        to_decide="the cpu profile trains the study's models (python -m ropebook run "
-        "p_rope_headline --profile cpu)"
-        if not recipes.same_model(specs)
-        else "at least 2 paired seeds in this build",
+        to_decide=show_recipes.agreement_to_decide(agreement, specs, MARGIN),
     )
     glue(f"p_rope_headline.agree.{regime}", verdict, display=False)
 
 # %% [markdown]
 # This build against the GPU study: matched, **{glue:text}`p_rope_headline.agree.matched`**;
-# flagship, **{glue:text}`p_rope_headline.agree.flagship`** (*held*: they agree; *not held*:
-# they disagree, and the table shows by how much).
+# flagship, **{glue:text}`p_rope_headline.agree.flagship`** (*held*: they agree within
+# ±{glue:text}`p_rope_headline.margin`; *not held*: they disagree, and the table shows by how
+# much; *cannot decide*: too few seeds to tell, and the claims table says how many would).
 
 # %% [markdown]
 # ## What we claim and what we measured

@@ -371,15 +371,16 @@ def test_agreement_of_a_build_with_a_kept_study_and_its_verdict():
     here = ablation.compare("0.75-RoPE", np.exp(a), "RoPE", np.exp(b), log=True)
     agreement = show_recipes.agreement_of(here, range(4), results)
     assert (agreement.n_here, agreement.n_kept) == (4, 8)  # the study's other seeds only
-    assert agreement.verdict() == "held"  # the same distribution on both sides
-    assert show_recipes.agreement_verdict(agreement, {}) == "held"
+    assert agreement.verdict() == "held"  # the weak test: the interval contains 0
+    # the finding's rule is the equivalence test: 4 seeds at a 2 % s.d. cannot fit the margin
+    assert show_recipes.agreement_verdict(agreement, {}) == "cannot decide"
     other = {"n_heads": (2, 4)}
     assert show_recipes.agreement_verdict(agreement, other) == "uninformative here"
     apart = ablation.compare("0.75-RoPE", np.exp(a + 0.2), "RoPE", np.exp(b), log=True)
     disagreement = show_recipes.agreement_of(apart, range(4), results)
     assert show_recipes.agreement_verdict(disagreement, {}) == "not held"
     rows = show_recipes.agreement_rows({"matched": (disagreement, {})})
-    assert rows[0]["agree"] == "not held"  # shown, not hidden
+    assert rows[0][f"agree within ±{recipes.MARGIN:g} %"] == "not held"  # shown, not hidden
     assert "do not overlap" in show_recipes.agreement_text(disagreement)
 
 

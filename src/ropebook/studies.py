@@ -7,7 +7,8 @@ machine and the package versions (:func:`write`, atomic). A chapter then shows t
 its own measurements with that provenance, never as if measured in its run, and :func:`stale`
 names the runs whose spec the code no longer trains (the page says so). Where a study decides a
 verdict, the build's own result stands beside it, and :func:`agreement` tests that the two agree
-within their intervals (a disagreement is shown, never hidden). The studies:
+within a margin fixed before the data (:meth:`Agreement.equivalence`: Welch's interval of their
+difference inside it; a disagreement is shown, never hidden). The studies:
 :mod:`ropebook.recipes` (training recipes on paired seeds) and
 :mod:`ropebook.layout_language` (the production layouts on language);
 :mod:`ropebook.layout_ratio` (Gemma's layouts at 5 : 1, the global layer last and first).
@@ -144,7 +145,9 @@ class Agreement:
     """A build's paired difference against a kept study's of the same comparison, each a mean
     with its Student-t interval in % of perplexity (``(mean, low, high)``), and the difference
     of the two means (study − build) with Welch's interval and two-sided p-value. The two
-    samples must be independent (the study's seeds that the build also trained left out)."""
+    samples must be independent (the study's seeds that the build also trained left out).
+    ``sd_here`` and ``sd_kept``: each side's s.d. over seeds, in nats (what :meth:`seeds_to_agree`
+    needs)."""
 
     here: tuple[float, float, float]
     kept: tuple[float, float, float]
@@ -153,6 +156,8 @@ class Agreement:
     n_here: int
     n_kept: int
     confidence: float = 0.95
+    sd_here: float = math.nan
+    sd_kept: float = math.nan
 
     @property
     def testable(self) -> bool:
@@ -160,21 +165,70 @@ class Agreement:
 
     @property
     def overlap(self) -> bool:
-        """The two intervals overlap (a weaker test than :attr:`agree`)."""
+        """The two intervals overlap (a weaker test than :meth:`equivalence`)."""
         return self.here[1] <= self.kept[2] and self.kept[1] <= self.here[2]
 
     @property
     def agree(self) -> bool:
-        """Welch's interval of the difference of the two means contains 0 (p ≥ 1 − confidence)."""
+        """Welch's interval of the difference of the two means contains 0 (p ≥ 1 − confidence).
+        Not a finding's rule: with few seeds the interval is wide and contains 0 whatever the
+        truth (absence of evidence); :meth:`equivalence` is the test of agreement."""
         return self.testable and self.difference[1] <= 0 <= self.difference[2]
 
-    def verdict(self) -> str:
-        """``held`` (they agree), ``not held`` (the difference of the means excludes 0: they
-        disagree, evidence about the build or the study, never an error), ``not testable here``
-        with fewer than 2 seeds on a side."""
+    def equivalence(self, margin: float) -> str:
+        """The finding "the build agrees with the study within ``± margin`` % of perplexity"
+        (a margin fixed before the data), an equivalence test on Welch's interval of the
+        difference: ``held`` if the interval lies inside ``[−margin, margin]`` (whatever the
+        difference is, it is smaller than the margin; a detected difference that small still
+        agrees); else ``not held`` if it excludes 0 (they differ, by an amount not shown to be
+        below the margin: evidence about the build or the study, never an error); else ``cannot
+        decide`` (the interval contains 0 and reaches past the margin: too few seeds to tell
+        agreement from a difference); ``not testable here`` with fewer than 2 seeds on a side
+        (no interval)."""
+        if not margin > 0:
+            raise ValueError(f"the margin must be positive, got {margin}")
+        if not self.testable:
+            return "not testable here"
+        _, low, high = self.difference
+        if -margin <= low and high <= margin:
+            return "held"
+        if low > 0 or high < 0:
+            return "not held"
+        return "cannot decide"
+
+    def verdict(self, margin: float | None = None) -> str:
+        """:meth:`equivalence` at ``margin``. Without one, the weak test this class began with
+        (``held`` where the interval merely contains 0, :attr:`agree`), which leans to
+        ``held`` on few seeds: kept only for a page's descriptive text, never a finding's
+        rule."""
+        if margin is not None:
+            return self.equivalence(margin)
         if not self.testable:
             return "not testable here"
         return "held" if self.agree else "not held"
+
+    def seeds_to_agree(self, margin: float, limit: int = 10_000) -> int | None:
+        """Fewest seeds in the build at which Welch's interval, at both sides' s.d.s and this
+        difference of means (the study's seeds as they are), would lie inside ``± margin`` %:
+        ``None`` without two seeds a side, or where no build seed count suffices (the mean
+        difference, or the study's own share of the interval, reaches the margin)."""
+        from scipy import stats
+
+        if not (self.testable and math.isfinite(self.sd_here) and math.isfinite(self.sd_kept)):
+            return None
+        mean = math.log1p(self.difference[0] / 100)  # study − build, nats
+        low, high = math.log1p(-margin / 100), math.log1p(margin / 100)
+        vb = self.sd_kept**2 / self.n_kept
+        for n in range(2, limit + 1):
+            va = self.sd_here**2 / n
+            se = math.sqrt(va + vb)
+            if se == 0:
+                return n if low <= mean <= high else None
+            dof = (va + vb) ** 2 / (va**2 / (n - 1) + vb**2 / (self.n_kept - 1))
+            half = stats.t.ppf(0.5 + self.confidence / 2, dof) * se
+            if low <= mean - half and mean + half <= high:
+                return n
+        return None
 
 
 def _mean_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
@@ -209,7 +263,8 @@ def agreement(here: Sequence[float], kept: Sequence[float], confidence: float = 
     def percent(x: tuple[float, float, float]) -> tuple[float, float, float]:
         return tuple(percent_of_perplexity(v) for v in x)  # type: ignore[return-value]
 
+    sd_here, sd_kept = (float(np.std(x, ddof=1)) if x.size >= 2 else math.nan for x in (a, b))
     return Agreement(
         percent(mine), percent(theirs), percent(difference), p_value, int(a.size), int(b.size),
-        confidence,
+        confidence, sd_here, sd_kept,
     )  # fmt: skip

@@ -98,6 +98,38 @@ def recipe_values(
     }
 
 
+def recipe_verdict(confirmed: tuple[RecipeResult, RecipeResult] | None) -> str:
+    """The finding "a change of recipe cuts the headline's paired s.d. below today's", decided
+    on fresh seeds only: where the candidate named for confirmation was trained beside today's
+    on seeds it was not picked on (``confirmed``), ``held`` if its s.d. ratio's interval lies
+    wholly below 1, ``not held`` wholly above, else ``cannot decide``. With no fresh seeds,
+    ``cannot decide``: the discovery seeds picked the best of several candidates, so its ratio
+    there is biased towards a cut and tests nothing (:func:`recipe_to_decide` says what would)."""
+    if confirmed is None:
+        return "cannot decide"
+    ratio = confirmed[1].sd_ratio
+    return claims.verdict_from_interval(ratio.low, ratio.high, threshold=1, above=False)
+
+
+def recipe_to_decide(
+    best: RecipeResult, confirmed: tuple[RecipeResult, RecipeResult] | None, fresh_seeds: int = 8
+) -> str:
+    """What would decide the recipe claim: a candidate named before the fact, trained beside
+    today's on fresh seeds (none yet), or more of them (the ratio's interval still holds 1)."""
+    if confirmed is not None:
+        return (f"more fresh paired seeds under today's recipe and '{confirmed[1].recipe}' "
+                f"({confirmed[1].n_seeds} now; python -m ropebook recipes --confirm "
+                f"'{recipes.RECIPES[confirmed[1].recipe][0]}' --confirm-seeds N), until the "
+                f"ratio's interval leaves 1")  # fmt: skip
+    schedule = recipes.RECIPES[best.recipe][0]
+    name = (f"'{schedule}', the schedule of the discovery seeds' best, '{best.recipe}'"
+            if schedule != recipes.TODAY else f"a schedule other than today's (the discovery "
+            f"seeds' best, '{best.recipe}', is today's schedule averaged)")  # fmt: skip
+    return (f"a candidate named before its seeds are trained — {name} — trained beside today's "
+            f"on {fresh_seeds} fresh paired seeds (python -m ropebook recipes --confirm SCHEDULE "
+            f"--confirm-seeds {fresh_seeds}); its s.d. ratio to today's there decides")  # fmt: skip
+
+
 def adoption_text(verdict: str, perplexity_cost: float) -> str:
     """Whether the candidate confirmed on fresh seeds is adopted: only if its cut in noise held
     there and it costs the models at most :data:`QUALITY_TOLERANCE` % of perplexity."""
@@ -432,11 +464,47 @@ def agreement_of(
     return studies.agreement(power.paired_log_percent(here) / 100, kept, confidence)
 
 
-def agreement_verdict(agreement: studies.Agreement, differences: dict[str, tuple[Any, Any]]) -> str:
-    """The finding "this build agrees with the kept study": :meth:`Agreement.verdict` where the
-    two trained the same models, ``uninformative here`` where they did not (other specs: no
-    reason to agree)."""
-    return claims.informative_or(recipes.same_model(differences), agreement.verdict())
+def agreement_verdict(
+    agreement: studies.Agreement,
+    differences: dict[str, tuple[Any, Any]],
+    margin: float = recipes.MARGIN,
+) -> str:
+    """The finding "this build agrees with the kept study within ``± margin`` % of perplexity"
+    (:data:`ropebook.recipes.MARGIN`, fixed before the data): the equivalence test
+    :meth:`Agreement.equivalence` where the two trained the same models, ``uninformative here``
+    where they did not (other specs: no reason to agree)."""
+    return claims.informative_or(recipes.same_model(differences), agreement.equivalence(margin))
+
+
+def agreement_to_decide(
+    agreement: studies.Agreement,
+    differences: dict[str, tuple[Any, Any]],
+    margin: float = recipes.MARGIN,
+) -> str:
+    """What would decide an agreement the test leaves open: the profile that trains the study's
+    models, two seeds a side, or the build's seeds whose Welch interval would fit the margin."""
+    if not recipes.same_model(differences):
+        return (
+            "the cpu profile trains the study's models "
+            "(python -m ropebook run p_rope_headline --profile cpu)"
+        )
+    if not agreement.testable:
+        return (
+            f"at least 2 paired seeds on each side ({agreement.n_here} in this build, "
+            f"{agreement.n_kept} in the study)"
+        )
+    needed = agreement.seeds_to_agree(margin)
+    if needed is None:
+        return (
+            f"seeds on both sides: at these s.d.s and this mean difference no count of this "
+            f"build's seeds alone fits Welch's interval inside ±{margin:g} % (the mean difference "
+            f"or the study's own spread takes up the margin), while seeds that exclude 0 would "
+            f"show a disagreement"
+        )
+    return (
+        f"about {needed} paired seeds in this build (it has {agreement.n_here}) at these s.d.s "
+        f"and this mean difference would fit Welch's interval inside ±{margin:g} %"
+    )
 
 
 def _triple(x: tuple[float, float, float]) -> str:
@@ -446,13 +514,14 @@ def _triple(x: tuple[float, float, float]) -> str:
     return f"{mean:+.2f} % [{low:+.2f}, {high:+.2f}]"
 
 
-def agreement_text(agreement: studies.Agreement) -> str:
+def agreement_text(agreement: studies.Agreement, margin: float = recipes.MARGIN) -> str:
     """The test in words, for a claim's ``measured`` and the page."""
     if not agreement.testable:
         return (f"this build {_triple(agreement.here)} on {agreement.n_here} seed(s) against the "
                 f"study's {_triple(agreement.kept)}: no interval to compare")  # fmt: skip
     return (
-        f"study − build {_triple(agreement.difference)} (Welch, p = {agreement.p_value:.2g}); "
+        f"study − build {_triple(agreement.difference)} (Welch, p = {agreement.p_value:.2g}; "
+        f"margin ±{margin:g} %); "
         f"this build {_triple(agreement.here)} on {agreement.n_here} seeds, the study "
         f"{_triple(agreement.kept)} on its {agreement.n_kept} other seeds; intervals "
         + ("overlap" if agreement.overlap else "do not overlap")
@@ -462,9 +531,11 @@ def agreement_text(agreement: studies.Agreement) -> str:
 def agreement_rows(
     agreements: dict[str, tuple[studies.Agreement, dict[str, tuple[Any, Any]]]],
     confidence: float = 0.95,
+    margin: float = recipes.MARGIN,
 ) -> list[dict]:
     """One row per regime: this build's paired difference, the study's on the seeds the build
-    did not train, their difference (Welch), whether they agree, and whether the specs match."""
+    did not train, their difference (Welch), whether they agree within ``± margin`` % (a
+    disagreement shown, never hidden), and whether the specs match."""
     level = f"{confidence:.0%}"
     return [
         {
@@ -473,7 +544,7 @@ def agreement_rows(
             f"GPU study, other seeds [{level}]": _triple(a.kept),
             f"study − build [{level}]": _triple(a.difference) if a.testable else "—",
             "p": f"{a.p_value:.2g}" if a.testable else "—",
-            "agree": agreement_verdict(a, d),
+            f"agree within ±{margin:g} %": agreement_verdict(a, d, margin),
             "specs": "same models" if recipes.same_model(d) else "differ: " + ", ".join(d),
         }
         for regime, (a, d) in agreements.items()
