@@ -246,10 +246,27 @@ def table1_measured(
     }
 
 
-def dropped_turn(head_dim: int, length: int, base: float, proportion: float = 0.75) -> float:
-    """Largest angle (rad) that a plane p-RoPE frees turns, under RoPE, over ``length`` tokens."""
-    freed = rope.frequencies(head_dim, base, variant="p-rope", proportion=proportion) == 0
-    return float(rope.base_frequencies(head_dim, base)[freed].max() * length)
+def dropped_turn(
+    head_dim: int, length: int, base: float, proportion: float = 0.75, reference: float = 1.0
+) -> float:
+    """Largest angle (rad) that a plane p-RoPE at ``proportion`` frees and p-RoPE at
+    ``reference`` rotates (by default RoPE: every plane) turns over ``length`` tokens; 0 when the
+    two rotate the same planes. For a step of a p sweep (``proportion`` → ``reference``) it is
+    how far the planes the step adds turn."""
+    return float(
+        changed_frequencies(head_dim, base, proportion, reference).max(initial=0.0) * length
+    )
+
+
+def changed_frequencies(
+    head_dim: int, base: float, proportion: float = 0.75, reference: float = 1.0
+) -> np.ndarray:
+    """RoPE's angular frequencies (rad/token) of the planes p-RoPE at ``reference`` rotates and
+    p-RoPE at ``proportion`` does not: the planes in which the two encodings differ."""
+    low, high = sorted((proportion, reference))
+    rotated = {p: rope.frequencies(head_dim, base, variant="p-rope", proportion=p) > 0
+               for p in (low, high)}  # fmt: skip
+    return rope.base_frequencies(head_dim, base)[rotated[high] & ~rotated[low]]
 
 
 # What freeing RoPE's slowest planes changes is how a semantic match scores at a distance (Thm 6.1,
@@ -261,8 +278,19 @@ INFORMATIVE_ANGLE = math.pi / 2
 
 
 def freed_planes_informative(
-    head_dim: int, length: int, base: float, proportion: float = 0.75
+    head_dim: int, length: int, base: float, proportion: float = 0.75, reference: float = 1.0
 ) -> bool:
-    """Whether the planes p-RoPE frees turn, under RoPE, by at least :data:`INFORMATIVE_ANGLE`
-    over ``length`` tokens: whether a p-RoPE-versus-RoPE test over that span can fail."""
-    return dropped_turn(head_dim, length, base, proportion) >= INFORMATIVE_ANGLE
+    """Whether the planes in which p-RoPE at ``proportion`` and at ``reference`` (RoPE by
+    default) differ turn, under RoPE, by at least :data:`INFORMATIVE_ANGLE` over ``length``
+    tokens: whether a test of one against the other over that span can fail."""
+    return dropped_turn(head_dim, length, base, proportion, reference) >= INFORMATIVE_ANGLE
+
+
+def informative_length(
+    head_dim: int, base: float, proportion: float = 0.75, reference: float = 1.0
+) -> int | None:
+    """The shortest span (tokens) over which :func:`freed_planes_informative` holds: where the
+    fastest plane in which the two differ first turns :data:`INFORMATIVE_ANGLE`; ``None`` when
+    they rotate the same planes (no span can tell them apart)."""
+    changed = changed_frequencies(head_dim, base, proportion, reference)
+    return math.ceil(INFORMATIVE_ANGLE / changed.max()) if changed.size else None

@@ -308,14 +308,24 @@ def kendall_taus(
     return taus
 
 
-def rank_verdict(matched: Sequence[tuple[float, float, object]], alpha: float = 0.05) -> str:
-    """``held`` if every ``(τ, p, ...)`` is positive with ``p < alpha``, ``not held`` if none is
-    positive, else ``partly``."""
-    if all(t > 0 and p < alpha for t, p, _ in matched):
-        return "held"
-    if all(t <= 0 for t, _, _ in matched):
-        return "not held"
-    return "partly"
+def rank_verdict(matched: Sequence[tuple[float, float, Estimate]]) -> str:
+    """Verdict on "our ranking agrees with the paper's" from :func:`kendall_taus`' entries
+    ``(τ, p, per-seed τ)`` (one per domain), the seed the unit of replication: per domain, the
+    interval over seeds of each seed's own τ against 0 (:func:`ropebook.claims
+    .verdict_from_interval`: ``held`` above 0, ``not held`` below, ``cannot decide`` if it
+    contains 0), the domains combined by :func:`ropebook.claims.combine`; ``not testable here``
+    on a domain with one seed (no interval). The τ and p of the mean ranking are not used: that
+    p treats the seven encodings as the replicates, and says nothing of another seed's ranking."""
+    return combine_verdicts([tau_verdict(per_seed) for _, _, per_seed in matched])
+
+
+def tau_verdict(per_seed: Estimate) -> str:
+    """One domain of :func:`rank_verdict`: the per-seed τ's interval against 0."""
+    from ropebook.claims import verdict_from_interval
+
+    if per_seed.n < 2:
+        return "not testable here"
+    return verdict_from_interval(per_seed.low, per_seed.high, threshold=0.0)
 
 
 def worst_rival(table: Mapping[str, Estimate], name: str) -> str:
@@ -343,6 +353,16 @@ def combine_verdicts(verdicts: Sequence[str]) -> str:
     from ropebook.claims import combine
 
     return combine(verdicts)
+
+
+def informative_combine(parts: Sequence[tuple[bool, str]]) -> str:
+    """One verdict for a claim of several parts ``(informative, verdict)`` of which some are null
+    by construction in their regime (e.g. steps of a p sweep whose planes never pass a quarter
+    turn, :func:`~ropebook.analysis.ablation.constructions.freed_planes_informative`): those
+    are *uninformative here* and left out, the rest combined by :func:`combine_verdicts`;
+    ``uninformative here`` when no part can fail."""
+    scored = [verdict for informative, verdict in parts if informative]
+    return combine_verdicts(scored) if scored else "uninformative here"
 
 
 def pair_verdicts(
@@ -390,7 +410,7 @@ def paired_noise(values: Mapping[str, Sequence[float]]) -> dict[str, float]:
 
     ``values``: ``{variant: [value of seed 0, seed 1, ...]}``, the same seeds for every variant.
     ``seed_sd``: median over pairs of the s.d. across seeds of the paired difference; ``gap``:
-    median over pairs of its mean's absolute value; ``ratio = gap / seed_sd``.
+    median over pairs of its mean's absolute value; ``ratio = gap / seed_sd``; ``n``: the seeds.
     """
     n_seeds = {len(v) for v in values.values()}
     if len(n_seeds) != 1 or n_seeds.pop() < 2:
@@ -401,7 +421,8 @@ def paired_noise(values: Mapping[str, Sequence[float]]) -> dict[str, float]:
         raise ValueError("paired noise needs at least two variants")
     seed_sd = float(np.median([np.std(d, ddof=1) for d in diffs]))
     gap = float(np.median([abs(np.mean(d)) for d in diffs]))
-    return {"seed_sd": seed_sd, "gap": gap, "ratio": gap / seed_sd if seed_sd > 0 else math.inf}
+    ratio = gap / seed_sd if seed_sd > 0 else math.inf
+    return {"seed_sd": seed_sd, "gap": gap, "ratio": ratio, "n": len(diffs[0])}
 
 
 @dataclass(frozen=True)
@@ -446,14 +467,56 @@ def seed_noise(
     )
 
 
-def noise_verdict(noise: SeedNoise) -> str:
-    """ "Seed noise is smaller than the differences": on every domain the median paired gap
-    exceeds the median s.d. of paired differences (``held``), on some (``partly``), on none
-    (``not held``); ``not testable here`` without paired seeds."""
-    if any(p is None for p in noise.paired.values()):
+def noise_ratio_interval(
+    paired: Mapping[str, float], confidence: float = 0.95
+) -> tuple[float, float]:
+    """The paired gap over the s.d. of paired differences (:func:`paired_noise`), as an
+    interval: the gap taken as measured, over the s.d.'s chi-square interval on ``n`` seeds
+    (:func:`ropebook.stats.power.sd_interval`; with 3 seeds it spans 0.52× to 6.3× the sample
+    s.d., so the ratio's interval spans a factor of 12). The median over pairs counts as one
+    s.d. of ``n`` values: every pair shares the same seeds, so the pairs add no replicates."""
+    from ropebook.stats.power import sd_interval
+
+    low, high = sd_interval(paired["seed_sd"], int(paired["n"]), confidence)
+    gap = paired["gap"]
+
+    def over(sd: float) -> float:  # no noise: any gap is beyond it, a zero gap undecidable
+        return gap / sd if sd > 0 else math.inf if gap > 0 else math.nan
+
+    return over(high), over(low)
+
+
+def noise_domain_verdict(paired: Mapping[str, float] | None, confidence: float = 0.95) -> str:
+    """One domain of :func:`noise_verdict`: ``held`` if the s.d.'s chi-square interval lies
+    wholly below the gap (the ratio's interval above 1), ``not held`` if wholly above it,
+    ``cannot decide`` if it contains the gap; ``not testable here`` without paired seeds."""
+    from ropebook.claims import verdict_from_interval
+
+    if paired is None:
         return "not testable here"
-    above = [p["ratio"] > 1 for p in noise.paired.values()]
-    return "held" if all(above) else "partly" if any(above) else "not held"
+    return verdict_from_interval(*noise_ratio_interval(paired, confidence), threshold=1.0)
+
+
+def noise_verdict(noise: SeedNoise, confidence: float = 0.95) -> str:
+    """ "Seed noise is smaller than the differences": per domain, the median paired gap against
+    the ``confidence`` chi-square interval of the median s.d. of paired differences
+    (:func:`noise_domain_verdict`; 3 seeds give that s.d. 2 degrees of freedom, so its point
+    value alone decides nothing), the domains combined by :func:`ropebook.claims.combine`
+    (``held`` on every domain, ``partly`` on some, ``not held`` where none holds and one is
+    established false, else ``cannot decide``; ``not testable here`` without paired seeds)."""
+    return combine_verdicts([noise_domain_verdict(p, confidence) for p in noise.paired.values()])
+
+
+def noise_seeds_to_decide(
+    paired: Mapping[str, float], confidence: float = 0.95, max_seeds: int = 1000
+) -> int | None:
+    """The fewest seeds whose chi-square interval, at the measured s.d., would leave the gap
+    outside it (:func:`noise_domain_verdict` decided); ``None`` if none up to ``max_seeds``
+    would (a ratio of exactly 1 never is)."""
+    for n in range(max(int(paired["n"]), 2), max_seeds + 1):
+        if noise_domain_verdict({**paired, "n": n}, confidence) != "cannot decide":
+            return n
+    return None
 
 
 def seeds_to_buy(
