@@ -51,6 +51,8 @@ from IPython.display import display
 
 from ropebook import analyse, capture, claims, plots, prompts, real_model
 from ropebook.analysis import frequencies as fq
+from ropebook.analysis.frequencies import diagonal
+from ropebook.present import decide
 from ropebook.present import frequencies as show
 
 plots.setup()
@@ -68,7 +70,9 @@ CLAIMS = claims.ClaimSet(
         "real_checkpoints.diagonal_head", "Barbero et al. 2025, App. C, Fig. 11",
         "In the last layer, the head of a KV group that uses high frequencies most is its "
         "diagonal head",
-        claims.given,  # fq.diagonal_head_reading, or not testable without a checkpoint
+        # diagonal.diagonal_head_margin: its margin over the group's runner-up, interval over
+        # prompts; not testable without a checkpoint
+        claims.given,
     ),
 )  # fmt: skip
 
@@ -172,9 +176,19 @@ else:
 # %% [markdown]
 # Fig. 10's reading *holds* if queries and keys both put more than the uniform share of their
 # norm on the slowest `band` of each layer's rotated pairs and trend towards the slow pairs beyond
-# the flat bound, while values stay within it; Fig. 11's holds if the head with the largest
-# fastest-band share is the most diagonal of its group and puts at least `positional_mass` of its
-# attention on itself.
+# the flat bound, while values stay within it.
+#
+# Fig. 11's reading is decided over the prompts, not on one argmax: in a KV group of three heads,
+# "the top-frequency head is the group's most diagonal" comes true by chance one time in three.
+# For each prompt we take the attention on itself of the head with the largest fastest-band share
+# minus that of its group's **runner-up** (the other member with the most mean attention on
+# itself). The reading is *held* if that margin's 95% interval over the prompts lies above 0 and
+# the head's own attention on itself lies above `positional_mass` (it is a diagonal head, not
+# merely the group's least undiagonal one); *partly* if the margin lies above 0 but the head does
+# not clear `positional_mass`; *not held* if the margin lies below 0 (another member is more
+# diagonal); *cannot decide* if the interval contains 0. The prompts are samples of text read by
+# one checkpoint: the interval says how this model behaves on such text, not how training runs
+# would vary.
 
 # %%
 if real is not None:
@@ -182,8 +196,10 @@ if real is not None:
     # are not its slowest band (the summary reports them apart).
     real_low = real_result.low_reading(band)
     last = real_result.rope_layers[-1]
-    real_head = fq.diagonal_head_reading(
-        real_result.layer_usage(last), real_result.diagonal[last], band, positional_mass
+    # attention on itself per prompt in that layer: the samples behind the margin's interval
+    by_prompt = diagonal.self_attention_by_prompt(real, real_ids, last)
+    real_head = diagonal.diagonal_head_margin(
+        real_result.layer_usage(last), by_prompt, band, positional_mass
     )
 
 # %% tags=["hide-input"]
@@ -199,7 +215,9 @@ if real is not None:
         plots.table(
             [
                 {"head": h, "fast share (queries)": float(real_head.q_high[h]),
-                 "on itself": float(real_head.diagonal[h])}
+                 "on itself": float(real_head.diagonal[h]),
+                 "on itself, per prompt (min–max)":
+                     f"{by_prompt[:, h].min():.2f}–{by_prompt[:, h].max():.2f}"}
                 for h in members
             ]
         ),
@@ -214,12 +232,35 @@ if real is not None:
         f"{real_low.trend['v']:+.2f} (flat bound ±{real_low.bound:.2f})"
     )
     head_measured = (
-        f"last layer: head {top} has the largest query fastest-band share "
+        f"layer {last}: head {top} has the largest query fastest-band share "
         f"({real_head.q_high[top]:.2f}) and {real_head.diagonal[top]:.2f} of its attention on "
-        f"itself; most diagonal head of its group: {real_head.most_diagonal}"
+        f"itself (line {positional_mass:g}); most diagonal head of its group: "
+        f"{real_head.most_diagonal}"
     )
+    margin, on_itself = real_head.margin, real_head.on_itself
+    if margin is None:
+        head_interval = None
+        head_to_decide = (
+            "a checkpoint with grouped-query attention: each KV group here is one query head, "
+            "so no head of a group can be ahead of another"
+        )
+    else:
+        runner = real_head.runner_up
+        head_measured += f"; margin over its runner-up (head {runner}) {margin.mean:+.3f}"
+        head_interval = (  # None on one prompt: it has no interval
+            f"margin {margin.text_over('prompts')}; on itself {on_itself.text_over('prompts')}"
+            if margin.n > 1
+            else None
+        )
+        head_to_decide = decide.interval_to_decide(
+            margin, 0.0, what="the measured margin", samples="prompts", one="prompt"
+        )
     CLAIMS.record("real_checkpoints.low_freq", real_low.verdict, low_measured)
-    CLAIMS.record("real_checkpoints.diagonal_head", real_head.verdict, head_measured)
+    CLAIMS.record(
+        "real_checkpoints.diagonal_head", real_head.verdict, head_measured,
+        interval=head_interval, basis=f"{name}, {real_head.n_prompts} prompts of "
+        f"{checkpoint_tokens} tokens", to_decide=head_to_decide,
+    )  # fmt: skip
 else:
     why = f"no checkpoint read (checkpoint={checkpoint!r} on the {profile} profile)"
     # what decides both: the same readings on a real checkpoint, with this run's prompts
@@ -236,8 +277,8 @@ else:
 # ## What we claim and what we measured
 #
 # The loader check is exact arithmetic on random weights, so it holds or fails outright. The two
-# readings describe one checkpoint on these prompts; the book's own models, over seeds, are in the
-# [frequency chapter](frequency_usage.ipynb).
+# readings describe one checkpoint on these prompts (Fig. 11's with an interval over the prompts);
+# the book's own models, over seeds, are in the [frequency chapter](frequency_usage.ipynb).
 
 # %% tags=["remove-input"]
 CLAIMS.glue()

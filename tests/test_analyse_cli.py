@@ -170,7 +170,13 @@ def test_chapter_section_runs_the_same_code(family, tmp_path, monkeypatch):
     recorded = {c.id: c.verdict for c in namespace["CLAIMS"].claims()}
     assert recorded["real_checkpoints.hf_loader"] == "held"
     assert recorded["real_checkpoints.low_freq"] in ("held", "partly", "not held")
-    assert recorded["real_checkpoints.diagonal_head"] in ("held", "partly", "not held")
+    assert recorded["real_checkpoints.diagonal_head"] in (
+        "held",
+        "partly",
+        "not held",
+        "cannot decide",
+        "not testable here",
+    )
 
 
 def test_cli_uses_the_checkpoints_own_tokenizer(gemma3, tmp_path):
