@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ropebook
-from ropebook import checkpoints, evaluation, model, scaling
+from ropebook import checkpoints, claims, evaluation, model, scaling
 from ropebook.analysis import scaling as stretch
 from ropebook.present import scaling as show
 
@@ -159,6 +159,43 @@ def test_length_sweep_pairs_windows_and_skips_non_rotary_methods():
     )  # fmt: skip
     assert fixed["rope", "pi", 2] == [losses["rope", "pi", 2][0]]  # s = factor = 2 here
     assert fixed["rope", "pi", 1] != losses["rope", "pi", 1][:1]  # s = 2 even at 1x
+
+
+def test_pi_at_s_on_the_1x_windows_is_the_first_L_positions_of_its_long_window():
+    """rope_scaling.pi_after_finetune compares PI with the model at 1× on the same positions: a
+    causal model's first L tokens of an s×L window are the 1× window, so the sweep's 1× cell with
+    the scale fixed at s is PI at s× without the context the longer window adds, on the very
+    windows the model at 1× read (the same seed and length)."""
+    r = run(config())
+    iv = stretch.intervention(r.config, "pi", 4)
+    window = jnp.asarray(TOKENS[None, : 4 * 16].astype(np.int32))
+    long = model.forward(r.params, window, r.config, intervention=iv)
+    short = model.forward(r.params, window[:, :16], r.config, intervention=iv)
+    np.testing.assert_allclose(np.asarray(long)[:, :16], np.asarray(short), atol=1e-4)
+    first_l = stretch.length_sweep({"pi-ft": [r]}, ("pi",), [1], TOKENS, n_windows=2,
+                                   fixed_scale=4, progress=False)  # fmt: skip
+    direct = evaluation.loss_by_position(
+        r.params, r.config, TOKENS, seq_len=16, n_windows=2, intervention=iv
+    ).mean()
+    assert first_l["pi-ft", "pi", 1][0] == pytest.approx(float(direct), rel=1e-6)
+
+
+def test_pi_after_finetune_reaches_every_verdict_on_the_same_positions():
+    """The rule: PI on the first L positions lower than the model at 1× and fine-tuned PI lower
+    than fine-tuned plain RoPE → held; both higher → not held; one each → partly; unresolved
+    → cannot decide."""
+    base = np.array([2.0, 2.1, 1.9])
+    lower = stretch.paired_change(base - 0.1 + np.array([0, 1e-3, -1e-3]), base)
+    higher = stretch.paired_change(base + 0.1 + np.array([0, 1e-3, -1e-3]), base)
+    unresolved = stretch.paired_change(base + np.array([0.05, -0.05, 0.01]), base)
+
+    def rule(same, over_plain):
+        return claims.combine([same.verdict_lower(), over_plain.verdict_lower()])
+
+    assert rule(lower, lower) == "held"
+    assert rule(higher, higher) == "not held"
+    assert rule(higher, lower) == "partly"
+    assert rule(unresolved, unresolved) == "cannot decide"
 
 
 def test_finetune_caches_by_recipe(tmp_path, monkeypatch):
