@@ -139,7 +139,9 @@ plots.table(show_dy.trend_table(head_trends))
 # with `induction_level` or more of its attention on the induction target (1 for a perfect
 # induction head, about 1/n for uniform attention), so a last snapshot wholly below that level
 # reads *not held* however the score moved; past it, a rise beyond NoPE's reads *held*, a rise
-# short of NoPE's *partly*.
+# short of NoPE's *partly*. A last snapshot whose interval straddles the level reads *not held*
+# if the rise fell short of NoPE's (one part of the claim is false, the other unshown) and
+# *cannot decide* otherwise.
 
 # %%
 head_control = dy.controlled_trends(head_runs, stats)

@@ -222,6 +222,16 @@ def test_growing_a_head_judges_the_rise_given_against_the_control():
     assert dy.level_verdict(high, 1.5, rise=dy.TOWARD)[0] == "not held"  # short of the level
 
 
+def test_a_rise_short_of_the_control_with_the_level_straddled_is_not_held():
+    """One part of the conjunction (rises more than NoPE) is false and the other (ends at the
+    level) is not established: no part holds, so not held, not cannot decide."""
+    straddling = dy.trend_test(trajectory(np.array([[0.0, 0.2], [0.0, 0.8], [0.0, 0.5]])))
+    verdict, final = dy.level_verdict(straddling, 0.5, rise=dy.AWAY)
+    assert verdict == "not held" and final.low < 0.5 < final.high
+    assert dy.level_verdict(straddling, 0.5, rise=dy.TOWARD)[0] == "cannot decide"
+    assert dy.level_verdict(straddling, 0.5, rise=dy.UNDECIDED)[0] == "cannot decide"
+
+
 def named(values, model, seeds=None, toward=1, statistic="stat"):
     values = np.atleast_2d(values)
     seeds = tuple(range(len(values))) if seeds is None else seeds

@@ -525,7 +525,9 @@ def level_verdict(
     ``not held`` when the last snapshot's interval lies wholly on the near side of ``level``
     (whatever the rise); past it, ``held`` if the rise went toward it, ``partly`` if it went
     away (the head is there but did not grow beyond the control), else ``cannot decide``
-    (always so with one seed)."""
+    (always so with one seed). An interval that straddles ``level`` is ``not held`` when the rise
+    went away (one part of the conjunction is already false, the other not established) and
+    ``cannot decide`` otherwise."""
     rise = trend.verdict if rise is None else rise
     if len(trend.finals) < 2:
         return "cannot decide", None
@@ -535,7 +537,7 @@ def level_verdict(
         return "not held", final
     if low > 0:
         return {TOWARD: "held", AWAY: "partly"}.get(rise, "cannot decide"), final
-    return "cannot decide", final
+    return ("not held" if rise == AWAY else "cannot decide"), final
 
 
 def combined_verdict(trends: Sequence[Trend | ControlledTrend]) -> str:
