@@ -42,6 +42,9 @@ n_sequences = 16  # in [2, inf): repeated random sequences per model (induction 
 n_heads = 2  # in [1, inf): strongest previous-token (and induction) heads read per model
 fraction = 0.25  # in (0, 0.5]: the quarter probe's share of planes; the papers' bands
 loss_threshold = 0.005  # in (0, inf): nats; a smaller loss change counts as none (≈ 0.5 % ppl)
+# 0.02 of a row's attention, fixed before the data: 4 % of the 0.5 from which the book calls a
+# head positional (frequency_usage's positional_mass), so a smaller change moves a head by less
+# than a twenty-fifth of what makes it positional; the seed-to-seed spread is shown for scale
 attention_threshold = 0.02  # in (0, 1): a smaller drop in an attention score counts as none
 training_windows = 16  # in [2, inf): windows per snapshot for the map along training
 window_seed = 0  # in [0, inf): numpy Generator seed for windows and sequences
@@ -112,12 +115,18 @@ for name, value in {
 # probe); in the others a band's change is the mean over its planes of the change when that one
 # plane is removed. Each claim is decided by its 95 % interval (over seeds; over windows of one
 # seed when there is one); the plane-by-plane claims on the matched and the flagship models, the
-# two combined (held on both: held; on one: partly). A band contrast of single planes must be
-# *material*: its interval beyond
+# two combined (held on both: held; on one: partly). A band contrast, of quarters or of single
+# planes, must be *material*: its interval beyond
 # `attention_threshold` (attention scores) or `loss_threshold` (loss), the thresholds that classify
 # single planes below, since with thousands of paired windows a difference far too small to matter
 # can still be separated from zero. An interval wholly on the near side of the threshold reads
-# *not held*: the difference, if any, is smaller than the claim needs.
+# *not held*: the difference, if any, is smaller than the claim needs (for the quarters, an
+# interval within ± the threshold reads *bounded*, a decided null). Both thresholds are fixed
+# before the data: `loss_threshold` = 0.005 nats is 0.5 % of perplexity, the book's
+# matched-regime target; `attention_threshold` = 0.02 is 4 % of the 0.5 of a row's attention
+# from which the book calls a head positional, so a smaller drop moves a head by less than a
+# twenty-fifth of what makes it positional. How much the strongest heads' attention varies from
+# seed to seed is printed beside the quarter probe, for scale; it decides nothing.
 
 # %% tags=["hide-input"]
 CLAIMS = claims.ClaimSet(
@@ -212,7 +221,10 @@ quarters_by = {
     )
     for ablation in probes.ABLATIONS
 }
-quarter_readings = {a: probes.probe_reading(r) for a, r in quarters_by.items()}
+quarter_readings = {
+    a: probes.probe_reading(r, attention=attention_threshold, loss=loss_threshold)
+    for a, r in quarters_by.items()
+}
 quarters = probes.controlled_reading(quarter_readings)  # each part on the reading that decides it
 plots.table([row for r in quarters_by.values() for row in show_probes.probe_table(r)])
 
@@ -228,12 +240,19 @@ print(
     }
 )
 show_probes.probe_chart(list(quarters_by.values()))
+intact = quarters_by["zeroed"].previous["intact"].mean(axis=1)  # per seed, for scale only
+if intact.size > 1:
+    print(f"the strongest heads' previous-token attention, intact: s.d. {intact.std(ddof=1):.3f} "
+          f"from seed to seed (threshold {attention_threshold:g})")  # fmt: skip
 
 # %% [markdown]
-# The reading combines two paired contrasts: Δ attention(fastest) − Δ attention(slowest) with
-# an interval wholly below zero, and Δ loss(slowest) − Δ loss(random) wholly above zero; both →
-# *held*; one held and the other not held or undecided → *partly*; none held → *not held* if
-# one is established the other way, else *cannot decide*. With one seed the intervals are over
+# The reading combines two paired contrasts, each against its material threshold:
+# Δ attention(fastest) − Δ attention(slowest) with an interval wholly below −`attention_threshold`,
+# and Δ loss(slowest) − Δ loss(random) wholly above `loss_threshold`. A part whose interval lies
+# within ± its threshold is *bounded* (no material difference either way), one wholly on the near
+# side of the threshold otherwise *not held*, one containing it undecided. Both parts held →
+# *held*; one held → *partly*; none held → *not held* if one is not held, *bounded* if both are
+# bounded, else *cannot decide*. With one seed the intervals are over
 # windows of one trained model, which says what this model does but not what training does, so
 # the verdict reads *cannot decide*. Each part on its deciding reading gives
 # **{glue:text}`plane_map.quarters_verdict`**; the same rule on one reading alone would give
@@ -241,15 +260,27 @@ show_probes.probe_chart(list(quarters_by.values()))
 # {glue:text}`plane_map.quarters_zeroed_verdict` (all zeroing).
 
 # %% tags=["remove-input"]
+material = {"attention": (quarters.positional, -attention_threshold, ""),
+            "loss": (quarters.semantic, loss_threshold, "nats")}  # fmt: skip
+quarters_to_decide = (
+    show_probes.reading_to_decide(quarters)  # one seed: the seeds a verdict on training needs
+    if quarters.n_seeds < 2
+    else "; ".join(
+        f"{name}: " + decide.interval_to_decide(
+            e, t, unit=unit, what=f"its measured distance from the threshold {t:+g}")
+        for name, (e, t, unit) in material.items() if e.low <= t <= e.high
+    )
+)  # fmt: skip
 CLAIMS.record(
     "plane_map.quarters",
     quarters.verdict,
-    show_probes.readings_measured(quarter_readings),
+    show_probes.readings_measured(quarter_readings)
+    + f" (material: attention {attention_threshold:g}, loss {loss_threshold:g} nats)",
     interval=f"attention (zeroed): {quarters.positional.text}; "
     f"loss (mean-ablated): {quarters.semantic.text}",
     seeds=quarters.n_seeds,
     basis=show_probes.reading_basis(quarters),
-    to_decide=show_probes.reading_to_decide(quarters),
+    to_decide=quarters_to_decide,
 )
 for ablation, one in quarter_readings.items():  # the rule on one reading alone, for the prose
     glue(f"plane_map.quarters_{ablation}_verdict", one.verdict, display=False)

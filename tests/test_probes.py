@@ -96,19 +96,51 @@ def result(n_seeds: int, fast_drop: float, slow_cost: float) -> probes.ProbeResu
     )  # fmt: skip
 
 
+def reading_of(r: probes.ProbeResult) -> probes.ProbeReading:
+    """:func:`probes.probe_reading` at the plane map's material thresholds."""
+    return probes.probe_reading(r, attention=0.02, loss=0.005)
+
+
+def test_material_verdict_reaches_every_verdict():
+    """plane_map.quarters's parts: beyond the material threshold (held), within ± it (bounded),
+    on its near side reaching the other way (not held), containing it (cannot decide)."""
+    t = 0.02
+    assert probes.material_verdict(-0.3, -0.1, t, above=False) == "held"
+    assert probes.material_verdict(-0.015, -0.001, t, above=False) == "bounded"  # below 0, small
+    assert probes.material_verdict(-0.01, 0.05, t, above=False) == "not held"
+    assert probes.material_verdict(0.03, 0.05, t, above=False) == "not held"
+    assert probes.material_verdict(-0.05, -0.01, t, above=False) == "cannot decide"
+    assert probes.material_verdict(0.01, 0.02, 0.005, above=True) == "held"
+    assert probes.material_verdict(0.001, 0.004, 0.005, above=True) == "bounded"
+    assert probes.material_verdict(0.0, 0.01, 0.005, above=True) == "cannot decide"
+    with pytest.raises(ValueError, match="positive"):
+        probes.material_verdict(0.0, 1.0, 0.0, above=True)
+
+
+def test_a_quarter_contrast_separated_from_zero_but_below_the_threshold_is_not_held():
+    """The quarters now test against the same material thresholds as the plane-by-plane
+    claims: a tiny but clearly negative attention contrast and a tiny positive loss contrast
+    are bounded, not held."""
+    tiny = reading_of(result(3, fast_drop=0.035, slow_cost=0.002))
+    assert tiny.positional.high < 0 and tiny.semantic.low > 0  # against 0 this read held
+    assert probes.probe_parts(tiny) == ("bounded", "bounded") and tiny.verdict == "bounded"
+    half = reading_of(result(3, fast_drop=0.3, slow_cost=0.002))
+    assert half.verdict == "partly"
+
+
 def test_probe_reading_on_constructed_results():
-    held = probes.probe_reading(result(3, fast_drop=0.3, slow_cost=0.2))
+    held = reading_of(result(3, fast_drop=0.3, slow_cost=0.2))
     assert held.verdict == "held" and held.positional.high < 0 and held.semantic.low > 0
     assert "paired per seed and window" in show.reading_basis(held)
     assert show.reading_measured(held).startswith(
         f"removing the fastest instead of the slowest quarter changes previous-token attention "
         f"by {held.positional.mean:+.3f}"
     )
-    against = probes.probe_reading(result(3, fast_drop=-0.3, slow_cost=-0.2))
+    against = reading_of(result(3, fast_drop=-0.3, slow_cost=-0.2))
     assert against.verdict == "not held"
-    mixed = probes.probe_reading(result(3, fast_drop=0.3, slow_cost=-0.2))
+    mixed = reading_of(result(3, fast_drop=0.3, slow_cost=-0.2))
     assert mixed.verdict == "partly"
-    assert probes.probe_reading(result(1, 0.3, 0.2)).verdict == "cannot decide"
+    assert reading_of(result(1, 0.3, 0.2)).verdict == "cannot decide"
 
 
 def test_probe_table_and_chart():
@@ -228,8 +260,8 @@ def test_controlled_reading_decides_each_part_on_its_reading():
 
     def readings(zeroed, mean, n=3):
         return {
-            "zeroed": probes.probe_reading(result(n, *zeroed)),
-            "mean": probes.probe_reading(result(n, *mean)),
+            "zeroed": reading_of(result(n, *zeroed)),
+            "mean": reading_of(result(n, *mean)),
         }
 
     held = probes.controlled_reading(readings((0.3, 0.2), (0.0, 0.2)))

@@ -274,31 +274,55 @@ def min_detectable(diffs) -> float:
 class ProbeReading:
     """The two paired contrasts that test the claim, and their verdicts."""
 
-    positional: Estimate  # Δ prev(fastest) − Δ prev(slowest): claim says < 0
-    semantic: Estimate  # Δ loss(slowest) − Δ loss(random): claim says > 0
+    positional: Estimate  # Δ prev(fastest) − Δ prev(slowest): claim says < −attention threshold
+    semantic: Estimate  # Δ loss(slowest) − Δ loss(random): claim says > loss threshold
     positional_mde: float
     semantic_mde: float
     n_seeds: int
     verdict: str
+    attention_threshold: float  # the smallest attention difference that counts (material)
+    loss_threshold: float  # the same in nats of loss
 
 
-def probe_reading(result: ProbeResult) -> ProbeReading:
+def material_verdict(low: float, high: float, threshold: float, *, above: bool) -> str:
+    """A contrast the claim says lies beyond a material ``threshold`` (> 0) on one side of 0
+    (above ``+threshold`` if ``above``, else below ``−threshold``): ``held`` if its interval
+    lies wholly beyond it; ``bounded`` if the interval lies within ``±threshold`` (any
+    difference is smaller than matters: a decided null); ``not held`` if it lies wholly on the
+    near side of the threshold otherwise (it reaches a material difference the other way);
+    ``cannot decide`` if it contains the threshold. The plane-by-plane band claims use the same
+    thresholds (``planes.band_verdict``)."""
+    from ropebook.claims import verdict_from_interval
+
+    if threshold <= 0:
+        raise ValueError(f"a material threshold is positive, got {threshold}")
+    signed = threshold if above else -threshold
+    verdict = verdict_from_interval(low, high, threshold=signed, above=above)
+    if verdict == "not held" and -threshold <= low and high <= threshold:
+        return "bounded"
+    return verdict
+
+
+def probe_reading(result: ProbeResult, *, attention: float, loss: float) -> ProbeReading:
     """Part 1: removing the fastest planes lowers previous-token attention more than removing the
-    slowest (interval of the paired difference below 0). Part 2: removing the slowest planes costs
-    more loss than removing random ones (interval above 0). The parts combine by
+    slowest, by more than ``attention`` (the paired difference's interval below −``attention``).
+    Part 2: removing the slowest planes costs more loss than removing random ones, by more than
+    ``loss`` nats. Each part by :func:`material_verdict`, combined by
     :func:`ropebook.claims.combine`; one seed → cannot decide (the window intervals describe one
     trained model, not training)."""
-    from ropebook.claims import combine, verdict_from_interval
+    from ropebook.claims import combine
 
     pos = result.delta("previous", "fastest") - result.delta("previous", "slowest")
     sem = result.delta("loss", "slowest") - result.delta("loss", "random")
     p, s = paired_estimate(pos), paired_estimate(sem)
     parts = [
-        verdict_from_interval(*p.bounds, threshold=0.0, above=False),
-        verdict_from_interval(*s.bounds, threshold=0.0, above=True),
+        material_verdict(*p.bounds, attention, above=False),
+        material_verdict(*s.bounds, loss, above=True),
     ]
     verdict = "cannot decide" if len(result.seeds) < 2 else combine(parts)
-    return ProbeReading(p, s, min_detectable(pos), min_detectable(sem), len(result.seeds), verdict)
+    return ProbeReading(
+        p, s, min_detectable(pos), min_detectable(sem), len(result.seeds), verdict, attention, loss
+    )
 
 
 # Which reading decides each part of a claim. A positional part (fast planes build positional
@@ -313,12 +337,11 @@ DECIDING = {"positional": "zeroed", "semantic": "mean"}
 
 def probe_parts(reading: ProbeReading) -> tuple[str, str]:
     """The verdict of each part of one reading, as :func:`probe_reading` combines them:
-    positional (interval below 0), semantic (interval above 0)."""
-    from ropebook.claims import verdict_from_interval
-
+    positional (interval below −its attention threshold), semantic (above its loss threshold),
+    each by :func:`material_verdict`."""
     return (
-        verdict_from_interval(*reading.positional.bounds, threshold=0.0, above=False),
-        verdict_from_interval(*reading.semantic.bounds, threshold=0.0, above=True),
+        material_verdict(*reading.positional.bounds, reading.attention_threshold, above=False),
+        material_verdict(*reading.semantic.bounds, reading.loss_threshold, above=True),
     )
 
 
@@ -334,5 +357,6 @@ def controlled_reading(readings: dict[str, ProbeReading]) -> ProbeReading:
     parts = [probe_parts(pos)[0], probe_parts(sem)[1]]
     verdict = "cannot decide" if pos.n_seeds < 2 else combine(parts)
     return ProbeReading(
-        pos.positional, sem.semantic, pos.positional_mde, sem.semantic_mde, pos.n_seeds, verdict
-    )
+        pos.positional, sem.semantic, pos.positional_mde, sem.semantic_mde, pos.n_seeds, verdict,
+        pos.attention_threshold, sem.loss_threshold,
+    )  # fmt: skip
