@@ -190,9 +190,80 @@ def test_kendall_tau():
 
 
 def test_separation_verdict():
-    assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.2, 0.1, 0.3)]) == "held"
-    assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.0, -0.1, 0.1)]) == "cannot decide"
-    assert biases.separation_verdict([(1.0, 0.5, 1.5), (-0.2, -0.3, -0.1)]) == "not held"
+    assert biases.separation_verdict([(1.0, 0.5, 1.5), (0.2, 0.1, 0.3)], n_seeds=3) == "held"
+    straddles = [(1.0, 0.5, 1.5), (0.0, -0.1, 0.1)]
+    assert biases.separation_verdict(straddles, n_seeds=3) == "cannot decide"
+    below = [(1.0, 0.5, 1.5), (-0.2, -0.3, -0.1)]
+    assert biases.separation_verdict(below, n_seeds=3) == "not held"
+
+
+def test_one_seed_decides_no_comparison_however_narrow_its_windows():
+    """Intervals over the windows of one model of each encoding: shown, never decided on."""
+    clear, against = [(1.0, 0.5, 1.5)], [(-1.0, -1.5, -0.5)]
+    for differences in (clear, against):
+        assert biases.separation_verdict(differences, n_seeds=1) == "cannot decide"
+        assert biases.order_verdict(differences, n_seeds=1) == "cannot decide"
+    assert biases.separation_verdict(clear, n_seeds=biases.MIN_SEEDS) == "held"
+    assert biases.separation_verdict(against, n_seeds=biases.MIN_SEEDS) == "not held"
+    assert biases.replicated("held", 1) == "cannot decide"
+    assert biases.replicated("not held", 2) == "not held"
+
+
+def test_content_verdict_over_seeds():
+    """Fig. 15: R² below 0.5 over RoPE's seeds held, above not held, across cannot decide; one
+    seed cannot decide whatever its windows say."""
+    assert biases.content_verdict(0.1, 0.3, 3) == "held"
+    assert biases.content_verdict(0.6, 0.8, 3) == "not held"
+    assert biases.content_verdict(0.4, 0.6, 3) == "cannot decide"
+    assert biases.content_verdict(0.1, 0.3, 1) == "cannot decide"
+    assert biases.content_verdict(0.6, 0.8, 1) == "cannot decide"
+
+
+def test_fire_rows_past_and_toeplitz_verdict():
+    """Only rows i > L can break FIRE's Toeplitz pattern: with none the claim is uninformative
+    (Toeplitz by construction), else decided by the spread against the tolerance."""
+    assert biases.rows_past(128.0, 128) == 0  # L at the context = the figure's length
+    assert biases.rows_past(126.5, 128) == 1  # row 127 only
+    assert biases.rows_past(126.0, 128) == 1  # row 126 = L shares psi(L)
+    assert biases.rows_past(100.2, 1024) == 923
+    assert biases.rows_past(2000.0, 1024) == 0
+    assert biases.rows_past(-3.0, 8) == 8
+    assert biases.fire_toeplitz_verdict(0.0, 0, 1e-5) == "uninformative here"
+    assert biases.fire_toeplitz_verdict(0.3, 0, 1e-5) == "uninformative here"
+    assert biases.fire_toeplitz_verdict(1e-7, 1, 1e-5) == "held"
+    assert biases.fire_toeplitz_verdict(0.2, 1, 1e-5) == "not held"
+    # compared among themselves, the rows past L need two
+    assert biases.fire_toeplitz_verdict(0.0, 1, 1e-5, need=2) == "uninformative here"
+    assert biases.fire_toeplitz_verdict(0.2, 2, 1e-5, need=2) == "not held"
+
+
+def test_fire_figure_is_uninformative_when_its_threshold_covers_the_figure():
+    """A FIRE bias whose learned L is at least the figure's length is Toeplitz by construction
+    on it; moved below, its rows past L are measured and break the pattern."""
+    params, _ = _bias("fire", 2, 32, 32)
+    enc = encodings.EncodingConfig("fire")
+    positions = jnp.arange(32)
+    for raw_l, informative in ((10.0, False), (-1.0, True)):  # softplus(raw) * 32 tokens
+        params = {**params, "L": jnp.asarray(raw_l)}
+        bias = np.asarray(encodings.bias(params, enc, 2, positions, positions, 32))
+        threshold = biases.fire_threshold(params, 32)
+        rows = biases.rows_past(threshold, 32)
+        verdict = biases.fire_toeplitz_verdict(biases.max_relative_deviation(bias), rows, 1e-5)
+        assert (verdict != "uninformative here") == informative
+        if informative:
+            assert verdict == "not held"
+
+
+def test_ordering_to_decide_names_the_seeds_needed():
+    difference = {("rope", "alibi"): (0.2, 0.15, 0.25), ("kerple", "alibi"): (0.05, -0.01, 0.11)}
+    pairs = list(difference)
+    one = show.ordering_to_decide(pairs, difference, 1, ("alibi", "kerple"))
+    assert one.startswith("2 or more paired seeds of every encoding (ALiBi, Kerple: 1 here")
+    assert "a second seed is needed" in one and "Kerple − ALiBi" in one  # the smaller one
+    several = show.ordering_to_decide(pairs, difference, 3)
+    # with seeds, only the difference whose interval still contains 0 is asked for
+    assert "hardest" not in several and "paired seeds would detect" in several
+    assert "this run has 3" in several
 
 
 # ---------------------------------------------------------------- the pe_zoo chapter's functions
@@ -473,12 +544,14 @@ def test_paired_log_ratio_difference():
 
 def test_order_verdict_and_weakest_difference():
     held, straddles, below = (1.0, 0.5, 1.5), (0.1, -0.1, 0.3), (-1.0, -1.5, -0.5)
-    assert biases.order_verdict([held, held]) == "held"
-    assert biases.order_verdict([held, straddles]) == "partly"
-    assert biases.order_verdict([held, below]) == "partly"  # one neighbour established each way
-    assert biases.order_verdict([below, straddles]) == "not held"  # the other way, none for
+    assert biases.order_verdict([held, held], n_seeds=3) == "held"
+    assert biases.order_verdict([held, straddles], n_seeds=3) == "partly"
+    # one neighbour established each way
+    assert biases.order_verdict([held, below], n_seeds=3) == "partly"
+    # the other way, none for
+    assert biases.order_verdict([below, straddles], n_seeds=3) == "not held"
     # nothing established: undecided, however the point estimates rank (tau is not asked)
-    assert biases.order_verdict([straddles, straddles]) == "cannot decide"
+    assert biases.order_verdict([straddles, straddles], n_seeds=3) == "cannot decide"
     difference = {("a", "b"): held, ("c", "b"): straddles}
     assert biases.weakest_difference([("a", "b"), ("c", "b")], difference) == ("c", "b")
     rows = show.ordering_table(

@@ -251,17 +251,34 @@ def kendall_tau(a: dict[str, float], b: dict[str, float]) -> float:
     return score / pairs if pairs else float("nan")
 
 
-def separation_verdict(differences: list[tuple[float, float, float]]) -> str:
-    """Verdict on a set of claimed-positive differences, each ``(mean, low, high)``.
+# An encoding comparison is a claim about training runs, so its interval must be over seeds: with
+# one seed per encoding the windows' interval describes one trained model of each, and a gap
+# between two models could be the luck of their initialisations (as probes.probe_reading rules).
+MIN_SEEDS = 2
+
+
+def replicated(verdict: str, n_seeds: int) -> str:
+    """``verdict`` where it rests on at least :data:`MIN_SEEDS` seeds of each model compared,
+    else ``cannot decide``: one seed has no interval over training runs, whatever its windows'
+    interval says."""
+    return verdict if n_seeds >= MIN_SEEDS else "cannot decide"
+
+
+def separation_verdict(differences: list[tuple[float, float, float]], *, n_seeds: int) -> str:
+    """Verdict on a set of claimed-positive differences, each ``(mean, low, high)`` over
+    ``n_seeds`` paired seeds.
 
     ``held``: every interval lies above 0; ``not held``: some interval lies wholly below 0 (the
-    opposite order is established); ``cannot decide``: otherwise (some interval contains 0).
+    opposite order is established); ``cannot decide``: otherwise (some interval contains 0), or
+    with fewer than :data:`MIN_SEEDS` seeds (:func:`replicated`).
     """
     if all(low > 0 for _, low, _ in differences):
-        return "held"
-    if any(high < 0 for _, _, high in differences):
-        return "not held"
-    return "cannot decide"
+        verdict = "held"
+    elif any(high < 0 for _, _, high in differences):
+        verdict = "not held"
+    else:
+        verdict = "cannot decide"
+    return replicated(verdict, n_seeds)
 
 
 # ---------------------------------------------------------------- the pe_zoo chapter
@@ -454,6 +471,25 @@ def toeplitz_summary(rows: list[dict]) -> dict:
     }
 
 
+def rows_past(threshold: float, length: int) -> int:
+    """How many query rows ``i < length`` lie past FIRE's threshold ``L`` (``i > L``): only they
+    are normalised by ``psi(i)`` rather than ``psi(L)``, so only they can make the bias depend on
+    more than ``i - j``; 0 when ``L >= length - 1``."""
+    return int(min(max(length - 1 - math.floor(threshold), 0), length))
+
+
+def fire_toeplitz_verdict(spread: float, rows: int, tol: float, *, need: int = 1) -> str:
+    """Is FIRE's bias a function of ``i - j`` alone where it could fail to be? ``held`` if its
+    largest relative diagonal spread is below ``tol`` (the chapter's Toeplitz tolerance, the one
+    that calls ALiBi and Kerple Toeplitz), ``not held`` otherwise — but ``uninformative here``
+    with fewer than ``need`` rows past the learned threshold (:func:`rows_past`): rows ``i <= L``
+    share one normaliser and are Toeplitz by construction, so the spread is 0 whatever FIRE
+    learned. ``need`` is 2 where the rows past ``L`` are compared among themselves."""
+    from ropebook.claims import holds, informative_or
+
+    return informative_or(rows >= need, holds(spread < tol))
+
+
 def score_measures(m, windows) -> tuple[np.ndarray, np.ndarray]:
     """A model's final-layer scores on ``windows [B, T]``: share of variance explained by
     distance (:func:`distance_r2`) and relative diagonal spread, each ``[B, H]``."""
@@ -613,16 +649,31 @@ def detectable_difference(
     return max(values)
 
 
-def order_verdict(differences: list[tuple[float, float, float]]) -> str:
-    """CABLE's whole order from its neighbour differences ``(mean, low, high)``, each claimed
-    positive: :func:`ropebook.claims.combine` of their interval verdicts — ``held`` when every
-    one is established, ``partly`` when some are, ``not held`` when none is and some is
-    established the other way, ``cannot decide`` otherwise. A rank correlation of the point
+def order_verdict(differences: list[tuple[float, float, float]], *, n_seeds: int) -> str:
+    """CABLE's whole order from its neighbour differences ``(mean, low, high)`` over ``n_seeds``
+    paired seeds, each claimed positive: :func:`ropebook.claims.combine` of their interval
+    verdicts — ``held`` when every one is established, ``partly`` when some are, ``not held``
+    when none is and some is established the other way, ``cannot decide`` otherwise or with
+    fewer than :data:`MIN_SEEDS` seeds (:func:`replicated`). A rank correlation of the point
     estimates (Kendall's tau) is shown beside it but decides nothing: it cannot tell an order
     from noise."""
     from ropebook.claims import combine, verdict_from_interval
 
-    return combine(verdict_from_interval(low, high, threshold=0.0) for _, low, high in differences)
+    verdict = combine(
+        verdict_from_interval(low, high, threshold=0.0) for _, low, high in differences
+    )
+    return replicated(verdict, n_seeds)
+
+
+def content_verdict(low: float, high: float, n_seeds: int, threshold: float = 0.5) -> str:
+    """Fig. 15's reading: distance explains less than ``threshold`` of RoPE's final-layer score
+    variance — ``held`` if the R² interval over ``n_seeds`` seeds lies below it, ``not held`` if
+    above, ``cannot decide`` if it contains it or with fewer than :data:`MIN_SEEDS` seeds (one
+    model's windows say how that model's scores vary, not how training runs do)."""
+    from ropebook.claims import verdict_from_interval
+
+    verdict = verdict_from_interval(low, high, threshold=threshold, above=False)
+    return replicated(verdict, n_seeds)
 
 
 def weakest_difference(pairs, difference: dict) -> tuple[str, str]:

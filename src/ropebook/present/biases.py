@@ -290,3 +290,45 @@ def ordering_table(checks: dict, difference: dict, verdicts: dict) -> list[dict]
         for label, pairs in checks.items()
         for worse, better in pairs
     ]
+
+
+def ordering_to_decide(
+    pairs, difference: dict, n_seeds: int, one_seed: tuple[str, ...] = ()
+) -> str:
+    """What would decide an ordering of Table 4 left open (``pairs``: its ``(worse, better)``
+    pairs; ``difference``: their paired ln-ratio differences ``(mean, low, high)``). With fewer
+    than :data:`~ropebook.analysis.biases.MIN_SEEDS` seeds of each encoding (``one_seed``
+    names those that have one), the seeds needed: at least two of every encoding, paired, what
+    each profile trains, and, since one seed measures no s.d., how many paired seeds would detect
+    the smallest measured difference if the s.d. is as large as it. With more, the paired seeds
+    that detect the hardest difference whose interval still contains 0."""
+    from ropebook import zoo  # here, not above: the zoo brings the model code with it
+    from ropebook.analysis import Estimate
+    from ropebook.analysis.biases import MIN_SEEDS
+    from ropebook.present import decide
+
+    def label(pair: tuple[str, str]) -> str:
+        return f"{LABELS[pair[0]]} − {LABELS[pair[1]]}"
+
+    def estimate(pair: tuple[str, str]) -> Estimate:
+        if n_seeds < MIN_SEEDS:  # one seed: its mean over the windows, no s.d. over seeds
+            mean = difference[pair][0]
+            return Estimate(mean, mean, mean, "", n_seeds)
+        return Estimate(*difference[pair], "", n_seeds)
+
+    still_open = [p for p in pairs if difference[p][1] <= 0 <= difference[p][2]]
+    chosen = list(pairs) if n_seeds < MIN_SEEDS or not still_open else still_open
+    parts = {label(p): decide.interval_result(estimate(p)) for p in chosen}
+    text = decide.hardest_to_decide(
+        parts, what="its measured ln-ratio difference", samples="paired seeds"
+    )
+    if n_seeds >= MIN_SEEDS:
+        return text
+    fewest = ", ".join(  # the paired seeds each profile trains: its fewest of any encoding
+        f"{p} {min(len(zoo.seeds_for(n, profile=p)) for n in LABELS)}" for p in zoo.PROFILES
+    )
+    names = ", ".join(LABELS[n] for n in one_seed) or "the encodings"
+    return (
+        f"{MIN_SEEDS} or more paired seeds of every encoding ({names}: {n_seeds} here; paired "
+        f"seeds per profile: {fewest}); {text}"
+    )
