@@ -48,7 +48,7 @@
 # regime (head dimension 32 and the base θ at which the slowest plane turns as often over the
 # training context as Gemma 7B's does over 8k tokens: {glue:text}`recall.base:g` here), and RoPE and
 # 0.75-RoPE also at θ = 10⁴, where the planes 0.75-RoPE frees barely turn even at 8× the
-# context — the predicted null.
+# context: the control, where the two should not differ.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
@@ -71,6 +71,7 @@ from IPython.display import display
 from myst_nb import glue
 
 from ropebook import claims, plots, rope, seedplan, tasks, zoo
+from ropebook.analysis import ablation
 from ropebook.analysis import recall as rc
 from ropebook.analysis.probes import ABLATION_NAMES, ABLATIONS, DECIDING
 from ropebook.present import decide
@@ -176,7 +177,11 @@ glue("recall.eval_every", int(train_config.eval_every), display=False)
 # 3. **No gap where the slow planes do not turn.** At θ = 10⁴ the same planes turn only
 #    {glue:text}`recall.turns_1e4:.3f` times over {glue:text}`recall.max_factor`× the context, so
 #    RoPE ≈ 0.75-RoPE there (within ±{glue:text}`recall.margin:g` points), and the
-#    matched-regime gap exceeds the θ = 10⁴ gap.
+#    matched-regime gap exceeds the θ = 10⁴ gap. The first half is null by construction where
+#    the planes 0.75-RoPE frees turn less than a quarter turn (π/2 rad, past which a plane turns
+#    a match against itself) over {glue:text}`recall.max_factor`× the context: it is then
+#    recorded *uninformative here*, not scored, with the turn that says why (here at most
+#    {glue:text}`recall.freed_turn_1e4:.2f` rad), and serves only as the control of the second.
 # 4. **Which planes carry what** (intervening, as the book's probes do): removing a RoPE model's
 #    fastest quarter of planes should cost k-back more than removing its slowest quarter; for
 #    recall the order should reverse.
@@ -189,6 +194,13 @@ glue("recall.eval_every", int(train_config.eval_every), display=False)
 # %% tags=["remove-input"]
 glue("recall.turns_matched", float(turns[base]), display=False)
 glue("recall.turns_1e4", float(turns[1e4]), display=False)
+# θ = 10⁴'s control: how far the planes 0.75-RoPE frees turn over the longest test (needles lie
+# up to max_factor × context from their queries); below a quarter turn the null is by design.
+config_1e4 = zoo.configs("p-rope-0.75-10k", profile=profile, regime=REGIME)[0]
+span_1e4 = (config_1e4.head_dim, max_factor * context, config_1e4.rope_base)
+freed_1e4 = (config_1e4.proportion, 1.0)  # 0.75-RoPE against RoPE
+freed_turn_1e4 = ablation.dropped_turn(*span_1e4, *freed_1e4)
+glue("recall.freed_turn_1e4", freed_turn_1e4, display=False)
 glue("recall.margin", 100 * float(equivalence), display=False)
 
 # %% tags=["hide-input"]
@@ -411,15 +423,26 @@ CLAIMS.record(
     seeds=gap_matched.n, to_decide=show.paired_to_decide(gap_matched, steps=steps),
     exploratory=bool(added),
 )  # fmt: skip
+informative_1e4 = ablation.freed_planes_informative(*span_1e4, *freed_1e4)
+theta_null = claims.informative_or(informative_1e4, equal)
+decisive = ablation.informative_length(config_1e4.head_dim, config_1e4.rope_base, *freed_1e4)
+decisive_factor = 2 ** int(np.ceil(np.log2(decisive / context)))  # test lengths are 2^k × context
 CLAIMS.record(
-    "recall.theta_null", equal,
+    "recall.theta_null", theta_null,
     f"0.75-RoPE − RoPE (θ = 10⁴): {gap_1e4.text()}; equal means within "
-    f"±{100 * equivalence:.0f}{bought}",
+    f"±{100 * equivalence:.0f}; the planes 0.75-RoPE frees turn at most {freed_turn_1e4:.2f} "
+    f"rad over {span_1e4[1]:,} tokens ({max_factor}× the context), "
+    + ("past" if informative_1e4 else "short of")
+    + f" a quarter turn ({ablation.INFORMATIVE_ANGLE:.2f} rad){bought}",
     seeds=gap_1e4.n, exploratory=bool(added),
     # equal within ±margin: decided once the interval clears the margin nearer the mean
     to_decide=show.paired_to_decide(
         gap_1e4, decide.nearest_bound(gap_1e4.estimate.mean, equivalence), steps=steps,
         what=f"its measured distance from the ±{100 * equivalence:g}-point margin",
+    ) if informative_1e4 else (
+        f"test lengths of at least {decisive:,} tokens ({decisive / context:.1f}× the "
+        f"{context}-token context: max_factor = {decisive_factor}), where the freed planes "
+        "pass a quarter turn and equality is no longer by construction"
     ),
 )  # fmt: skip
 CLAIMS.record(
@@ -438,7 +461,9 @@ for tag, difference in {"gap_matched": gap_matched, "gap_1e4": gap_1e4,
 #   {glue:text}`recall.gap_matched.seeds`; detectable {glue:text}`recall.gap_matched.detectable`);
 # - 0.75-RoPE − RoPE at θ = 10⁴: {glue:text}`recall.gap_1e4.mean` points (interval
 #   {glue:text}`recall.gap_1e4.interval`; seeds {glue:text}`recall.gap_1e4.seeds`; detectable
-#   {glue:text}`recall.gap_1e4.detectable`);
+#   {glue:text}`recall.gap_1e4.detectable`), the control: its freed planes turn at most
+#   {glue:text}`recall.freed_turn_1e4:.2f` rad, so its claim of equality is
+#   *{glue:text}`recall.theta_null.verdict`*;
 # - the first gap minus the second: {glue:text}`recall.gap_of_gaps.mean` points (interval
 #   {glue:text}`recall.gap_of_gaps.interval`; seeds {glue:text}`recall.gap_of_gaps.seeds`;
 #   detectable {glue:text}`recall.gap_of_gaps.detectable`).
