@@ -9,6 +9,7 @@ from typing import Any
 import altair as alt
 
 from ropebook import layout_ratio as ratio
+from ropebook import recipes
 from ropebook.analysis import interval_text
 from ropebook.present import layouts as show_layouts
 from ropebook.present import studies as show_studies
@@ -150,7 +151,8 @@ def values(
         if chapter_language is not None:
             agreement = ratio.against_four_layers(results, chapter_language, layout, 1, confidence)
             out[f"{layout}.language.vs_four_layers"] = (
-                f"{agreement.verdict()}: 3:1 {agreement.here[0]:+.1f} %, "
+                f"{agreement.equivalence(recipes.MARGIN)} (agree within ±{recipes.MARGIN:g} %): "
+                f"3:1 {agreement.here[0]:+.1f} %, "
                 f"5:1 {agreement.kept[0]:+.1f} % of all-RoPE's perplexity"
             )
     return out
