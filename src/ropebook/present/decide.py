@@ -91,7 +91,7 @@ def seeds_text(
         )
     return (
         f"{first}; if it is as large as {what} ({effect}), {whole} {samples} would detect it, "
-        f"{half} if twice as large ({_level(r)})"
+        f"{half} if half as large ({_level(r)})"
     )
 
 
