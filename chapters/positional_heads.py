@@ -140,7 +140,9 @@ CLAIMS = claims.ClaimSet(
         "positional_heads.high_freq_usage",
         "Barbero et al. 2025, Sec. 5, Fig. 6",
         "Positional heads rely on the highest RoPE frequencies",
-        claims.given,  # fast-share gap per seed (its heads' mean) > 0 over seeds, ± FAST_MARGIN
+        # fast-share gap per seed (its heads' mean) > 0 over the book's RoPE seeds, ± FAST_MARGIN;
+        # SmolLM2's heads (one checkpoint, not replicates) are shown, not scored
+        claims.given,
     ),
     claims.ClaimSpec(
         "positional_heads.cauchy_schwarz",
@@ -644,10 +646,14 @@ beside = show_heads.cauchy_schwarz_beside(scans, head_threshold, heads.CS_THRESH
 plots.table(beside)
 
 # %% [markdown]
-# The two claims below are decided on the positional heads of both kinds of model wherever
-# there are any: the book's models over seeds (each seed's positional heads averaged first),
-# SmolLM2 over its heads. SmolLM2 is one trained model, so its part says how this checkpoint's
-# heads behave, not how training runs vary.
+# SmolLM2 is one trained model: its heads are not replicates of anything (they share its training
+# run, its data and each other's layers), so an interval over them says how this checkpoint's
+# heads spread, not how training runs vary. The claim that positional heads rely on the fastest
+# planes is therefore decided on the book's RoPE models alone, over seeds (each seed's
+# positional heads averaged first); SmolLM2's fast-share gap is shown beside it, not scored, and
+# with no positional head in the book's models the claim is *not testable here* rather than
+# decided by the checkpoint's heads. The Cauchy–Schwarz claim reads SmolLM2's positional heads
+# against its own other heads (the control) and combines that with the book's part.
 
 # %% tags=["remove-input"]
 one_model = "heads of one checkpoint"
@@ -657,9 +663,8 @@ fast_verdict, fast_gap = heads.verdict_above(
 cs_verdict, cs_ratio = heads.verdict_above(
     heads.seed_cosines(scans, head_threshold), heads.CS_THRESHOLD, 2, margin=heads.CS_MARGIN
 )
-real_fast_verdict, real_fast = heads.verdict_above(
-    real_gaps, 0.0, 3, unit=one_model, margin=heads.FAST_MARGIN
-)
+# shown, not scored: one checkpoint's heads are not replicates (see the prose above)
+real_fast = heads.over_seeds(real_gaps, 3, one_model)
 real_cs_verdict, real_cs_ratio = heads.verdict_above(
     real_cs, heads.CS_THRESHOLD, 2, unit=one_model, margin=heads.CS_MARGIN
 )
@@ -700,10 +705,11 @@ both = show_heads.two_parts  # the book's models (over seeds) and SmolLM2 (over 
 basis = f"{len(seeds)} seed(s), {zoo.budget(profile)}; SmolLM2-135M, {checkpoint_windows} windows"
 CLAIMS.record(
     "positional_heads.high_freq_usage",
-    claims.combine_testable([fast_verdict, real_fast_verdict]),
-    f"fast-plane share minus rest of layer, positional heads: {both(fast_gap, real_fast, '+.3f')}",
+    fast_verdict,  # the book's models over seeds; SmolLM2's heads are shown, not scored
+    f"fast-plane share minus rest of layer, positional heads: {both(fast_gap, real_fast, '+.3f')}"
+    " (SmolLM2 shown, not scored)",
     seeds=len(seeds),
-    basis=basis,
+    basis=f"{len(seeds)} seed(s), {zoo.budget(profile)}",
     to_decide=decide.interval_to_decide(fast_gap, 0.0, what="the measured gap")
     if fast_gap
     else no_heads("the RoPE models"),
