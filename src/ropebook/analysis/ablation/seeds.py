@@ -580,14 +580,6 @@ def matched_noise(comparisons: Mapping[tuple[str, str], Comparison]) -> float:
     return float(np.median(values)) if values else math.nan
 
 
-def noise_target_verdict(noise_percent: float, target: float = 1.0) -> str:
-    """``held`` if the paired noise is at most ``target`` % of perplexity, ``not held`` above,
-    ``not testable here`` without two paired seeds (nan)."""
-    if not np.isfinite(noise_percent):
-        return "not testable here"
-    return "held" if noise_percent <= target else "not held"
-
-
 def seeds_grown(before: Mapping, after: Mapping) -> list:
     """The keys of comparisons whose paired seeds grew between ``before`` (the comparisons the
     first seeds gave) and ``after`` (the same keys once :func:`seeds_to_buy` added seeds). Those
