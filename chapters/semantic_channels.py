@@ -51,6 +51,8 @@ lengths = [1, 2, 4, 8]  # in [1, inf): evaluation lengths, in multiples of the t
 length_windows = 4  # in [1, inf): windows per model, seed and length for the extrapolation runs
 extrapolation_models = ["rope", "p-rope-0.75", "nope"]  # in zoo.SPECS: models run past the context
 map_tokens = 40  # in [2, inf): tokens shown in the attention maps
+# fixed before the data at a tenth of Gemma's head's lift (~1), and kept only where NoPE's and the
+# untrained model's best heads miss it: a line every head clears would tell nothing
 lift_threshold = 0.1  # in [0, 1): attention lift on a previous apostrophe for an apostrophe head
 n_seeds = 0  # in [0, inf): 0: the profile's seeds; n: zoo seeds 0 .. n-1 (trained once, cached)
 regime = "flagship"  # in zoo.REGIMES: models of "Over training" (flagship: 8 snapshots each)
@@ -121,7 +123,7 @@ CLAIMS = claims.ClaimSet(
     claims.ClaimSpec(
         "semantic_channels.apostrophe_head", "Barbero et al. 2025, Figs 7, 12, 17",
         f"A trained RoPE model has an 'apostrophe head' (attention on a previous apostrophe "
-        f"raised by > {lift_threshold})",
+        f"raised by > {lift_threshold}), a line NoPE's and the untrained model's heads miss",
         claims.given,
     ),
     claims.ClaimSpec(
@@ -380,7 +382,7 @@ apostrophe_ids = sem.class_token_ids(data.decode, config.vocab_size)
 print(show.apostrophe_summary(documents, apostrophe_ids, data.decode))
 
 # %%
-model_names = list(dict.fromkeys(["rope", *extrapolation_models]))
+model_names = list(dict.fromkeys(["rope", "nope", *extrapolation_models]))  # nope: a control
 models = {
     (n, s): zoo.load(n, seed=s, profile=profile, progress=False) for n in model_names for s in seeds
 }
@@ -426,11 +428,24 @@ print(
 # halves (the interval is over the measuring windows), then what else it does: its attention on
 # a previous apostrophe and on another previous token, the lift at all distances, how positional
 # its scores are and its attention on BOS.
+#
+# **The line and its controls, fixed before the data.** `lift_threshold` = 0.1 is a tenth of
+# Gemma's head's lift (about 1). A line so low could be cleared by any head that reads content,
+# and NoPE heads can learn apostrophes by content alone (*Over training*, below), so the same
+# selection and measurement run on two controls, each seed's NoPE model and the RoPE model's
+# untrained twin: a RoPE lift above the line is *held* only if both controls' lifts lie wholly
+# below it (`heads.controlled`; a control above it: *uninformative here*; undecided: *cannot
+# decide*).
 
 # %%
 apostrophe = sem.apostrophe_heads(rope_selected, rope_measured)
 display(plots.table(show.with_checkpoint(apostrophe.lift_rows, real_apostrophe, "lift_rows")))
 plots.table(show.with_checkpoint(apostrophe.profile_rows, real_apostrophe, "profile_rows"))
+lift_controls = sem.apostrophe_controls(models, selected, measured, (select_windows, measure_windows),
+                                        apostrophe_ids, max_distance=max_distance)  # fmt: skip
+controls_text = "; ".join(f"{n}'s best head {c.lift.mean:.3f} {c.lift.text}"
+                          for n, c in lift_controls.items())  # fmt: skip
+print(f"controls, the same selection and measurement: {controls_text}")
 
 # %% tags=["remove-input"]
 lift = apostrophe.lift
@@ -439,11 +454,14 @@ real_lift = real_apostrophe.lift if real_apostrophe else None
 real_part = show.checkpoint_part(real_lift, "best head's lift")
 _ = CLAIMS.record(
     "semantic_channels.apostrophe_head",
-    sem.parts_verdict([lift, real_lift], lift_threshold),
-    f"best rope head's lift on held-out windows {lift.mean:.3f} {lift.text}{real_part}",
+    sem.controlled_parts_verdict(
+        lift, real_lift, [c.lift for c in lift_controls.values()], lift_threshold
+    ),
+    f"best rope head's lift on held-out windows {lift.mean:.3f} {lift.text}{real_part}; "
+    f"controls: {controls_text}",
     seeds=len(seeds),
-    to_decide=decide.interval_to_decide(
-        lift, lift_threshold, what=f"the lift's distance from {lift_threshold}", samples=over
+    to_decide=show.apostrophe_to_decide(
+        lift, {n: c.lift for n, c in lift_controls.items()}, lift_threshold, over
     ),
 )
 # %% [markdown]
@@ -497,39 +515,21 @@ real_bands = sem.apostrophe_bands(real_measured, real_apostrophe.heads) if real_
 plots.table(band_rows + (show.checkpoint_rows(real_bands[0]) if real_bands else []))
 
 # %% tags=["remove-input"]
-apostrophe_found = np.isfinite(lift.low) and lift.low > lift_threshold
-real_found = real_lift is not None and np.isfinite(real_lift.low) and real_lift.low > lift_threshold
+apostrophe_found = sem.clears(lift, lift_threshold)
+real_found = sem.clears(real_lift, lift_threshold)
 real_low = real_bands[2] if real_found else None
 _ = CLAIMS.record(
     "semantic_channels.apostrophe_low_freq",
     claims.combine_testable(
-        [
-            sem.interval_verdict(key_excess.low, key_excess.high, 0.0)
-            if apostrophe_found
-            else "not testable here",
-            sem.interval_verdict(real_low.low, real_low.high, 0.0)
-            if real_found
-            else "not testable here",
-        ]
+        [sem.gated_verdict(key_excess, apostrophe_found), sem.gated_verdict(real_low, real_found)]
     ),
     f"slowest-quarter share of key norm {low_key.mean:.2f} (flat {flat_share:.2f}), "
     f"{key_excess.mean:+.2f} above its layer's other heads"
     + show.checkpoint_part(real_low, "its apostrophe head's excess"),
     interval=key_excess.text,
     seeds=len(seeds),
-    to_decide=decide.interval_to_decide(
-        key_excess, 0.0, what="the excess over the layer's other heads", samples=over
-    )
-    if apostrophe_found
-    else f"an apostrophe head to read: the best head's lift {lift.mean:.3f} ({lift.text}) must "
-    f"lie above {lift_threshold}; "
-    + (
-        f"it lies below, so models that grow one (here {zoo.budget(profile)}; other profiles: "
-        f"{decide.other_profiles(profile)})"
-        if lift.high < lift_threshold
-        else decide.interval_to_decide(
-            lift, lift_threshold, what=f"the lift's distance from {lift_threshold}", samples=over
-        )
+    to_decide=show.low_freq_to_decide(
+        key_excess, lift, apostrophe_found, lift_threshold, over, profile
     ),
 )
 # %% [markdown]
@@ -807,8 +807,9 @@ _ = CLAIMS.record(
 #   queries, the BOS sink, extrapolation): held if the 95% interval lies wholly above the
 #   threshold (`lift_threshold`; an excess of 0 over the layer's other heads; the even split ½;
 #   a paired difference of 0 over seeds), not held if wholly below, cannot decide if it contains
-#   it, not testable here without a real interval. The apostrophe head's frequency profile is
-#   only tested when an apostrophe head was found. Extrapolation is *uninformative here* whatever
+#   it, not testable here without a real interval. The apostrophe head is held only if NoPE's
+#   and the untrained model's best heads lie wholly below the same line (one above it:
+#   uninformative here). Its frequency profile is only tested when an apostrophe head was found. Extrapolation is *uninformative here* whatever
 #   its interval when the freed planes turn less than π/2 over the longest window (fixed above).
 # - **Over training** (apostrophe lift of the flagship models): held if RoPE's change from the
 #   untrained model to the last snapshot minus NoPE's, paired by seed, has a 95% interval over

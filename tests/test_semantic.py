@@ -721,3 +721,66 @@ def test_the_content_head_is_read_against_its_layers_other_heads():
     assert semantic.parts_verdict([semantic.content_heads({0: scan}).query_excess], 0.0) == (
         "not held"
     )
+
+
+def test_the_apostrophe_head_is_held_only_where_its_controls_miss_the_line():
+    """semantic_channels.apostrophe_head: the RoPE lift above the line is held only if NoPE's
+    and the untrained model's best-head lifts lie wholly below it; a control above it makes the
+    book's part uninformative here, an open one cannot decide; a RoPE lift below the line is
+    not held whatever the controls do; the checkpoint's part (no control) combines beside."""
+    est = semantic.Estimate
+    above, below = est(0.5, 0.4, 0.6, "", 3), est(0.02, 0.0, 0.05, "", 3)
+    across = est(0.1, 0.05, 0.2, "", 3)
+
+    def verdict(rope, controls, real=None):
+        return semantic.controlled_parts_verdict(rope, real, controls, 0.1)
+
+    assert verdict(above, [below, below]) == "held"
+    assert verdict(above, [above, below]) == "uninformative here"  # NoPE's head clears it too
+    assert verdict(above, [below, across]) == "cannot decide"
+    assert verdict(below, [above, above]) == "not held"
+    assert verdict(across, [below, below]) == "cannot decide"
+    assert verdict(above, [below, below], real=below) == "partly"
+    assert verdict(above, [below, below], real=above) == "held"
+    assert semantic.clears(above, 0.1) and not semantic.clears(across, 0.1)
+    assert not semantic.clears(None, 0.1)
+    assert semantic.gated_verdict(above, found=False) == "not testable here"
+    assert semantic.gated_verdict(None, found=True) == "not testable here"
+    assert semantic.gated_verdict(above, found=True) == "held"  # its excess above 0
+    # what would decide it says which part is open
+    text = show.apostrophe_to_decide(above, {"nope": above, "untrained": below}, 0.1, "seeds")
+    assert text.startswith("a line the controls miss: nope's best head lifts 0.500")
+    assert "untrained" not in text
+    open_control = show.apostrophe_to_decide(above, {"nope": across, "untrained": below}, 0.1,
+                                             "seeds")  # fmt: skip
+    assert open_control.startswith("nope: ")
+
+
+def test_apostrophe_controls_select_and_measure_nope_and_the_untrained_twin():
+    """The controls go through the RoPE head's own selection and measurement: NoPE's from the
+    scans made, the untrained twin's (the initial parameters of the same seed) scanned anew."""
+    import types
+
+    import jax
+
+    from ropebook import model
+
+    config = model.ModelConfig(vocab_size=16, n_layers=1, n_heads=2, d_model=16, d_ff=32,
+                               context=8)  # fmt: skip
+    twin = semantic.Untrained(config, 3)
+    np.testing.assert_array_equal(
+        jax.tree.leaves(twin.params)[0],
+        jax.tree.leaves(model.init_params(jax.random.key(3), config))[0],
+    )
+    trained = types.SimpleNamespace(params=twin.params, config=config, seed=3)
+    docs = [np.arange(1, 40) % 15 + 1]
+    windows = [semantic.bos_windows(docs, 8, 2, np.random.default_rng(i)) for i in (0, 1)]
+    models = {("rope", 3): trained, ("nope", 3): trained}
+    selected, measured = (semantic.scan_models(models, w, [3], max_distance=4) for w in windows)
+    controls = semantic.apostrophe_controls(models, selected, measured, tuple(windows), [3],
+                                            max_distance=4)  # fmt: skip
+    assert list(controls) == ["nope", "untrained rope"]
+    # here every model is the untrained twin, so all three read the same lift
+    rope = semantic.apostrophe_heads({3: selected["rope", 3]}, {3: measured["rope", 3]})
+    assert controls["untrained rope"].heads == rope.heads == controls["nope"].heads
+    assert controls["untrained rope"].lift.mean == pytest.approx(rope.lift.mean, abs=1e-6)

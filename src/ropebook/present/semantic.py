@@ -196,6 +196,62 @@ def checkpoint_part(estimate, what: str) -> str:
     return f"; SmolLM2-135M: {what} {estimate.mean:.3f} {estimate.text}"
 
 
+def apostrophe_to_decide(lift, controls: dict, threshold: float, samples: str) -> str:
+    """What would decide the apostrophe head's claim left open
+    (:func:`~ropebook.analysis.semantic.controlled_parts_verdict`): while the RoPE lift's
+    interval contains the line, that interval resolved; past it, a control that clears the line
+    too needs a line or a model that separates them, an open control its own interval resolved
+    (``controls``: name -> the control's best-head lift)."""
+    from ropebook.analysis.semantic import interval_verdict
+    from ropebook.present import decide
+
+    what = f"the lift's distance from {threshold}"
+    if interval_verdict(lift.low, lift.high, threshold) != "held":
+        return decide.interval_to_decide(lift, threshold, what=what, samples=samples)
+    verdicts = {n: interval_verdict(e.low, e.high, threshold) for n, e in controls.items()}
+    above = [
+        f"{n}'s best head lifts {controls[n].mean:.3f} ({controls[n].text})"
+        for n, v in verdicts.items()
+        if v == "held"
+    ]
+    if above:
+        return (
+            "a line the controls miss: " + "; ".join(above) + f", above {threshold} as well, so "
+            "this line does not single out RoPE's head; a new run with a line fixed above the "
+            "controls' lifts before its data, or models whose controls grow no apostrophe head"
+        )
+    return "; ".join(
+        f"{n}: " + decide.interval_to_decide(controls[n], threshold, what=what, samples=samples)
+        for n, v in verdicts.items()
+        if v != "not held"
+    )
+
+
+def low_freq_to_decide(
+    excess, lift, found: bool, threshold: float, samples: str, profile: str
+) -> str:
+    """What would decide the apostrophe head's frequency claim: its key excess over the layer's
+    other heads resolved where a head was ``found``; else a head to read, whose ``lift`` must
+    clear ``threshold`` (seeds, or models that grow one when it lies below)."""
+    from ropebook import zoo
+    from ropebook.present import decide
+
+    if found:
+        what = "the excess over the layer's other heads"
+        return decide.interval_to_decide(excess, 0.0, what=what, samples=samples)
+    head = (
+        f"an apostrophe head to read: the best head's lift {lift.mean:.3f} ({lift.text}) must "
+        f"lie above {threshold}; "
+    )
+    if lift.high < threshold:
+        return head + (
+            f"it lies below, so models that grow one (here {zoo.budget(profile)}; other "
+            f"profiles: {decide.other_profiles(profile)})"
+        )
+    what = f"the lift's distance from {threshold}"
+    return head + decide.interval_to_decide(lift, threshold, what=what, samples=samples)
+
+
 def head_scatter(measured: dict[int, SemanticScan], title: str):
     """Every head of one model (per seed): apostrophe lift against position R²."""
     rows = [

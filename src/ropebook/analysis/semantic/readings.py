@@ -98,6 +98,81 @@ def apostrophe_heads(
     return ApostropheHeads(heads, lift_rows, profile_rows, lift)
 
 
+@dataclass(frozen=True)
+class Untrained:
+    """A trained model's untrained twin: its architecture at the parameters its training started
+    from (``model.init_params(key(seed))``, as :mod:`ropebook.train` starts and
+    ``analysis.dynamics.snapshots`` rebuilds it), built each time its params are read."""
+
+    config: object
+    seed: int
+
+    @property
+    def params(self):
+        import jax
+
+        from ropebook import model
+
+        return model.init_params(jax.random.key(self.seed), self.config)
+
+
+def apostrophe_controls(
+    models: dict, selected: dict, measured: dict, windows: tuple, class_ids, *,
+    model: str = "rope", control: str = "nope", max_distance: int = 32,
+) -> dict[str, ApostropheHeads]:  # fmt: skip
+    """The apostrophe head's controls, each chosen and measured as ``model``'s head is (the best
+    lift on the selection windows, read on the measuring ones), keyed by name: ``control``'s
+    best head from the scans already made (``(name, seed) -> scan``; NoPE, since content alone
+    can teach a head to attend to apostrophes) and that of ``model``'s untrained twins (what
+    the selection finds where attention barely depends on content), scanned on ``windows`` =
+    (selection, measuring)."""
+    from ropebook.analysis.semantic.scan import scan_models
+
+    seeds = [s for name, s in measured if name == model]
+    twins = {s: Untrained(models[model, s].config, models[model, s].seed) for s in seeds}
+    select, measure = (scan_models(twins, w, class_ids, max_distance=max_distance) for w in windows)
+    return {
+        control: apostrophe_heads(
+            {s: selected[control, s] for s in seeds}, {s: measured[control, s] for s in seeds}
+        ),
+        f"untrained {model}": apostrophe_heads(select, measure),
+    }
+
+
+def controlled_parts_verdict(
+    estimate: Estimate, real: Estimate | None, controls, threshold: float
+) -> str:
+    """A head claim whose line is checked against controls: the book's part (``estimate`` above
+    ``threshold``, :func:`interval_verdict`) stays ``held`` only where every control's estimate
+    (``controls``: the same measure of control models' best heads) misses the same line
+    (:func:`ropebook.analysis.heads.controlled`: a control that clears it makes the part
+    ``uninformative here``, one left open ``cannot decide``), then combined with a real
+    checkpoint's part (``None``: not read; it has no control) over the parts that could be
+    tested."""
+    from ropebook import claims
+    from ropebook.analysis.heads import controlled
+
+    book = controlled(
+        interval_verdict(estimate.low, estimate.high, threshold),
+        [interval_verdict(e.low, e.high, threshold) for e in controls],
+    )
+    parts = [book] + ([] if real is None else [interval_verdict(real.low, real.high, threshold)])
+    return claims.combine_testable(parts)
+
+
+def clears(estimate: Estimate | None, threshold: float) -> bool:
+    """Whether an interval lies wholly above ``threshold`` (a head was found to read further)."""
+    return estimate is not None and bool(np.isfinite(estimate.low) and estimate.low > threshold)
+
+
+def gated_verdict(estimate: Estimate | None, found: bool, threshold: float = 0.0) -> str:
+    """:func:`interval_verdict` of ``estimate`` against ``threshold`` where the head it reads was
+    ``found``; ``not testable here`` where there is no such head to read."""
+    if not found or estimate is None:
+        return "not testable here"
+    return interval_verdict(estimate.low, estimate.high, threshold)
+
+
 def apostrophe_bands(
     measured: dict[int, SemanticScan], heads: dict[int, tuple[int, int]]
 ) -> tuple[list[dict], Estimate, Estimate]:
