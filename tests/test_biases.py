@@ -583,3 +583,11 @@ def test_rank_rows_put_both_orders_side_by_side():
         (1, "B", "A"), (2, "A", "C"), (3, "C", "B"),
     ]  # fmt: skip
     assert rows[0]["our ratio"] == 1.5 and rows[0]["CABLE ratio"] == 1.1
+
+
+def test_the_cpu_book_trains_every_pe_zoo_encoding_on_replicate_seeds():
+    """pe_zoo orders encodings over seeds (one seed cannot decide): at cpu each has at least 2."""
+    from ropebook import zoo
+
+    for name in zoo.PE_ZOO:
+        assert len(zoo.seeds_for(name, profile="cpu")) >= biases.MIN_SEEDS, name

@@ -12,8 +12,8 @@ Profiles trade size for time (Shakespeare train split: 1.37 M tokens at vocabula
 - ``smoke``: ~3 s per model (the whole zoo in ~1 minute), for tests and chapter smoke runs;
   its numbers mean nothing.
 - ``cpu`` (the default book): every spec on Shakespeare and Table 2 on Python with one seed,
-  three seeds of the p-RoPE ablation models (:data:`SEED_BUDGET`; more where the seed plan buys
-  them, :mod:`ropebook.seedplan`), and the other regimes below:
+  three seeds of the p-RoPE ablation models and of the PE zoo's encodings (:data:`SEED_BUDGET`;
+  more where the seed plan buys them, :mod:`ropebook.seedplan`), and the other regimes below:
   :func:`default_jobs` lists them, ``python -m ropebook zoo`` prints how many are cached and its
   time estimate for this machine before it trains, and the README's build table gives the time
   measured per regime. To fit, the lesson model keeps the CABLE figures' 12 heads but gives each
@@ -525,9 +525,10 @@ def train_seed_groups(jobs: list[Job], profile: str, overrides: dict[str, Any]) 
 
 # Where the cpu budget cannot afford every seed, these (profile, domain) pairs train only the
 # names listed with all seeds and the rest with the first seed: the p-RoPE ablation gets its seed
-# intervals on both domains (Table 2) and on Shakespeare for the p sweep; the bias zoo gets one.
+# intervals on both domains (Table 2) and on Shakespeare for the p sweep, and the PE zoo's
+# encodings theirs (the pe_zoo chapter orders encodings over seeds; one seed cannot decide).
 SEED_BUDGET: dict[tuple[str, str], tuple[str, ...]] = {
-    ("cpu", "shakespeare"): (*TABLE2, "p-rope-0.5"),
+    ("cpu", "shakespeare"): tuple(dict.fromkeys((*TABLE2, "p-rope-0.5", *PE_ZOO))),
     ("cpu", "python"): TABLE2,
 }
 
