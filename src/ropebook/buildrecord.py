@@ -179,6 +179,7 @@ def run_stage(name: str, command: list[str], folder: Path | None = None) -> int:
                                 "seconds": attempts_seconds(every), "outcome": outcome}, folder)  # fmt: skip
 
     process = subprocess.Popen(command)
+    save("running")  # at once: a kill before the first heartbeat still leaves the attempt
     try:
         while True:
             try:
