@@ -38,7 +38,9 @@ RESULT_LIKE = re.compile(
 QUOTED: dict[str, dict[str, str]] = {
     "decay": {"0.95": "the coverage of a 95 % interval (the binomial count's probability)"},
     "frequency_usage": {
-        "2 of its 16": "Barbero et al. 2025, Sec. 4, Fig. 4: Gemma 7B's first-layer heads 5 and 8"
+        "2 of its 16": "Barbero et al. 2025, Sec. 4, Fig. 4: Gemma 7B's first-layer heads 5 and 8",
+        "0.9": "domain_similarity, the 'very similar' line fixed before the data (a parameter)",
+        "81%": "0.9 squared: the variance two maps correlating at 0.9 share, by definition",
     },
     "layouts": {"0.75": "Barbero et al. 2025, Sec. 6.1: the paper's p"},
     "p_sweep": {"0.75": "Barbero et al. 2025, Sec. 6.1: the paper's p"},
@@ -47,6 +49,13 @@ QUOTED: dict[str, dict[str, str]] = {
         "10%": "the evaluation-noise criterion, fixed before the data (a tenth of the variance)",
     },
     "p_rope_headline": {"1 %": "the book's resolution target, fixed before the data"},
+    "plane_map": {
+        "0.02": "attention_threshold, fixed before the data (a parameter)",
+        "0.005": "loss_threshold, fixed before the data (a parameter)",
+        "0.5 %": "the book's matched-regime target: 0.005 nats of loss, by definition",
+        "4 %": "0.02 as a share of 0.5, by definition",
+        "0.5": "positional_mass, the attention from which the book calls a head positional",
+    },
     "p_rope": {"2.5": "Gemma Team 2024: Gemma 2B's parameter count, about 2.5 billion"},
     "real_checkpoints": {
         "0.1": "a package version (0.1.2), not a number",
@@ -60,6 +69,7 @@ QUOTED: dict[str, dict[str, str]] = {
     },
     "scorecard": {"0.05": "the test level of a 95 % interval"},
     "semantic_channels": {
+        "0.1": "lift_threshold, fixed before the data (a tenth of Gemma's lift, a parameter)",
         "1.1": "the lengths the table probes (half, 1.1 and four times N*), a design",
         "0.5": "an even split of the two halves, by definition",
         "0.01": "Lemma A.2's threshold, fixed before the data",
