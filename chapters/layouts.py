@@ -42,7 +42,7 @@ n_sequences = 64  # in [2, inf): test sequences per model and length (k-back: a 
 equivalence = 0.05  # in (0, 1): accuracy gap (share) under which two layouts count as equal
 language_margin = 2.0  # in (0, inf): perplexity gap (%) under which a layout costs nothing
 large_gap = 0.15  # in (0, 1): p-sweep gaps (share) under this get more seeds, chosen by power
-max_seeds = 8  # in [1, inf): most seeds per p-sweep model (the profile's own at least)
+max_seeds = 3  # in [1, inf): most seeds per p-sweep model (own at least; more: exploratory)
 
 # %% tags=["hide-input"]
 import numpy as np

@@ -63,7 +63,7 @@ finetune_steps = 50  # in [1, inf): steps of the short fine-tune
 finetune_lr_ratio = 0.1  # in (0, 1]: fine-tune learning rate over the pre-training one
 equivalence = 0.05  # in (0, 1): accuracy gap (share) under which two encodings count as equal
 large_gap = 0.15  # in (0, 1): contrast gaps (share) under this get more seeds, chosen by power
-max_seeds = 8  # in [1, inf): most seeds per contrast model (the profile's own at least)
+max_seeds = 3  # in [1, inf): most seeds per contrast model (own at least; more: exploratory)
 
 # %% tags=["hide-input"]
 import numpy as np
