@@ -128,6 +128,20 @@ def test_a_quarter_contrast_separated_from_zero_but_below_the_threshold_is_not_h
     assert half.verdict == "partly"
 
 
+def test_what_would_decide_a_quarter_reading_is_its_distance_from_the_material_line():
+    """The parts are judged against ±their material thresholds, so the seeds that would decide
+    one are those that resolve its distance from that line, not from 0: a loss contrast whose
+    interval contains +0.005 is named; one bounded within ±0.005 is decided and is not."""
+    open_loss = reading_of(result(3, fast_drop=0.3, slow_cost=0.005))
+    assert open_loss.semantic.low <= 0.005 <= open_loss.semantic.high
+    text = show.reading_to_decide(open_loss)
+    assert text.startswith("loss: ") and "material line +0.005" in text and "attention" not in text
+    bounded = reading_of(result(3, fast_drop=0.035, slow_cost=0.002))
+    assert show.reading_to_decide(bounded) == ""  # both parts bounded: nothing left to decide
+    one = show.reading_to_decide(reading_of(result(1, 0.3, 0.2)))
+    assert "material line -0.02" in one and "material line +0.005" in one
+
+
 def test_probe_reading_on_constructed_results():
     held = reading_of(result(3, fast_drop=0.3, slow_cost=0.2))
     assert held.verdict == "held" and held.positional.high < 0 and held.semantic.low > 0

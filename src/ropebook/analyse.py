@@ -432,12 +432,14 @@ def summary(
     if last_usage.q.shape[1] >= 1:
         diag = fq.diagonal_head_reading(last_usage, result.diagonal[last], band, mass)
         where = "the last layer" if last == result.n_layers - 1 else f"the last RoPE layer ({last})"
+        # the mean over all prompts names the group's most diagonal head, which is no verdict:
+        # one head in three wins by chance (analysis.frequencies.diagonal decides over prompts)
         lines.append(
-            f"  reading (Fig. 11: in {where}, the head using the fastest pairs most is "
-            f"the diagonal head of its KV group): {diag.verdict} (head {diag.top}, fastest-band "
-            f"share {diag.q_high[diag.top]:.2f}, {diag.diagonal[diag.top]:.2f} of its attention "
-            f"on itself; most diagonal of heads {diag.members[0]}–{diag.members[-1]}: "
-            f"{diag.most_diagonal})"
+            f"  shown, not decided (Fig. 11: in {where}, is the head using the fastest pairs "
+            f"most the diagonal head of its KV group? the real_checkpoints chapter decides it "
+            f"over prompts): head {diag.top}, fastest-band share {diag.q_high[diag.top]:.2f}, "
+            f"{diag.diagonal[diag.top]:.2f} of its attention on itself; most diagonal of heads "
+            f"{diag.members[0]}–{diag.members[-1]} on these prompts: {diag.most_diagonal}"
         )
     lines += _unrotated_lines(result)
     lines += ["", f"Positional heads (mean attention on one offset >= {mass}):"]

@@ -343,7 +343,8 @@ def edge_layer_measured(reading: EdgeLayerReading) -> str:
     if reading.gap is None:
         return f"only {reading.per_layer.shape[1]} layers: no middle layers to compare with"
     return (
-        f"fastest-band share, first+last layers minus middle layers: {reading.gap.mean:+.3f} "
+        f"fastest-band share, min(first, last layer) − max(middle layers), mean over seeds: "
+        f"{reading.gap.mean:+.3f} "
         f"(per layer: {', '.join(f'{x:.3f}' for x in reading.per_layer.mean(axis=0))})"
     )
 

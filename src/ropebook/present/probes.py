@@ -99,26 +99,32 @@ def reading_basis(reading: ProbeReading) -> str:
 
 
 def reading_to_decide(reading: ProbeReading) -> str:
-    """What would decide a :class:`~ropebook.analysis.probes.ProbeReading`: with one seed, the
-    seeds a verdict on training needs (the window intervals describe one model); with several,
-    the seeds that would resolve each contrast still containing 0."""
+    """What would decide a :class:`~ropebook.analysis.probes.ProbeReading`, each part against its
+    material line (−attention threshold, +loss threshold; :func:`~ropebook.analysis.probes.
+    material_verdict`): with one seed, the seeds a verdict on training needs (the window
+    intervals describe one model); with several, the seeds that would resolve each part whose
+    interval still contains its line."""
     from ropebook.present import decide
     from ropebook.stats import power
 
-    parts = {"attention": (reading.positional, ""), "loss": (reading.semantic, "nats")}
+    parts = {
+        "attention": (reading.positional, "", -reading.attention_threshold),
+        "loss": (reading.semantic, "nats", reading.loss_threshold),
+    }
+    what = "its measured distance from the material line {:+g}".format
     if reading.n_seeds < 2:  # the verdict is undecided by rule: the s.d. over seeds is unknown
         return "; ".join(
             f"{name}: "
             + decide.seeds_text(
-                power.seeds_to_decide([e.mean]), unit=unit, samples="seeds",
-                what="its measured difference", sd_name="s.d. over seeds",
+                power.seeds_to_decide([e.mean], threshold=line), unit=unit, samples="seeds",
+                what=what(line), sd_name="s.d. over seeds",
             )
-            for name, (e, unit) in parts.items()
+            for name, (e, unit, line) in parts.items()
         )  # fmt: skip
     return "; ".join(
-        f"{name}: " + decide.interval_to_decide(e, 0.0, unit=unit, what="its measured difference")
-        for name, (e, unit) in parts.items()
-        if e.low <= 0 <= e.high
+        f"{name}: " + decide.interval_to_decide(e, line, unit=unit, what=what(line))
+        for name, (e, unit, line) in parts.items()
+        if e.low <= line <= e.high
     )
 
 
