@@ -211,6 +211,11 @@ def test_models_and_chapters_of_an_earlier_part_count_as_this_builds(tmp_path, m
     (model / "checkpoint.json").write_text(json.dumps(meta))
     assert zoo_command.trained_by(model, FIRST) and not zoo_command.trained_by(model, OTHER)
     assert not zoo_command.trained_by(model, None)
+    # its training time stays on the zoo's row when part two reloads it; a model found cached,
+    # trained by no part of this build, adds none
+    assert zoo_command.regime_seconds(2.0, True, True, 50.0) == 2.0  # trained in this call
+    assert zoo_command.regime_seconds(2.0, False, True, 50.0) == 50.0  # in an earlier part
+    assert zoo_command.regime_seconds(2.0, False, False, 50.0) == 0.0  # found cached
 
     executed = tmp_path / "decay.ipynb"
     executed.write_text(json.dumps({"metadata": {"ropebook": {"finished": state["began"] + 5,

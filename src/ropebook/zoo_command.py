@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         regimes[regime]["trained" if new else "cached"] += 1
         # of the cached, those a pull installed (zoo --pull; their origin.json says from where)
         regimes[regime]["downloaded"] += not new and checkpoints.read_origin(m.path) is not None
-        regimes[regime]["seconds"] += seconds * trained
+        regimes[regime]["seconds"] += regime_seconds(seconds, trained, new, m.seconds)
         rows.append(
             (
                 name,
@@ -212,6 +212,18 @@ def main(argv: list[str] | None = None) -> int:
         record = {"profile": args.profile, "regimes": counts, "workers": n_workers}  # build page
         print(f"recorded: {buildrecord.write('zoo', record)}")
     return 0
+
+
+def regime_seconds(
+    seconds: float, trained_now: bool, by_this_build: bool, model_seconds: float
+) -> float:
+    """What one model adds to its regime's training seconds on the build page: this call's
+    ``seconds`` if it trained now; its checkpoint's ``model_seconds`` if this build trained it in
+    an earlier part (a resumed make book reloads it, and its time must not read 0); else 0
+    (found cached)."""
+    if trained_now:
+        return seconds
+    return model_seconds if by_this_build else 0.0
 
 
 def trained_by(path: Path, build: str | None) -> bool:
