@@ -239,3 +239,24 @@ def test_a_faster_library_makes_the_same_wall_time_fewer_reference_minutes(tmp_p
     before, after = (show.budget(show.load(tmp_path, BUILD), "cpu", p) for p in (PLAN, faster))
     assert after.reference_tokens_per_second == pytest.approx(1.6 * 16000)
     assert after.reference_minutes == pytest.approx(before.reference_minutes / 1.6)
+
+
+def test_a_resumed_build_scales_by_its_fastest_benchmark(tmp_path, monkeypatch):
+    """Each part of a resumed build measures the machine again; load only slows a benchmark,
+    so the budget takes the fastest reading (a slower second one cannot lower the minutes), and
+    the page lists them. A record of another build carries none of its readings over."""
+    first_build(tmp_path, 200.0)
+    slow = {"profile": "cpu", "tokens_per_second": 6000.0, "parts": [8000.0, 6000.0]}
+    write(tmp_path, "machine", BUILD, benchmark=slow)
+    spent = show.budget(show.load(tmp_path, BUILD), "cpu", PLAN)
+    assert spent.reference_minutes == pytest.approx((5 + 200 + 30) / 2)  # at 8,000, not 6,000
+    assert buildrecord.build_benchmark({"benchmark": slow}) == 8000.0
+    assert show._parts_text(slow).endswith(
+        "read 8,000, 6,000 tokens/s: the budget takes the fastest"
+    )
+    monkeypatch.setenv(buildrecord.BUILD_ENV, BUILD)
+    monkeypatch.setenv("ROPEBOOK_EXECUTED", str(tmp_path))
+    assert buildrecord.earlier_benchmarks({"build": BUILD, "benchmark": slow}) == [8000.0, 6000.0]
+    legacy = {"build": BUILD, "benchmark": {"tokens_per_second": 7000.0}}  # before parts
+    assert buildrecord.earlier_benchmarks(legacy) == [7000.0]
+    assert buildrecord.earlier_benchmarks({"build": "another", "benchmark": slow}) == []

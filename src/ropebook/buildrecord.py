@@ -134,6 +134,26 @@ def write(name: str, data: dict[str, Any], folder: Path | None = None) -> Path:
     return path
 
 
+def earlier_benchmarks(machine: dict[str, Any] | None, folder: Path | None = None) -> list[float]:
+    """The lesson benchmarks (tokens/s) that earlier parts of this build measured, from the last
+    ``machine`` record if this build wrote it (else none): a resumed make book measures again,
+    and its reading joins them rather than replacing them."""
+    build = current_build(folder)
+    if not machine or build is None or machine.get("build") != build:
+        return []
+    bench = machine.get("benchmark", {})
+    return [float(x) for x in bench.get("parts", [bench.get("tokens_per_second")]) if x]
+
+
+def build_benchmark(machine: dict[str, Any] | None) -> float | None:
+    """The lesson benchmark that scales a build's seconds to reference minutes: the fastest of
+    its parts' readings, since load on the machine can only slow a benchmark (a resumed part
+    measured beside the processes of the part it stopped read 25 % slow on 2026-12-02)."""
+    bench = (machine or {}).get("benchmark", {})
+    readings = [float(x) for x in bench.get("parts", [bench.get("tokens_per_second")]) if x]
+    return max(readings) if readings else None
+
+
 def read(name: str, folder: Path | None = None) -> dict[str, Any] | None:
     """Record ``name``, or ``None`` if no stage wrote it; :class:`RecordError` naming the file if
     it is not a JSON object of this :data:`FORMAT`."""

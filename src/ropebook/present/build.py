@@ -200,7 +200,8 @@ def machine_rows(records: Records) -> list[dict[str, str]]:
             "": "lesson benchmark",
             "value": f"{bench['tokens_per_second']:,.0f} tokens/s training the {bench['model']} "
             f"model (batch {batch}, median of {bench['steps']} steps; load average "
-            f"{machine['load_average']:.1f} on {machine['cores_usable']} cores when measured)",
+            f"{machine['load_average']:.1f} on {machine['cores_usable']} cores when measured)"
+            + _parts_text(bench),
         },
         {"": "attention path", "value": f"{attention['path']}: {attention['reason']}{timed}"},
         {"": "measured", "value": _when(records, machine)},
@@ -323,6 +324,15 @@ class Budget:
         return "held" if self.reference_minutes <= self.budget_minutes else "not held"
 
 
+def _parts_text(bench: Mapping[str, Any]) -> str:
+    """The readings of a resumed build's parts, where there are several."""
+    parts = bench.get("parts", [])
+    if len(parts) < 2:
+        return ""
+    readings = ", ".join(f"{x:,.0f}" for x in parts)
+    return f"; this build's parts read {readings} tokens/s: the budget takes the fastest"
+
+
 def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None) -> Budget:
     """Read this build's stage records against the plan's budget.
 
@@ -337,7 +347,7 @@ def budget(records: Records, profile: str, plan: Mapping[str, Any] | None = None
     reference = seedplan.reference_speed(plan)
     machine = records.get("machine")
     bench = (machine or {}).get("benchmark", {})
-    speed = bench.get("tokens_per_second") if bench.get("profile") == profile else None
+    speed = buildrecord.build_benchmark(machine) if bench.get("profile") == profile else None
     scale = None if not speed else speed / reference / 60  # seconds here → reference minutes
     timed: list[tuple[str, float, Mapping[str, Any]]] = []
     for stage in BEFORE_CHAPTERS:
