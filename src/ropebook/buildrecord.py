@@ -147,8 +147,8 @@ def earlier_benchmarks(machine: dict[str, Any] | None, folder: Path | None = Non
 
 def build_benchmark(machine: dict[str, Any] | None) -> float | None:
     """The lesson benchmark that scales a build's seconds to reference minutes: the fastest of
-    its parts' readings, since load on the machine can only slow a benchmark (a resumed part
-    measured beside the processes of the part it stopped read 25 % slow on 2026-12-02)."""
+    its parts' readings, since load on the machine can only slow a benchmark (on 2026-12-02 a
+    resumed part, measured right after the first was stopped, read 25 % below the first)."""
     bench = (machine or {}).get("benchmark", {})
     readings = [float(x) for x in bench.get("parts", [bench.get("tokens_per_second")]) if x]
     return max(readings) if readings else None
