@@ -308,8 +308,12 @@ for regime, (c, res) in kept.items():
 # sets out to resolve. They **disagree** (*not held*) if it excludes zero and reaches past the
 # margin. An interval that contains zero but reaches past the margin *cannot decide*: a
 # build's two or three seeds give so wide an interval that it would contain zero whatever the
-# truth, and containing zero is no evidence of agreement. Where the specs differ (a profile that
-# trains other models), the two need not agree and the test is *uninformative here*. A
+# truth, and containing zero is no evidence of agreement. Where the build's seeds could not fit
+# the margin even if the two agreed exactly (Welch's interval for a difference of zero, at the
+# study's s.d., reaches past it: fixed by the seed counts before this build's data), an open test
+# is *uninformative here*: it could show a disagreement, never an agreement. Where the specs
+# differ (a profile that trains other models), the two need not agree and the test is
+# *uninformative here* too. A
 # disagreement is shown, never hidden: it is evidence about the build or the study (the machine,
 # its libraries, a changed spec), not an error that stops the book.
 
@@ -344,7 +348,8 @@ for regime, (agreement, specs) in agreements.items():
 # This build against the GPU study: matched, **{glue:text}`p_rope_headline.agree.matched`**;
 # flagship, **{glue:text}`p_rope_headline.agree.flagship`** (*held*: they agree within
 # ±{glue:text}`p_rope_headline.margin`; *not held*: they disagree, and the table shows by how
-# much; *cannot decide*: too few seeds to tell, and the claims table says how many would).
+# much; *cannot decide*: too few seeds to tell, and the claims table says how many would;
+# *uninformative here*: these seeds could never have shown agreement).
 
 # %% [markdown]
 # ## What we claim and what we measured

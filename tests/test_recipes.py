@@ -3,6 +3,7 @@ a broken results file refused."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
@@ -372,8 +373,16 @@ def test_agreement_of_a_build_with_a_kept_study_and_its_verdict():
     agreement = show_recipes.agreement_of(here, range(4), results)
     assert (agreement.n_here, agreement.n_kept) == (4, 8)  # the study's other seeds only
     assert agreement.verdict() == "held"  # the weak test: the interval contains 0
-    # the finding's rule is the equivalence test: 4 seeds at a 2 % s.d. cannot fit the margin
-    assert show_recipes.agreement_verdict(agreement, {}) == "cannot decide"
+    # the finding's rule is the equivalence test: 4 seeds at the study's 2 % s.d. could not fit
+    # the margin even at a difference of 0, so the open test is null by design
+    assert agreement.equivalence(recipes.MARGIN) == "cannot decide"
+    assert not agreement.can_show_agreement(recipes.MARGIN)
+    assert show_recipes.agreement_verdict(agreement, {}) == "uninformative here"
+    # with seeds enough to show agreement, the same open interval cannot decide
+    roomy = dataclasses.replace(agreement, n_here=400, n_kept=400, sd_kept=0.01,
+                                difference=(0.1, -0.3, 0.6))  # fmt: skip
+    assert roomy.can_show_agreement(recipes.MARGIN)
+    assert show_recipes.agreement_verdict(roomy, {}) == "cannot decide"
     other = {"n_heads": (2, 4)}
     assert show_recipes.agreement_verdict(agreement, other) == "uninformative here"
     apart = ablation.compare("0.75-RoPE", np.exp(a + 0.2), "RoPE", np.exp(b), log=True)

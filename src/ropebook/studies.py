@@ -207,6 +207,20 @@ class Agreement:
             return "not testable here"
         return "held" if self.agree else "not held"
 
+    def can_show_agreement(self, margin: float) -> bool:
+        """Whether these seed counts could show agreement within ``± margin`` % at all: Welch's
+        interval for a difference of exactly 0, at the kept study's s.d. on both sides (its many
+        seeds, not this build's outcome), lies inside the margin. Where it cannot, the
+        equivalence test is null by design: it can show a disagreement, never an agreement."""
+        from scipy import stats
+
+        if not (self.testable and math.isfinite(self.sd_kept)):
+            return False
+        a, b = self.sd_kept**2 / self.n_here, self.sd_kept**2 / self.n_kept
+        dof = (a + b) ** 2 / (a**2 / (self.n_here - 1) + b**2 / (self.n_kept - 1))
+        half = stats.t.ppf(0.5 + self.confidence / 2, dof) * math.sqrt(a + b)
+        return half < math.log1p(margin / 100)
+
     def seeds_to_agree(self, margin: float, limit: int = 10_000) -> int | None:
         """Fewest seeds in the build at which Welch's interval, at both sides' s.d.s and this
         difference of means (the study's seeds as they are), would lie inside ``± margin`` %:

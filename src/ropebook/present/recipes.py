@@ -472,8 +472,13 @@ def agreement_verdict(
     """The finding "this build agrees with the kept study within ``± margin`` % of perplexity"
     (:data:`ropebook.recipes.MARGIN`, fixed before the data): the equivalence test
     :meth:`Agreement.equivalence` where the two trained the same models, ``uninformative here``
-    where they did not (other specs: no reason to agree)."""
-    return claims.informative_or(recipes.same_model(differences), agreement.equivalence(margin))
+    where they did not (other specs: no reason to agree), and where an open test could not have
+    shown agreement with these seeds even at a difference of 0 (:meth:`Agreement.
+    can_show_agreement`: null by design; a disagreement is still ``not held``)."""
+    verdict = agreement.equivalence(margin)
+    if verdict == "cannot decide" and not agreement.can_show_agreement(margin):
+        verdict = "uninformative here"
+    return claims.informative_or(recipes.same_model(differences), verdict)
 
 
 def agreement_to_decide(
