@@ -511,27 +511,12 @@ show.sweep_chart(
 
 # %% tags=["remove-input"]
 at = finetune_scale
-pi_before = stretch.paired_change(ft_view["rope-fixed-s", "pi", at], losses["rope", "none", 1],
-                                  confidence)  # fmt: skip
-pi_gain = stretch.paired_change(ft_view["rope-pi-ft", "pi", at], ft_view["rope-fixed-s", "pi", at],
-                                confidence)  # fmt: skip
-pi_after = stretch.paired_change(ft_view["rope-pi-ft", "pi", at], losses["rope", "none", 1],
-                                 confidence)  # fmt: skip
-# The same positions: a causal model's first L tokens of an s×L window are the 1× window, so
-# PI (at s) on 1× windows — the very windows the model at 1× saw — is PI at s× with the context
-# that the longer window adds to its later tokens taken away; both PI claims decide there.
-pi_before_same = stretch.paired_change(ft_view["rope-fixed-s", "pi", 1],
-                                       losses["rope", "none", 1], confidence)  # fmt: skip
-pi_same = stretch.paired_change(ft_view["rope-pi-ft", "pi", 1], losses["rope", "none", 1],
-                                confidence)  # fmt: skip
-yarn_ft = stretch.paired_change(ft_view["rope-yarn-ft", "yarn", at],
-                                ft_view["rope-pi-ft", "pi", at], confidence)  # fmt: skip
-# The control: each rule fine-tuned against plain RoPE fine-tuned on the same tokens and steps.
-over_plain = {
-    m: stretch.paired_change(ft_view[f"rope-{m}-ft", m, at], ft_view["rope-none-ft", "none", at],
-                             confidence)
-    for m in ("pi", "yarn")
-}  # fmt: skip
+# each change paired over seeds; the PI claims decide on the same first L positions
+# (stretch.finetune_changes), the control is plain RoPE fine-tuned on the same tokens and steps
+changes = stretch.finetune_changes(ft_view, at, confidence)
+pi_before, pi_before_same, pi_gain, pi_after, pi_same, yarn_ft = (changes[k] for k in (
+    "pi_before", "pi_before_same", "pi_gain", "pi_after", "pi_same", "yarn_ft"))  # fmt: skip
+over_plain = {m: changes[f"{m}_over_plain"] for m in ("pi", "yarn")}
 plain_text = {m: f"{LABEL[m]} vs plain RoPE, both fine-tuned: {c.text()}"
               for m, c in over_plain.items()}  # fmt: skip
 CLAIMS.record(
@@ -570,11 +555,7 @@ CLAIMS.record(
     to_decide=show.changes_to_decide({f"{at}×": yarn_ft}),
 )
 glue("rope_scaling.at", at, display=False)
-for name, change in {
-    "pi_before": pi_before, "pi_gain": pi_gain, "pi_after": pi_after, "yarn_ft": yarn_ft,
-    "pi_same": pi_same, "pi_before_same": pi_before_same,
-    "pi_over_plain": over_plain["pi"], "yarn_over_plain": over_plain["yarn"],
-}.items():  # fmt: skip
+for name, change in changes.items():
     glue(f"rope_scaling.{name}", change.text(), display=False)  # a change, or a bound on it
 
 # %% [markdown]

@@ -386,3 +386,24 @@ def test_task_finetune_shares_the_cached_recipe_and_keys_the_task(tmp_path, monk
         recall.finetune(parent, other, "pi", 2, steps=3, batch_size=2, lr=1e-3, progress=False).path
         != first.path
     )
+
+
+def test_finetune_changes_pair_each_model_with_its_baseline():
+    """Each fine-tune comparison is the paired change of the right two rows: PI before and after
+    against the model at 1×, on the whole s× window and on the same 1× positions; the fine-tune's
+    gain; YaRN against PI; both rules against plain RoPE fine-tuned alike (the control)."""
+    rng = np.random.default_rng(0)
+    rows = [("rope", "none", 1), ("rope-fixed-s", "pi", 4), ("rope-fixed-s", "pi", 1),
+            ("rope-pi-ft", "pi", 4), ("rope-pi-ft", "pi", 1), ("rope-yarn-ft", "yarn", 4),
+            ("rope-none-ft", "none", 4)]  # fmt: skip
+    view = {row: 3.0 + 0.1 * i + 0.01 * rng.standard_normal(3) for i, row in enumerate(rows)}
+    changes = stretch.finetune_changes(view, 4, 0.9)
+    want = {"pi_before": (1, 0), "pi_before_same": (2, 0), "pi_gain": (3, 1), "pi_after": (3, 0),
+            "pi_same": (4, 0), "yarn_ft": (5, 3), "pi_over_plain": (3, 6),
+            "yarn_over_plain": (5, 6)}  # fmt: skip
+    assert set(changes) == set(want)
+    for name, (a, b) in want.items():
+        expected = stretch.paired_change(view[rows[a]], view[rows[b]], 0.9)
+        assert changes[name].text() == expected.text(), name
+    # a row 0.1 nats above its baseline reads about +10.5 % of perplexity
+    assert changes["pi_before"].text().startswith("+10.")

@@ -295,6 +295,30 @@ def paired_change(
     return Change(*pct, diff.size)
 
 
+def finetune_changes(view: Mapping, at: float, confidence: float = 0.95) -> dict[str, Change]:
+    """The fine-tune comparisons at scale ``at``, each a :func:`paired_change` over seeds, from
+    a sweep ``view[(model, method, factor)] -> [seeds] losses`` holding the plain model
+    (``"rope"``), PI and YaRN at the fixed scale without a fine-tune (``"rope-fixed-s"``) and
+    after it (``"rope-pi-ft"``, ``"rope-yarn-ft"``), and plain RoPE fine-tuned alike
+    (``"rope-none-ft"``, the control). ``*_same``: PI on 1× windows, the very positions the model
+    read at 1× (a causal model's first L tokens of an s×L window), which takes away the context a
+    longer window adds to its later tokens."""
+    base = view["rope", "none", 1]
+    pi_fixed, pi_ft = view["rope-fixed-s", "pi", at], view["rope-pi-ft", "pi", at]
+    plain_ft = view["rope-none-ft", "none", at]
+    pairs = {
+        "pi_before": (pi_fixed, base),
+        "pi_before_same": (view["rope-fixed-s", "pi", 1], base),
+        "pi_gain": (pi_ft, pi_fixed),
+        "pi_after": (pi_ft, base),
+        "pi_same": (view["rope-pi-ft", "pi", 1], base),
+        "yarn_ft": (view["rope-yarn-ft", "yarn", at], pi_ft),
+        "pi_over_plain": (pi_ft, plain_ft),
+        "yarn_over_plain": (view["rope-yarn-ft", "yarn", at], plain_ft),
+    }
+    return {name: paired_change(a, b, confidence) for name, (a, b) in pairs.items()}
+
+
 def paired_points(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> Change:
     """``a − b`` of two per-seed shares (e.g. accuracies in [0, 1]) in percentage points, paired
     by seed, with a Student-t interval."""
