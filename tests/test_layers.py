@@ -57,9 +57,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ropebook.zoo", "ropebook.pipeline", "ropebook.parameters", "ropebook.studies",
      "ropebook.recipes"),
     # measurements (numbers only); analysing one's own checkpoint and the prompts it reads; the
-    # layouts-on-language study and the study of Gemma's layouts at their 5:1 ratio
+    # layouts-on-language study, the study of Gemma's layouts at their 5:1 ratio, Table 2 on many
+    # lesson seeds
     ("ropebook.analysis", "ropebook.analyse", "ropebook.prompts", "ropebook.layout_language",
-     "ropebook.layout_ratio"),
+     "ropebook.layout_ratio", "ropebook.table2_study"),
     # shared figure helpers
     ("ropebook.plots",),
     # charts, tables and sentences of the measurements

@@ -31,10 +31,10 @@ functions included, and holds the floors below to it). Bottom to top:
   profile, regime and seed, cached; the chapter runner, and the parameters it checks; studies
   too costly for every build, kept in the repository as results files; the training recipes
   compared on paired seeds.
-- ``analysis``, ``analyse``, ``prompts``, ``layout_language``, ``layout_ratio`` — measurements,
-  numbers only, one submodule per idea; analysing one's own checkpoint; the prompts a real
-  checkpoint reads; the production layouts trained on language, and Gemma's at their 5:1 ratio
-  (two studies).
+- ``analysis``, ``analyse``, ``prompts``, ``layout_language``, ``layout_ratio``,
+  ``table2_study`` — measurements, numbers only, one submodule per idea; analysing one's own
+  checkpoint; the prompts a real checkpoint reads; the production layouts trained on language,
+  Gemma's at their 5:1 ratio, and Table 2 on many lesson seeds (three studies).
 - ``plots`` — figure helpers shared by chapters (Altair, vendored for offline use).
 - ``present`` — the charts, tables and sentences of the measurements (same module names).
 - ``proofs``, ``sitecheck``, ``zoo_archive``, ``zoo_command``, ``__main__`` — sympy statements per

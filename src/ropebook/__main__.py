@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             "train the production layouts on language, write their results",
         ),
         ("layout_ratio", "layout_ratio", "train Gemma's layouts at 5:1, write their results"),
+        ("table2_study", "table2_study", "train Table 2 on many lesson seeds, write their results"),
     ):
         sub = commands.add_parser(name, help=text, add_help=False)
         sub.set_defaults(module=module)

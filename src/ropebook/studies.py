@@ -11,7 +11,8 @@ within a margin fixed before the data (:meth:`Agreement.equivalence`: Welch's in
 difference inside it; a disagreement is shown, never hidden). The studies:
 :mod:`ropebook.recipes` (training recipes on paired seeds) and
 :mod:`ropebook.layout_language` (the production layouts on language);
-:mod:`ropebook.layout_ratio` (Gemma's layouts at 5 : 1, the global layer last and first).
+:mod:`ropebook.layout_ratio` (Gemma's layouts at 5 : 1, the global layer last and first);
+:mod:`ropebook.table2_study` (the lesson regime's Table 2 on many paired seeds).
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def stale(results: dict[str, Any]) -> list[str]:
             seed=r["seed"],
             profile=results["profile"],
             regime=results["regime"],
-            domain=results["domain"],
+            domain=r.get("domain", results["domain"]),  # a study over several corpora: per run
             **r["overrides"],
         )  # fmt: skip
     ]

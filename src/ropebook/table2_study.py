@@ -1,0 +1,168 @@
+"""Table 2 in the lesson regime on many paired seeds: a study kept in the repository
+(:mod:`ropebook.studies`).
+
+The p_rope chapter reproduces the paper's Table 2 with the seven encodings of
+:data:`ropebook.zoo.TABLE2` on both corpora of :data:`ropebook.analysis.ablation.DOMAINS`. A build
+trains each on the profile's three seeds, too few to decide most of the paper's orderings (their
+paired s.d. is 2-5 % of perplexity). This study trains the same specs on ``--seeds`` paired seeds
+once (``python -m ropebook table2_study``) and keeps each run's validation perplexity, so the
+chapter's verdicts rest on the study wherever its runs are the models the build trains (the same
+profile, no stale spec: :func:`deciding_runs`), with the build's own seeds beside them.
+
+The study's first seeds are the build's own models (same spec, same seed): :func:`reproduced`
+compares them seed by seed, so a build on another machine says whether it reproduces the kept
+runs within a margin fixed before the data.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ropebook import studies, zoo
+from ropebook.analysis import ablation
+
+STUDY, REGIME = "table2_study", "lesson"
+MIN_SEEDS = 3  # an interval over seeds needs them
+
+
+@dataclass(frozen=True)
+class KeptRun:
+    """One kept run as the p_rope chapter's comparisons read a zoo model: its seed and its
+    validation perplexity."""
+
+    seed: int
+    val_ppl: float
+
+
+def measure(
+    seeds: Sequence[int], *, profile: str = "cpu", progress: bool = True
+) -> list[dict[str, Any]]:
+    """Train (or load, from ``ROPEBOOK_CACHE``) every Table 2 model on both corpora and
+    ``seeds``; one record per run."""
+    records = []
+    for domain in ablation.DOMAINS:
+        for name in zoo.TABLE2:
+            runs = zoo.load_seeds(
+                name, tuple(seeds), profile=profile, regime=REGIME, domain=domain,
+                progress=progress,
+            )  # fmt: skip
+            records += [
+                {
+                    "model": name,
+                    "domain": domain,
+                    "seed": run.seed,
+                    "overrides": {},
+                    "spec_hash": run.spec_hash,
+                    "seconds": run.seconds,
+                    "val_ppl": run.val_ppl,
+                    "provenance": studies.provenance(run),
+                }  # fmt: skip
+                for run in runs
+            ]
+    return records
+
+
+def load(path: Path | None = None) -> dict[str, Any]:
+    """The kept results file, or a ValueError naming what is wrong with it (also a run without
+    its perplexity, or a model or corpus missing)."""
+    where = studies.path_of(STUDY) if path is None else path
+    results = studies.load(STUDY, where)
+    for run in results["runs"]:
+        if not isinstance(run.get("val_ppl"), (int, float)) or not run["val_ppl"] > 0:
+            raise ValueError(f"{where}: run {run['model']} seed {run['seed']} has no perplexity")
+    have = {(r["model"], r.get("domain")) for r in results["runs"]}
+    if missing := [(n, d) for d in ablation.DOMAINS for n in zoo.TABLE2 if (n, d) not in have]:
+        raise ValueError(f"{where}: no runs of {missing}")
+    return results
+
+
+def runs(results: Mapping[str, Any]) -> dict[tuple[str, str], list[KeptRun]]:
+    """``{(model, domain): [KeptRun, ...]}`` in seed order, on the seeds every model has (so
+    every comparison pairs on all of them)."""
+    by_key: dict[tuple[str, str], dict[int, float]] = {}
+    for r in results["runs"]:
+        by_key.setdefault((r["model"], r["domain"]), {})[r["seed"]] = r["val_ppl"]
+    common = sorted(set.intersection(*(set(v) for v in by_key.values())))
+    return {key: [KeptRun(s, values[s]) for s in common] for key, values in by_key.items()}
+
+
+def deciding_runs(
+    results: Mapping[str, Any] | None, profile: str
+) -> tuple[dict[tuple[str, str], list[KeptRun]] | None, str]:
+    """The study's runs where they are the models this profile trains (the same profile, every
+    run's spec hash today's, at least :data:`MIN_SEEDS` paired seeds), else ``None``; with the
+    reason in words either way (for the page)."""
+    if results is None:
+        return None, "no kept study (python -m ropebook table2_study trains it)"
+    if results["profile"] != profile:
+        return None, f"the kept study trained the {results['profile']} profile's models"
+    if stale := studies.stale(results):
+        return None, f"the kept study's runs of {stale[0]} and {len(stale) - 1} more are stale"
+    kept = runs(results)
+    n = min(len(v) for v in kept.values())
+    if n < MIN_SEEDS:
+        return None, f"the kept study has {n} paired seed(s)"
+    return kept, f"the kept study's {n} paired seeds ({studies.measured_on(results)})"
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """The build's runs against the kept runs of the same spec and seed: the largest relative
+    difference of validation perplexity, in %, over ``n`` shared runs, and where it is."""
+
+    n: int
+    largest: float
+    where: str
+
+    def verdict(self, margin: float) -> str:
+        """``held`` if every shared run's perplexity lies within ``± margin`` % of the kept
+        one, ``not held`` if one does not; ``not testable here`` without a shared run."""
+        if not margin > 0:
+            raise ValueError(f"the margin must be positive, got {margin}")
+        if self.n == 0:
+            return "not testable here"
+        return "held" if self.largest <= margin else "not held"
+
+
+def reproduced(
+    build: Mapping[tuple[str, str], Sequence], kept: Mapping[tuple[str, str], Sequence[KeptRun]]
+) -> Reproduction:
+    """Seed by seed, the build's runs (anything with ``seed`` and ``val_ppl``) against the kept
+    runs of the same model, corpus and seed."""
+    n, largest, where = 0, 0.0, "none"
+    for key, these in build.items():
+        kept_ppl = {r.seed: r.val_ppl for r in kept.get(key, ())}
+        for run in these:
+            if run.seed in kept_ppl:
+                n += 1
+                gap = 100 * abs(run.val_ppl / kept_ppl[run.seed] - 1)
+                if gap >= largest:
+                    largest, where = gap, f"{key[0]} on {key[1]}, seed {run.seed}"
+    return Reproduction(n, largest, where)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m ropebook {STUDY}",
+        description="Train Table 2's seven encodings on both corpora in the lesson regime on "
+        "many paired seeds and write their results file.",
+    )
+    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--seeds", type=int, default=16, help="seeds 0..N-1 (default 16)")
+    args = parser.parse_args(argv)
+    if args.seeds < MIN_SEEDS:
+        parser.error(
+            f"--seeds must be at least {MIN_SEEDS} (an interval needs them), got {args.seeds}"
+        )
+    records = measure(range(args.seeds), profile=args.profile)
+    path = studies.write(
+        STUDY, records, profile=args.profile, regime=REGIME, domain=", ".join(ablation.DOMAINS),
+        command=f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds}",
+        models=list(zoo.TABLE2),
+    )  # fmt: skip
+    print(f"written: {path}")
+    return 0
