@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ropebook import model, rope, seedplan
+from ropebook import model, rope, seedplan, table2_study, zoo
 from ropebook.analysis import ablation
 from ropebook.present import ablation as show
 
@@ -714,3 +714,37 @@ def test_a_p_rope_test_is_informative_only_where_the_freed_planes_pass_a_quarter
     # the book's regimes: the lesson one cannot tell p-RoPE from RoPE, the matched one can
     assert not ablation.freed_planes_informative(16, 8 * 128, 10_000.0)
     assert ablation.freed_planes_informative(32, 128, 200.0)
+
+
+def _kept_runs(gap_percent: float, seeds: int = 6) -> dict[tuple[str, str], list]:
+    """Every Table 2 model on both corpora: per seed a shared level, NoPE ``gap_percent`` above
+    0.25-RoPE, the others a little apart; ``KeptRun``s as the kept study gives them."""
+    rng = np.random.default_rng(3)
+    runs = {}
+    for d in ablation.DOMAINS:
+        level = 100 * np.exp(0.05 * rng.standard_normal(seeds))  # shared by every model of a seed
+        for i, name in enumerate(zoo.TABLE2):
+            factor = 1 + gap_percent / 100 if name == "nope" else 1 + 0.001 * i
+            jitter = np.exp(0.001 * rng.standard_normal(seeds))
+            runs[name, d] = [table2_study.KeptRun(s, float(level[s] * factor * jitter[s]))
+                             for s in range(seeds)]  # fmt: skip
+    return runs
+
+
+def test_seed_tables_pair_comparisons_and_nope_against_its_worst_rival():
+    runs = _kept_runs(gap_percent=5.0)
+    tables = ablation.seed_tables(runs, zoo.TABLE2)
+    assert set(tables) == set(ablation.DOMAINS)
+    assert tables["python"]["nope"].values == tuple(m.val_ppl for m in runs["nope", "python"])
+    pairs = ablation.pair_comparisons(runs, show.LABELS)
+    assert set(pairs) == {(b, w, d) for b, w, _ in ablation.PAIRS for d in ablation.DOMAINS}
+    rope_vs_nope = pairs["rope", "nope", "shakespeare"]
+    assert rope_vs_nope.paired and rope_vs_nope.difference.high < 0  # RoPE below NoPE, paired
+    worst = ablation.nope_against_worst(runs, tables, show.LABELS)
+    assert all(c.verdict(c.b) == "held" for c in worst.values())  # NoPE 5 % above every rival
+    better = _kept_runs(gap_percent=-5.0)  # NoPE now the best: its worst rival beats it
+    worst = ablation.nope_against_worst(
+        better, ablation.seed_tables(better, zoo.TABLE2), show.LABELS
+    )
+    assert all(c.verdict(c.b) == "not held" for c in worst.values())
+    assert worst["python"].b == show.LABELS["p-rope-0.75"]  # the highest of the other six

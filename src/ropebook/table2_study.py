@@ -66,6 +66,12 @@ def measure(
     return records
 
 
+def kept() -> dict[str, Any] | None:
+    """The kept results file where there is one (a repository without it: ``None``); a file
+    that is there but broken raises, naming the problem."""
+    return load() if studies.path_of(STUDY).exists() else None
+
+
 def load(path: Path | None = None) -> dict[str, Any]:
     """The kept results file, or a ValueError naming what is wrong with it (also a run without
     its perplexity, or a model or corpus missing)."""
@@ -106,7 +112,8 @@ def deciding_runs(
     n = min(len(v) for v in kept.values())
     if n < MIN_SEEDS:
         return None, f"the kept study has {n} paired seed(s)"
-    return kept, f"the kept study's {n} paired seeds ({studies.measured_on(results)})"
+    where = f"{studies.measured_on(results)}, commit {results['commit'][:7]}"
+    return kept, f"the kept study's {n} paired seeds ({where})"
 
 
 @dataclass(frozen=True)

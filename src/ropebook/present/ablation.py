@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -312,6 +313,31 @@ def uninformative_text(head_dim: int, length: int, base: float) -> str:
         "turn) past which they could turn a match against itself: a regime whose freed planes "
         "turn further (the matched regime, p-RoPE's headline) can decide it"
     )
+
+
+def beside_text(kept: Mapping | None, build: str) -> str:
+    """Where a kept study decides (``kept``: its runs), this build's own reading beside its
+    verdict; nothing where the build's seeds decide."""
+    if not kept:
+        return ""
+    return f"; this build's own seeds, beside: {build}"
+
+
+def reproduction_record(
+    reproduction, basis: str, seeds: int, margin: float, kept: Mapping | None
+) -> dict[str, Any]:
+    """``ClaimSet.record``'s arguments for "this build reproduces the kept study's runs"
+    (:func:`ropebook.table2_study.reproduced`): the verdict at ``margin`` %, the largest gap and
+    where, and the profile whose build can test it (the kept study's)."""
+    return {
+        "evidence": reproduction.verdict(margin),
+        "measured": f"largest gap {reproduction.largest:.3f} % of perplexity over "
+        f"{reproduction.n} shared runs ({reproduction.where}); margin ±{margin:g} %",
+        "seeds": seeds,
+        "basis": basis,
+        "to_decide": "the kept study's profile: python -m ropebook run p_rope --profile "
+        + (kept or {}).get("profile", "cpu"),
+    }
 
 
 def difference_text(by_domain: Mapping[str, Comparison], digits: int = 3) -> str:

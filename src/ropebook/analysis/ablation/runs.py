@@ -27,7 +27,9 @@ from ropebook.analysis.ablation.seeds import (
     compare,
     estimate,
     paired_sd_percent,
+    seed_table,
     shared_seeds,
+    worst_rival,
 )
 from ropebook.stats.power import sd_interval, seeds_needed
 
@@ -114,6 +116,49 @@ def compare_models(
     return compare(
         label_a, [m.val_ppl for m in a], label_b, [m.val_ppl for m in b], confidence, log=True
     )
+
+
+def seed_tables(
+    runs: Mapping[tuple[str, str], Sequence], names: Sequence[str], confidence: float = 0.95
+) -> dict[str, dict[str, Estimate]]:
+    """Per corpus of :data:`DOMAINS`, each of ``names``' validation perplexity over its seeds
+    (the interval formed on the loss, then exponentiated)."""
+    return {
+        d: seed_table({n: [m.val_ppl for m in runs[n, d]] for n in names}, confidence, log=True)
+        for d in DOMAINS
+    }
+
+
+def pair_comparisons(
+    runs: Mapping[tuple[str, str], Sequence],
+    labels: Mapping[str, str],
+    confidence: float = 0.95,
+    pairs: Sequence[tuple[str, str, str]] = PAIRS,
+) -> dict[tuple[str, str, str], Comparison]:
+    """``{(better, worse, domain): Comparison}`` of every pair of :data:`PAIRS` on every corpus,
+    paired on the seeds both have (:func:`compare_models`)."""
+    return {
+        (b, w, d): compare_models(labels[b], runs[b, d], labels[w], runs[w, d], confidence)
+        for b, w, _ in pairs
+        for d in DOMAINS
+    }
+
+
+def nope_against_worst(
+    runs: Mapping[tuple[str, str], Sequence],
+    tables: Mapping[str, Mapping[str, Estimate]],
+    labels: Mapping[str, str],
+    confidence: float = 0.95,
+) -> dict[str, Comparison]:
+    """Per corpus, NoPE against the worst of the other encodings of ``tables`` (if NoPE is not
+    last, that rival beats it), paired on their shared seeds."""
+    out = {}
+    for d in DOMAINS:
+        rival = worst_rival(tables[d], "nope")
+        out[d] = compare_models(
+            labels["nope"], runs["nope", d], labels[rival], runs[rival, d], confidence
+        )
+    return out
 
 
 def extend_runs(
