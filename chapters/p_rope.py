@@ -467,8 +467,8 @@ for domain, column in DOMAINS.items():
 # (p-rope-kept-study)=
 # ### The strongest evidence decides: Table 2 on many seeds, kept
 #
-# Three seeds per model cannot resolve most of the paper's orderings (their paired differences
-# scatter by 2–5 % of perplexity). A study kept in the repository (`data/results/table2_study.json`,
+# A build's few seeds per model leave most of the paper's orderings open (the seed-noise section
+# below measures why). A study kept in the repository (`data/results/table2_study.json`,
 # made by `python -m ropebook table2_study`) trained the same seven encodings on both corpora on
 # many more paired seeds. Where its runs are the models this build trains (the same profile, every
 # spec hash today's), the verdicts below rest on it, this build's own seeds beside; elsewhere this
