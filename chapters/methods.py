@@ -159,18 +159,18 @@ plots.table(
 # - the **paired s.d.** of the final difference, what the seed counts below are chosen from.
 
 # %%
+gpu_matched = recipes.load(recipes.GPU_FILES["matched"])  # the same pair on many more seeds
+gpu_anatomy = anatomy.anatomy(*recipes.tails(gpu_matched, "today", gpu_matched["seeds"]),
+                              confidence=confidence)  # fmt: skip
 anatomy_result, anatomy_missing = show_noise.measure_anatomy(*arms, confidence)
-plots.table(
-    show_noise.anatomy_rows(
-        anatomy_result, anatomy_missing, (NAMES[HEADLINE[0]], NAMES[HEADLINE[1]]), confidence
-    )
-)
+for result, missing in ((gpu_anatomy, ""), (anatomy_result, anatomy_missing)):  # study, build
+    display(plots.table(show_noise.anatomy_rows(
+        result, missing, (NAMES[HEADLINE[0]], NAMES[HEADLINE[1]]), confidence)))  # fmt: skip
 
 # %% tags=["remove-input"]
 gain = None if anatomy_result is None else anatomy_result.pairing_gain
 measurable = gain is not None and np.isfinite([gain.low, gain.high]).all()
 # The strongest evidence decides: the kept GPU study trained this pair on many more seeds.
-gpu_matched = recipes.load(recipes.GPU_FILES["matched"])
 gpu_matched_specs = recipes.spec_differences(gpu_matched, profile)
 gpu_a, gpu_b = (100 * x for x in recipes.losses(gpu_matched, "today", gpu_matched["seeds"]))
 gpu_gain = anatomy.pairing_gain_estimate(gpu_a, gpu_b, confidence)
@@ -197,26 +197,28 @@ for name, value in {
     "factor": f"{PAIRING_FACTOR:g}",
     "gpu_gain": str(gpu_gain),
     "gpu_seeds": len(gpu_a),
-    **show_noise.anatomy_values(anatomy_result),
+    "here_paired_sd": show_noise.anatomy_values(anatomy_result)["paired_sd"],
+    **show_noise.anatomy_values(gpu_anatomy),
 }.items():
     glue(f"methods.pairing.{name}", value, display=False)
 
 # %% [markdown]
-# Over the {glue:text}`methods.pairing.seeds` seeds both arms have
-# ({glue:text}`methods.pairing.seed_list`), a run's loss jitters by
-# {glue:text}`methods.pairing.jitter` over its last {glue:text}`methods.pairing.evals`
-# evaluations, while 0.75-RoPE's final loss varies from seed to seed by
-# {glue:text}`methods.pairing.seed_sd_a` and RoPE's by {glue:text}`methods.pairing.seed_sd_b`
+# The first table takes apart the {glue:text}`methods.pairing.gpu_seeds` paired seeds of the kept
+# GPU study (the same pair and spec, {ref}`p-rope-gpu-headline`), the second this build's
+# {glue:text}`methods.pairing.seeds` ({glue:text}`methods.pairing.seed_list`). On the study, a
+# run's loss jitters by {glue:text}`methods.pairing.jitter` over its last
+# {glue:text}`methods.pairing.evals` evaluations, while 0.75-RoPE's final loss varies from seed to
+# seed by {glue:text}`methods.pairing.seed_sd_a` and RoPE's by {glue:text}`methods.pairing.seed_sd_b`
 # (jitter variance over the mean between-seed variance: {glue:text}`methods.pairing.jitter_share`;
 # near 1 the seeds differ mostly by where the last iterate happens to be, near 0 the runs end
 # apart). The two arms correlate across seeds with r = {glue:text}`methods.pairing.correlation`,
 # a pairing gain of {glue:text}`methods.pairing.pairing_gain`, and their paired difference has an
-# s.d. of {glue:text}`methods.pairing.paired_sd`. {cite:t}`summers2021nondeterminism` found that
+# s.d. of {glue:text}`methods.pairing.paired_sd` (this build's seeds:
+# {glue:text}`methods.pairing.here_paired_sd`). {cite:t}`summers2021nondeterminism` found that
 # any one-bit change to a run brings nearly the full seed-to-seed variance, which would leave
 # pairing little to cancel. Whether the gain stays below {glue:text}`methods.pairing.factor` is
-# decided on the {glue:text}`methods.pairing.gpu_seeds` paired seeds of the kept GPU study (the
-# same pair, {ref}`p-rope-gpu-headline`): a gain of {glue:text}`methods.pairing.gpu_gain`, so the
-# claim is **{glue:text}`methods.pairing.verdict`**. Not measured here:
+# decided on the study's seeds: a gain of {glue:text}`methods.pairing.gpu_gain`, so the claim is
+# **{glue:text}`methods.pairing.verdict`**. Not measured on this build's seeds:
 # {glue:text}`methods.pairing.missing`.
 
 # %% [markdown]
@@ -709,8 +711,9 @@ glue("methods.same_spec.gpu", show_studies.provenance_text(gpu_matched, studies.
 # across input domains (the frequency-usage chapter's Fig. 19 reading, planned from seeds
 # measured beforehand, the study named beside it; its s.d. and target are a correlation, not %
 # of perplexity), then
-# 0.75-RoPE vs RoPE, which a CPU build can only bound and which takes what is left once the
-# {glue:text}`methods.plan.matched_floor` paired seeds the noise anatomy above needs are bought.
+# 0.75-RoPE vs RoPE, which a CPU build can only bound and which takes what is left (its noise
+# anatomy and its verdict rest on the kept GPU study's paired seeds, so the build buys no floor
+# for them).
 # The last three columns are this run's own (matched and flagship only: the lesson rows are
 # measured in the p-RoPE and frequency-usage chapters).
 
@@ -737,7 +740,6 @@ for name, value in {
     "flagship_target": flagship_target,
     "matched_needed": headline_plan.needed,
     "matched_trained": headline_plan.trained,
-    "matched_floor": headline_plan.min_seeds,
     "matched_sd": headline_plan.sd,
     "matched_mde": headline_plan.mde,
     **show_plan.shortfall_values(list(choices.values()), spare / 60),

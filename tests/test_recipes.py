@@ -197,6 +197,9 @@ def test_gpu_headline_files_are_current_and_say_where_they_ran(regime):
     assert len(a) == len(b) == len(results["seeds"]) >= 32
     assert results["command"].startswith("OUT=data/results ")
     assert results["command"].endswith(f"bash tools/gpu_headline.sh {regime}")
+    tails = recipes.tails(results, "today", results["seeds"])  # what the methods anatomy reads
+    assert all(t.shape == (len(a), 5) for t in tails)
+    assert np.array_equal(tails[0][:, -1], a) and np.array_equal(tails[1][:, -1], b)  # final
 
 
 def test_same_run_differences_pair_one_spec_across_files():

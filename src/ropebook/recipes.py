@@ -208,6 +208,19 @@ def losses(
     return tuple(np.array([by[(arm, s)] for s in order]) for arm in results["arms"])
 
 
+def tails(
+    results: dict[str, Any], recipe: str = "today", seeds: list[int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``[seeds, evaluations]`` tail losses (nats; the last on the final weights) of arms a and b
+    under ``recipe`` on ``seeds`` (default: the discovery seeds), in the same seed order: what
+    :func:`ropebook.stats.anatomy.anatomy` takes apart."""
+    schedule, _ = RECIPES[recipe]
+    by = {(r["model"], r["seed"]): r["tail_losses"] for r in _runs(results, seeds)
+          if r["schedule"] == schedule}  # fmt: skip
+    order = sorted({seed for _, seed in by})
+    return tuple(np.array([by[(arm, s)] for s in order]) for arm in results["arms"])
+
+
 def same_run_differences(
     first: dict[str, Any], second: dict[str, Any], recipe: str = "today"
 ) -> np.ndarray:
