@@ -123,3 +123,16 @@ def test_the_command_refuses_too_few_seeds_before_training(capsys):
     with pytest.raises(SystemExit):
         table2_study.main(["--seeds", "2"])
     assert "at least 3" in capsys.readouterr().err
+
+
+def test_the_kept_study_is_current_and_decides_the_cpu_build():
+    """data/results/table2_study.json: the cpu profile's specs as the code trains them today,
+    every Table 2 model on both corpora on the same 16 seeds, with the command that re-makes it."""
+    results = table2_study.kept()
+    assert results is not None and results["profile"] == "cpu"
+    assert results["command"] == "python -m ropebook table2_study --profile cpu --seeds 16"
+    assert studies.stale(results) == []
+    kept, why = table2_study.deciding_runs(results, "cpu")
+    assert kept is not None and "16 paired seeds" in why and results["commit"][:7] in why
+    assert {len(runs) for runs in kept.values()} == {16}
+    assert table2_study.deciding_runs(results, "smoke")[0] is None  # smoke trains other models
