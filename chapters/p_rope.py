@@ -474,16 +474,18 @@ for domain, column in DOMAINS.items():
 # spec hash today's), the verdicts below rest on it, this build's own seeds beside; elsewhere this
 # build's seeds decide. Here: {glue:text}`p_rope.kept.basis`. Its first seeds *are* this build's
 # models (same spec and seed), so their perplexities must agree up to float32 rounding: the largest
-# gap over the {glue:text}`p_rope.kept.shared` runs both trained is
+# gap over the {glue:text}`p_rope.kept.shared` runs both trained, each training apart, is
 # {glue:text}`p_rope.kept.largest:.3f` % ({glue:text}`p_rope.kept.where`), against a margin of
 # ±{glue:text}`p_rope.margin:g` % fixed before the data: **{glue:text}`p_rope.kept.verdict`**.
+# A run this build loaded from the cache that trained the study (the same training provenance)
+# is the kept run itself and tests nothing: {glue:text}`p_rope.kept.same` such runs are left out.
 
 # %% tags=["hide-input"]
 kept_results = table2_study.kept()
 kept_runs, kept_basis = table2_study.deciding_runs(kept_results, profile)
 deciding = kept_runs or {(n, d): models[n, d] for n in zoo.TABLE2 for d in DOMAINS}
 deciding_table2 = ablation.seed_tables(deciding, zoo.TABLE2, confidence)
-reproduction = table2_study.reproduced(models, kept_runs or {})
+reproduction = table2_study.reproduced(table2_study.as_kept(models), kept_runs or {})
 for domain, column in DOMAINS.items() if kept_runs else ():
     display(plots.table(show.table2_rows(deciding_table2[domain], PAPER_TABLE2[column], LABELS)))
 
@@ -495,7 +497,8 @@ reproduced = show.reproduction_record(
 )
 CLAIMS.record("p_rope.study_reproduced", **reproduced)
 for name, value in {"basis": decided_on, "shared": reproduction.n, "verdict": reproduced["evidence"],
-                    "largest": reproduction.largest, "where": reproduction.where}.items():  # fmt: skip
+                    "largest": reproduction.largest, "where": reproduction.where,
+                    "same": reproduction.same}.items():  # fmt: skip
     glue(f"p_rope.kept.{name}", value, display=False)
 
 # %% [markdown]

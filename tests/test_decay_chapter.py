@@ -159,6 +159,7 @@ def test_trained_decay_classifies_layers():
         "down: 1 of 1 layers decays; up: 1 of 1 layers grows; level: 1 of 1 layers flat; "
         "noisy: 1 of 1 layers uncertain"
     )
+    assert show.trained_summary(result, ["up"]) == "up: 1 of 1 layers grows"
     measured = show.trained_measured(result, ["down"])
     assert measured.startswith("down: 1 of 1 layers decays (short r = 1-2 vs last quarter of 8")
     assert "±0.1 of the layer's mean |activation|" in measured

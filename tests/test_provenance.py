@@ -9,6 +9,7 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -76,6 +77,7 @@ def test_metadata_records_devices_attention_jax_and_host(four_ways):
         assert (record["devices"], record["attention"]) == (devices, attention)
         assert record["jax"] == jax.__version__ and record["platform"] == "cpu"
         assert record["host"] == socket.gethostname()
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", record["started"])
         assert ("slurm_job" in record) == ("SLURM_JOB_ID" in os.environ)
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import functools
 import json
+import types
 
 import pytest
 
 from ropebook import studies, table2_study, zoo
 from ropebook.analysis import ablation
-
 
 REMEMBERED = functools.cache(zoo.spec_hash)  # a hash builds its configs (slow); same in, same out
 
@@ -117,6 +117,44 @@ def test_reproduction_without_a_shared_seed_is_not_testable():
     assert reproduction.verdict(0.5) == "not testable here"
     with pytest.raises(ValueError, match="margin"):
         reproduction.verdict(0.0)
+
+
+TRAINED = table2_study.training_of([{"host": "h", "started": "2026-12-02 11:53:53 UTC"}])
+RETRAINED = table2_study.training_of([{"host": "h", "started": "2026-12-03 09:00:00 UTC"}])
+
+
+@pytest.mark.parametrize(
+    ("build_ppl", "verdict"), [(100.0, "uninformative here"), (100.9, "uninformative here")]
+)
+def test_runs_loaded_from_the_cache_that_trained_the_study_test_nothing(build_ppl, verdict):
+    """The same training is equal by construction: left out, whatever its numbers say."""
+    kept = {("rope", "python"): [table2_study.KeptRun(0, 100.0, TRAINED)]}
+    build = {("rope", "python"): [table2_study.KeptRun(0, build_ppl, TRAINED)]}
+    reproduction = table2_study.reproduced(build, kept)
+    assert (reproduction.n, reproduction.same) == (0, 1)
+    assert reproduction.verdict(0.5) == verdict
+
+
+@pytest.mark.parametrize(("retrained_ppl", "verdict"), [(100.2, "held"), (101.0, "not held")])
+def test_only_the_runs_trained_apart_decide_the_reproduction(retrained_ppl, verdict):
+    kept = {("rope", "python"): [table2_study.KeptRun(0, 100.0, TRAINED),
+                                 table2_study.KeptRun(1, 100.0, TRAINED)]}  # fmt: skip
+    build = {("rope", "python"): [table2_study.KeptRun(0, 150.0, TRAINED),  # loaded: left out
+                                  table2_study.KeptRun(1, retrained_ppl, RETRAINED)]}  # fmt: skip
+    reproduction = table2_study.reproduced(build, kept)
+    assert (reproduction.n, reproduction.same) == (1, 1)
+    assert reproduction.largest == pytest.approx(abs(retrained_ppl - 100.0))
+    assert reproduction.verdict(0.5) == verdict
+
+
+def test_a_build_reads_each_models_training_from_its_checkpoint(tmp_path):
+    provenance = [{"host": "h", "started": "2026-12-02 11:53:53 UTC", "steps": [0, 180]}]
+    (tmp_path / "checkpoint.json").write_text(json.dumps({"provenance": provenance}))
+    model = types.SimpleNamespace(seed=3, val_ppl=120.0, path=tmp_path)
+    (run,) = table2_study.as_kept({("rope", "python"): [model]})["rope", "python"]
+    assert run == table2_study.KeptRun(3, 120.0, table2_study.training_of(provenance))
+    assert table2_study.training_of([]) == ""  # nothing recorded: never taken for the same run
+    assert table2_study.training_of(provenance) != RETRAINED
 
 
 def test_the_command_refuses_too_few_seeds_before_training(capsys):

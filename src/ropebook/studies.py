@@ -12,7 +12,10 @@ difference inside it; a disagreement is shown, never hidden). The studies:
 :mod:`ropebook.recipes` (training recipes on paired seeds) and
 :mod:`ropebook.layout_language` (the production layouts on language);
 :mod:`ropebook.layout_ratio` (Gemma's layouts at 5 : 1, the global layer last and first);
-:mod:`ropebook.table2_study` (the lesson regime's Table 2 on many paired seeds).
+:mod:`ropebook.table2_study` (the lesson regime's Table 2 on many paired seeds);
+:mod:`ropebook.decay_study` (trained decay) and :mod:`ropebook.pe_zoo_study` (the PE zoo beyond its
+context) on many lesson seeds. :func:`why_not_deciding` says when a kept study may decide a run's
+verdicts.
 """
 
 from __future__ import annotations
@@ -136,6 +139,52 @@ def stale(results: dict[str, Any]) -> list[str]:
 def provenance(run) -> list[dict[str, Any]]:
     """A trained zoo model's provenance entries (where and how each training call ran)."""
     return json.loads((run.path / "checkpoint.json").read_text()).get("provenance", [])
+
+
+# ---------------------------------------------------------------- a kept study deciding a verdict
+
+
+def paired_seeds(results: dict[str, Any]) -> list[int]:
+    """The seeds every model (on every corpus) of a study has, in order: those it pairs on."""
+    by_key: dict[tuple[str, str], set[int]] = {}
+    for r in results["runs"]:
+        by_key.setdefault((r["model"], r.get("domain", results["domain"])), set()).add(r["seed"])
+    return sorted(set.intersection(*by_key.values()))
+
+
+def why_not_deciding(
+    results: dict[str, Any] | None,
+    profile: str,
+    *,
+    study: str,
+    min_seeds: int,
+    settings: dict[str, Any] | None = None,
+) -> str | None:
+    """Why a kept study cannot decide this run's verdicts, in words for the page; ``None`` where
+    it can: it trained this ``profile``'s models, every run's spec is today's (:func:`stale`),
+    it measured with the chapter's ``settings`` (windows, lengths ...: the file's top-level
+    fields of those names) and pairs at least ``min_seeds`` seeds."""
+    if results is None:
+        return f"no kept study (python -m ropebook {study} makes it)"
+    if results["profile"] != profile:
+        return f"the kept study trained the {results['profile']} profile's models"
+    if bad := stale(results):
+        return f"the kept study's runs of {bad[0]} and {len(bad) - 1} more are stale"
+    if other := [k for k, v in (settings or {}).items() if results.get(k) != v]:
+        return "the kept study measured with " + ", ".join(
+            f"{k} = {results.get(k)} (this run: {settings[k]})"
+            for k in other  # type: ignore[index]
+        )
+    if (n := len(paired_seeds(results))) < min_seeds:
+        return f"the kept study has {n} paired seed(s)"
+    return None
+
+
+def deciding_basis(results: dict[str, Any]) -> str:
+    """What a deciding kept study rests on, for the page: its paired seeds, machine, date and
+    commit."""
+    where = f"{measured_on(results)}, commit {results['commit'][:7]}"
+    return f"the kept study's {len(paired_seeds(results))} paired seeds ({where})"
 
 
 # ---------------------------------------------------------------- a build against a kept study

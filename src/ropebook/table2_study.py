@@ -11,12 +11,14 @@ profile, no stale spec: :func:`deciding_runs`), with the build's own seeds besid
 
 The study's first seeds are the build's own models (same spec, same seed): :func:`reproduced`
 compares them seed by seed, so a build on another machine says whether it reproduces the kept
-runs within a margin fixed before the data.
+runs within a margin fixed before the data. A build that loads the very runs the study kept (the
+cache that trained the study: the same training provenance) tests nothing, and says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +33,28 @@ MIN_SEEDS = 3  # an interval over seeds needs them
 
 @dataclass(frozen=True)
 class KeptRun:
-    """One kept run as the p_rope chapter's comparisons read a zoo model: its seed and its
-    validation perplexity."""
+    """One kept run as the p_rope chapter's comparisons read a zoo model: its seed, its
+    validation perplexity and which training made it (:func:`training_of`; "" unknown)."""
 
     seed: int
     val_ppl: float
+    training: str = ""
+
+
+def training_of(provenance: Sequence[Mapping[str, Any]]) -> str:
+    """A run's training calls (its checkpoint's provenance: host, build, start time, steps ...)
+    as one string: equal for a run and the same checkpoint loaded again, different for an
+    independent training (another build, host or start); "" where nothing was recorded."""
+    return json.dumps(list(provenance), sort_keys=True) if provenance else ""
+
+
+def as_kept(models: Mapping[tuple[str, str], Sequence]) -> dict[tuple[str, str], list[KeptRun]]:
+    """A build's zoo models (``{(model, domain): [TrainedModel, ...]}``) as :class:`KeptRun`\ s,
+    with the training each was made by."""
+    return {
+        key: [KeptRun(m.seed, m.val_ppl, training_of(studies.provenance(m))) for m in these]
+        for key, these in models.items()
+    }
 
 
 def measure(
@@ -89,11 +108,12 @@ def load(path: Path | None = None) -> dict[str, Any]:
 def runs(results: Mapping[str, Any]) -> dict[tuple[str, str], list[KeptRun]]:
     """``{(model, domain): [KeptRun, ...]}`` in seed order, on the seeds every model has (so
     every comparison pairs on all of them)."""
-    by_key: dict[tuple[str, str], dict[int, float]] = {}
+    common = studies.paired_seeds(dict(results))
+    by_key: dict[tuple[str, str], dict[int, KeptRun]] = {}
     for r in results["runs"]:
-        by_key.setdefault((r["model"], r["domain"]), {})[r["seed"]] = r["val_ppl"]
-    common = sorted(set.intersection(*(set(v) for v in by_key.values())))
-    return {key: [KeptRun(s, values[s]) for s in common] for key, values in by_key.items()}
+        run = KeptRun(r["seed"], r["val_ppl"], training_of(r.get("provenance") or []))
+        by_key.setdefault((r["model"], r["domain"]), {})[r["seed"]] = run
+    return {key: [values[s] for s in common] for key, values in by_key.items()}
 
 
 def deciding_runs(
@@ -102,54 +122,58 @@ def deciding_runs(
     """The study's runs where they are the models this profile trains (the same profile, every
     run's spec hash today's, at least :data:`MIN_SEEDS` paired seeds), else ``None``; with the
     reason in words either way (for the page)."""
-    if results is None:
-        return None, "no kept study (python -m ropebook table2_study trains it)"
-    if results["profile"] != profile:
-        return None, f"the kept study trained the {results['profile']} profile's models"
-    if stale := studies.stale(results):
-        return None, f"the kept study's runs of {stale[0]} and {len(stale) - 1} more are stale"
-    kept = runs(results)
-    n = min(len(v) for v in kept.values())
-    if n < MIN_SEEDS:
-        return None, f"the kept study has {n} paired seed(s)"
-    where = f"{studies.measured_on(results)}, commit {results['commit'][:7]}"
-    return kept, f"the kept study's {n} paired seeds ({where})"
+    kept = None if results is None else dict(results)
+    if (
+        why := studies.why_not_deciding(kept, profile, study=STUDY, min_seeds=MIN_SEEDS)
+    ) or not kept:
+        return None, str(why)
+    return runs(kept), studies.deciding_basis(kept)
 
 
 @dataclass(frozen=True)
 class Reproduction:
     """The build's runs against the kept runs of the same spec and seed: the largest relative
-    difference of validation perplexity, in %, over ``n`` shared runs, and where it is."""
+    difference of validation perplexity, in %, over ``n`` shared runs trained apart from the
+    kept ones, and where it is; ``same``: shared runs that *are* the kept runs (loaded from the
+    cache that trained the study), which are left out."""
 
     n: int
     largest: float
     where: str
+    same: int = 0
 
     def verdict(self, margin: float) -> str:
-        """``held`` if every shared run's perplexity lies within ``± margin`` % of the kept
-        one, ``not held`` if one does not; ``not testable here`` without a shared run."""
+        """``held`` if every independently trained shared run's perplexity lies within
+        ``± margin`` % of the kept one, ``not held`` if one does not; ``uninformative here`` if
+        every shared run is a kept run loaded again (equal by construction), ``not testable
+        here`` without a shared run."""
         if not margin > 0:
             raise ValueError(f"the margin must be positive, got {margin}")
         if self.n == 0:
-            return "not testable here"
+            return "uninformative here" if self.same else "not testable here"
         return "held" if self.largest <= margin else "not held"
 
 
 def reproduced(
     build: Mapping[tuple[str, str], Sequence], kept: Mapping[tuple[str, str], Sequence[KeptRun]]
 ) -> Reproduction:
-    """Seed by seed, the build's runs (anything with ``seed`` and ``val_ppl``) against the kept
-    runs of the same model, corpus and seed."""
-    n, largest, where = 0, 0.0, "none"
+    """Seed by seed, the build's runs (:class:`KeptRun`\ s, :func:`as_kept`) against the kept
+    runs of the same model, corpus and seed; a pair made by the same training (both
+    :attr:`KeptRun.training` recorded and equal) is counted apart, not compared."""
+    n, same, largest, where = 0, 0, 0.0, "none"
     for key, these in build.items():
-        kept_ppl = {r.seed: r.val_ppl for r in kept.get(key, ())}
+        by_seed = {r.seed: r for r in kept.get(key, ())}
         for run in these:
-            if run.seed in kept_ppl:
-                n += 1
-                gap = 100 * abs(run.val_ppl / kept_ppl[run.seed] - 1)
-                if gap >= largest:
-                    largest, where = gap, f"{key[0]} on {key[1]}, seed {run.seed}"
-    return Reproduction(n, largest, where)
+            if (other := by_seed.get(run.seed)) is None:
+                continue
+            if run.training and run.training == other.training:
+                same += 1
+                continue
+            n += 1
+            gap = 100 * abs(run.val_ppl / other.val_ppl - 1)
+            if gap >= largest:
+                largest, where = gap, f"{key[0]} on {key[1]}, seed {run.seed}"
+    return Reproduction(n, largest, where, same)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -420,13 +420,15 @@ def _loop(
     start, end = lead.step, tc.steps if stop_after is None else min(tc.steps, stop_after)
     seconds_before, clock = [r.seconds for r in runs], time.perf_counter()
     recorded = [list(r.provenance) for r in runs]
+    started = buildrecord.now()  # tells this training call from any other (table2_study)
 
     def checkpoint() -> None:
         sync()
         share = (time.perf_counter() - clock) / len(runs)  # each model's share of the machine
         for m, before, earlier in zip(members, seconds_before, recorded, strict=True):
             m.run.seconds = before + share
-            this_call = {"steps": [start, m.run.step], **provenance(model_config, m.tc)}
+            this_call = {"steps": [start, m.run.step], "started": started,
+                         **provenance(model_config, m.tc)}  # fmt: skip
             m.run.provenance = [*earlier, this_call | (record or {})]
             if m.directory is not None:
                 _save(m, model_config)

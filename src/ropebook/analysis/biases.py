@@ -605,8 +605,33 @@ def ordering_checks(names, cable_ratio: dict) -> dict[str, list[tuple[str, str]]
     return {
         "ALiBi degrades least": [(o, "alibi") for o in names if o != "alibi"],
         "RoPE degrades most": [("rope", o) for o in names if o != "rope"],
-        "CABLE's whole order": [(b, a) for a, b in itertools.pairwise(order)],
+        WHOLE_ORDER: [(b, a) for a, b in itertools.pairwise(order)],
     }
+
+
+WHOLE_ORDER = "CABLE's whole order"  # the ordering of :func:`ordering_checks` read as a whole
+
+
+def ordering_verdicts(
+    mean_loss: dict, checks: dict[str, list[tuple[str, str]]], seeds, confidence: float
+) -> tuple[dict[tuple[str, str], tuple[float, float, float]], dict[str, str]]:
+    """Every ordering of ``checks`` (:func:`ordering_checks`) decided on ``mean_loss[name, seed]``
+    (:func:`mean_loss_by_length`) over ``seeds``: the paired ln-ratio difference of each pair
+    (:func:`paired_log_ratio_difference`) and each ordering's verdict,
+    :func:`separation_verdict`, the whole order's :func:`order_verdict`."""
+    difference = {
+        pair: paired_log_ratio_difference(mean_loss, *pair, seeds, confidence)
+        for pairs in checks.values()
+        for pair in pairs
+    }
+    rule = {WHOLE_ORDER: order_verdict}
+    verdicts = {
+        label: rule.get(label, separation_verdict)(
+            [difference[p] for p in pairs], n_seeds=len(seeds)
+        )
+        for label, pairs in checks.items()
+    }
+    return difference, verdicts
 
 
 def paired_log_ratio_difference(

@@ -18,7 +18,8 @@ is ``r = i - j >= 0`` (so ``j - i = -r``). Functions here:
 The decay chapter's checks, one function each: :func:`closest_return` (Lemma A.1),
 :func:`prop31_softmax_peaks` (Prop. 3.1), :func:`zero_mean_check` (Prop. 3.2),
 :func:`setup_vectors` and :func:`decay_ratios` (Figs 2 and 9), :func:`random_rope_summary` and
-:func:`random_rope_verdict` (Fig. 8), :func:`trained_activation_curves` and :func:`trained_decay`
+:func:`random_rope_verdict` (Fig. 8), :func:`trained_activation_curves` (on held-out windows:
+:func:`held_out_curves`) and :func:`trained_decay`
 (the book's models: :func:`relative_contrast` per layer, classed by :func:`behaviour` against
 :data:`TRAINED_MARGIN`, the claim read by :func:`trained_verdict`). Their tables and figures are
 in :mod:`ropebook.present.decay`.
@@ -439,6 +440,17 @@ def trained_activation_curves(params, config, windows, *, max_tokens: int = 2048
             )
         )
     return np.concatenate(per_batch, axis=1)
+
+
+def held_out_curves(m, tokens, n_windows: int, seed: int) -> np.ndarray:
+    """:func:`trained_activation_curves` ``[layers, windows, T]`` of a zoo model on ``n_windows``
+    held-out windows of its context drawn by ``np.random.default_rng([seed, 7])``: the same
+    windows for every model and seed of one context (the decay chapter's and its kept study's)."""
+    from ropebook import data
+
+    rng = np.random.default_rng([seed, 7])
+    windows = data.sample_windows(tokens, m.config.context, n_windows, rng)
+    return trained_activation_curves(m.params, m.config, windows)
 
 
 # A layer is shown not to decay when its interval of the relative contrast (short − long over

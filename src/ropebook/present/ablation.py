@@ -328,14 +328,18 @@ def reproduction_record(
 ) -> dict[str, Any]:
     """``ClaimSet.record``'s arguments for "this build reproduces the kept study's runs"
     (:func:`ropebook.table2_study.reproduced`): the verdict at ``margin`` %, the largest gap and
-    where, and the profile whose build can test it (the kept study's)."""
+    where, the shared runs that are the kept ones loaded again (left out), and what can test it:
+    the kept study's profile, on a cache that did not train the study."""
+    same = f"; {reproduction.same} shared runs are the kept runs loaded again (same training), "
     return {
         "evidence": reproduction.verdict(margin),
         "measured": f"largest gap {reproduction.largest:.3f} % of perplexity over "
-        f"{reproduction.n} shared runs ({reproduction.where}); margin ±{margin:g} %",
+        f"{reproduction.n} shared runs trained apart ({reproduction.where}); margin ±{margin:g} %"
+        + (same + "left out" if reproduction.same else ""),
         "seeds": seeds,
         "basis": basis,
-        "to_decide": "the kept study's profile: python -m ropebook run p_rope --profile "
+        "to_decide": "the kept study's profile on a cache that did not train it: "
+        "ROPEBOOK_CACHE=<empty folder> python -m ropebook run p_rope --profile "
         + (kept or {}).get("profile", "cpu"),
     }
 

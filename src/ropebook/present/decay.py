@@ -7,6 +7,8 @@ tables, and the trained models' curves (Altair) and per-layer table. Nothing her
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ropebook import plots
@@ -230,23 +232,26 @@ def trained_chart(trained: dict, model_names, seeds, *, width: int = 240):
     )
 
 
-def trained_summary(result: TrainedDecay) -> str:
-    """Per model, how many layers decay, stay flat (within the margin), are uncertain or grow."""
+def _only(result: TrainedDecay, models=None) -> TrainedDecay:
+    """``result`` restricted to the rows of ``models`` (all of them with ``None``)."""
+    if models is None:
+        return result
+    return dataclasses.replace(result, rows=[r for r in result.rows if r["model"] in models])
+
+
+def trained_summary(result: TrainedDecay, models=None) -> str:
+    """Per model (of ``models``, all by default), how many layers decay, stay flat (within the
+    margin), are uncertain or grow."""
     return "; ".join(
         f"{name}: " + ", ".join(f"{n} of {result.n_layers} layers {b}" for b, n in c.items() if n)
-        for name, c in result.counts().items()
+        for name, c in _only(result, models).counts().items()
     )
 
 
 def trained_measured(result: TrainedDecay, models=None) -> str:
     """The claim's measured text: :func:`trained_summary` (of ``models``, all by default), the
     distances compared and the margin of *flat*."""
-    if models is not None:
-        rows = [r for r in result.rows if r["model"] in models]
-        result = TrainedDecay(
-            rows, result.over, result.n_layers, result.context, result.short, result.margin,
-            result.n,
-        )  # fmt: skip
+    result = _only(result, models)
     return (
         f"{trained_summary(result)} (short r = 1-{result.short} vs last quarter of "
         f"{result.context} tokens; flat = interval within ±{result.margin:g} of the layer's "

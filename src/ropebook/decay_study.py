@@ -1,0 +1,151 @@
+"""Trained queries and keys on many seeds: does a layer decay? A study kept in the repository
+(:mod:`ropebook.studies`).
+
+The decay chapter classes every layer of the lesson regime's trained models by the interval of its
+decay contrast over seeds (:func:`ropebook.analysis.decay.trained_decay`). Its claim may pick any
+layer, so each interval is a family-wise one (Bonferroni), and on the profile's three seeds a
+Student-t interval at that level is too wide to show a layer flat or growing. This study measures
+the same curves (:func:`ropebook.analysis.decay.held_out_curves`: the chapter's held-out windows,
+each layer's mean activation by distance averaged over them) on ``--seeds`` lesson seeds once
+(``python -m ropebook decay_study``) and keeps them, so the chapter decides where the study's runs
+are the models its profile trains and it read the same windows (:func:`deciding_curves`), with the
+build's own seeds beside.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ropebook import data, studies, zoo
+from ropebook.analysis import decay
+
+STUDY, REGIME, DOMAIN = "decay_study", "lesson", "shakespeare"
+MODELS = ("rope", "p-rope-0.75")  # the decay chapter's model_names: RoPE, and 0.75-RoPE beside
+MIN_SEEDS = 3  # an interval over seeds needs them
+DIGITS = 6  # significant digits kept of each curve value (float32 carries about 7)
+
+
+def measure(
+    seeds: Sequence[int],
+    *,
+    profile: str = "cpu",
+    n_windows: int = 64,
+    window_seed: int = 0,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Train (or load, from ``ROPEBOOK_CACHE``) every model of :data:`MODELS` on ``seeds`` and
+    keep each one's curves ``[layers, T]`` (mean over the windows); one record per run."""
+    tokens = data.load_tokens(DOMAIN, "test")
+    records = []
+    for name in MODELS:
+        runs = zoo.load_seeds(
+            name, tuple(seeds), profile=profile, regime=REGIME, domain=DOMAIN, progress=progress
+        )
+        for run in runs:
+            curves = decay.held_out_curves(run, tokens, n_windows, window_seed).mean(axis=1)
+            records.append({
+                "model": name, "domain": DOMAIN, "seed": run.seed, "overrides": {},
+                "spec_hash": run.spec_hash, "seconds": run.seconds,
+                "provenance": studies.provenance(run),
+                "curves": [[float(f"{v:.{DIGITS}g}") for v in layer] for layer in curves],
+            })  # fmt: skip
+    return records
+
+
+def kept() -> dict[str, Any] | None:
+    """The kept results file where there is one (else ``None``); a broken one raises, naming
+    the problem."""
+    return load() if studies.path_of(STUDY).exists() else None
+
+
+def load(path=None) -> dict[str, Any]:
+    """The kept results file, or a ValueError naming what is wrong with it (also a run whose
+    curves are missing, not finite or of another shape than the rest, or a model missing)."""
+    where = studies.path_of(STUDY) if path is None else path
+    results = studies.load(STUDY, where)
+    shapes = set()
+    for run in results["runs"]:
+        curves = np.asarray(run.get("curves", []), dtype=np.float64)
+        if curves.ndim != 2 or curves.size == 0 or not np.isfinite(curves).all():
+            raise ValueError(
+                f"{where}: run {run['model']} seed {run['seed']} has no finite [layers, T] curves"
+            )
+        shapes.add(curves.shape)
+    if len(shapes) > 1:
+        raise ValueError(f"{where}: curves of different shapes {sorted(shapes)}")
+    if missing := [n for n in MODELS if n not in {r["model"] for r in results["runs"]}]:
+        raise ValueError(f"{where}: no runs of {missing}")
+    return results
+
+
+def curves(results: Mapping[str, Any]) -> tuple[dict[tuple[str, int], np.ndarray], tuple[int, ...]]:
+    """``({(model, seed): [layers, 1, T]}, seeds)`` on the seeds every model has: the shape
+    :func:`ropebook.analysis.decay.trained_decay` reads (one "window", the mean over them, so
+    each seed's contrast is that of its mean curve, as in the chapter)."""
+    seeds = tuple(studies.paired_seeds(dict(results)))
+    by_run = {
+        (r["model"], r["seed"]): np.asarray(r["curves"], np.float64)[:, None, :]
+        for r in results["runs"]
+        if r["seed"] in seeds
+    }
+    return by_run, seeds
+
+
+def deciding_curves(
+    results: Mapping[str, Any] | None,
+    profile: str,
+    *,
+    n_windows: int,
+    window_seed: int,
+    models: Sequence[str] = MODELS,
+) -> tuple[tuple[dict[tuple[str, int], np.ndarray], tuple[int, ...]] | None, str]:
+    """The study's curves and seeds where its runs are this profile's ``models`` (no stale spec,
+    at least :data:`MIN_SEEDS` paired seeds) measured on the chapter's windows (``n_windows``,
+    ``window_seed``), else ``None``; with the reason in words either way (for the page)."""
+    kept = None if results is None else dict(results)
+    settings = {"n_windows": n_windows, "window_seed": window_seed}
+    why = studies.why_not_deciding(
+        kept, profile, study=STUDY, min_seeds=MIN_SEEDS, settings=settings
+    )
+    if why or not kept:
+        return None, str(why)
+    if other := [n for n in models if n not in {r["model"] for r in kept["runs"]}]:
+        return None, f"the kept study has no runs of {', '.join(other)}"
+    return curves(kept), studies.deciding_basis(kept)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m ropebook {STUDY}",
+        description="Measure the decay chapter's trained curves on many lesson seeds and write "
+        "their results file.",
+    )
+    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--seeds", type=int, default=16, help="seeds 0..N-1 (default 16)")
+    parser.add_argument(
+        "--n-windows", type=int, default=64, help="held-out windows (the chapter's)"
+    )
+    parser.add_argument("--window-seed", type=int, default=0, help="the chapter's seed parameter")
+    args = parser.parse_args(argv)
+    if args.seeds < MIN_SEEDS:
+        parser.error(
+            f"--seeds must be at least {MIN_SEEDS} (an interval needs them), got {args.seeds}"
+        )
+    if args.n_windows < 1:
+        parser.error(f"--n-windows must be at least 1, got {args.n_windows}")
+    records = measure(
+        range(args.seeds), profile=args.profile, n_windows=args.n_windows,
+        window_seed=args.window_seed,
+    )  # fmt: skip
+    path = studies.write(
+        STUDY, records, profile=args.profile, regime=REGIME, domain=DOMAIN,
+        command=f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds} "
+        f"--n-windows {args.n_windows} --window-seed {args.window_seed}",
+        models=list(MODELS), n_windows=args.n_windows, window_seed=args.window_seed,
+    )  # fmt: skip
+    print(f"written: {path}")
+    return 0

@@ -1,0 +1,168 @@
+"""The positional-encoding zoo beyond its context on many seeds: a study kept in the repository
+(:mod:`ropebook.studies`).
+
+The pe_zoo chapter orders RoPE, ALiBi, Kerple and FIRE by how much their perplexity grows from 1×
+to ``max_factor`` × the training context (CABLE's Table 4), on paired seeds: each ordering needs
+its paired ln-ratio differences' intervals over seeds to lie above 0, which the profile's three
+seeds rarely show. This study measures the same quantity (each window's mean loss over its first
+``L`` positions, :func:`ropebook.analysis.biases.mean_loss_by_length`, on the chapter's held-out
+windows) on ``--seeds`` lesson seeds once (``python -m ropebook pe_zoo_study``) and keeps each
+run's mean over the windows per length, so the chapter's orderings rest on it where its runs are
+the models the profile trains and it read the same windows (:func:`deciding_losses`), with the
+build's own seeds beside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ropebook import data, studies, zoo
+from ropebook.analysis import biases
+
+STUDY, REGIME = "pe_zoo_study", "lesson"
+MODELS = zoo.PE_ZOO  # rope, alibi, kerple, fire
+MIN_SEEDS = 3  # an interval over seeds needs them
+
+
+def factors(max_factor: int) -> list[int]:
+    """The evaluation lengths in training contexts: 1, 2, 4 ... ``max_factor`` (a power of 2)."""
+    if max_factor < 1 or max_factor & (max_factor - 1):
+        raise ValueError(f"max_factor must be a power of two (1x, 2x, 4x, ...), got {max_factor}")
+    return [2**k for k in range(int(math.log2(max_factor)) + 1)]
+
+
+def measure(
+    seeds: Sequence[int],
+    *,
+    profile: str = "cpu",
+    domain: str = "shakespeare",
+    max_factor: int = 8,
+    n_windows: int = 16,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Train (or load, from ``ROPEBOOK_CACHE``) every model of :data:`MODELS` on ``seeds`` and
+    keep, per run, the mean over ``n_windows`` held-out windows of the mean loss at each length
+    (nats, ln of perplexity); one record per run."""
+    records = []
+    for name in MODELS:
+        runs = zoo.load_seeds(
+            name, tuple(seeds), profile=profile, regime=REGIME, domain=domain, progress=progress
+        )
+        for run in runs:
+            context = run.config.context
+            tokens = data.load_tokens(domain, "val", run.config.vocab_size)
+            losses = biases.window_losses(run, tokens, max_factor * context, n_windows)
+            by_length = biases.mean_loss_by_length(
+                losses, [f * context for f in factors(max_factor)]
+            )
+            records.append({
+                "model": name, "domain": domain, "seed": run.seed, "overrides": {},
+                "spec_hash": run.spec_hash, "seconds": run.seconds,
+                "provenance": studies.provenance(run),
+                "mean_loss": [float(v) for v in by_length.mean(axis=0)],
+            })  # fmt: skip
+    return records
+
+
+def kept() -> dict[str, Any] | None:
+    """The kept results file where there is one (else ``None``); a broken one raises, naming
+    the problem."""
+    return load() if studies.path_of(STUDY).exists() else None
+
+
+def load(path=None) -> dict[str, Any]:
+    """The kept results file, or a ValueError naming what is wrong with it (also a run whose
+    losses are missing, not finite or not one per length, or a model missing)."""
+    where = studies.path_of(STUDY) if path is None else path
+    results = studies.load(STUDY, where)
+    try:
+        n_lengths = len(factors(int(results["max_factor"])))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{where}: no valid max_factor ({error})") from error
+    for run in results["runs"]:
+        values = np.asarray(run.get("mean_loss", []), dtype=np.float64)
+        if values.shape != (n_lengths,) or not np.isfinite(values).all():
+            raise ValueError(
+                f"{where}: run {run['model']} seed {run['seed']} has no finite mean loss at each "
+                f"of the {n_lengths} lengths of max_factor {results.get('max_factor')}"
+            )
+    if missing := [n for n in MODELS if n not in {r["model"] for r in results["runs"]}]:
+        raise ValueError(f"{where}: no runs of {missing}")
+    return results
+
+
+def mean_losses(
+    results: Mapping[str, Any],
+) -> tuple[dict[tuple[str, int], np.ndarray], tuple[int, ...]]:
+    """``({(model, seed): [1, lengths]}, seeds)`` on the seeds every model has: the shape the
+    chapter's ``mean_loss`` has (one "window", the mean over them: a seed's paired difference
+    is then the difference of its window means, as in the chapter)."""
+    seeds = tuple(studies.paired_seeds(dict(results)))
+    by_run = {
+        (r["model"], r["seed"]): np.asarray(r["mean_loss"], np.float64)[None, :]
+        for r in results["runs"]
+        if r["seed"] in seeds
+    }
+    return by_run, seeds
+
+
+def deciding_losses(
+    results: Mapping[str, Any] | None,
+    profile: str,
+    *,
+    domain: str,
+    max_factor: int,
+    n_windows: int,
+) -> tuple[tuple[dict[tuple[str, int], np.ndarray], tuple[int, ...]] | None, str]:
+    """The study's mean losses and seeds where its runs are this profile's models (no stale
+    spec, at least :data:`MIN_SEEDS` paired seeds) measured as the chapter measures (``domain``,
+    ``max_factor``, ``n_windows``), else ``None``; with the reason in words (for the page)."""
+    kept = None if results is None else dict(results)
+    settings = {"domain": domain, "max_factor": max_factor, "n_windows": n_windows}
+    why = studies.why_not_deciding(
+        kept, profile, study=STUDY, min_seeds=MIN_SEEDS, settings=settings
+    )
+    if why or not kept:
+        return None, str(why)
+    return mean_losses(kept), studies.deciding_basis(kept)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m ropebook {STUDY}",
+        description="Measure the PE zoo's perplexity beyond the training context on many lesson "
+        "seeds and write their results file.",
+    )
+    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--seeds", type=int, default=16, help="seeds 0..N-1 (default 16)")
+    parser.add_argument("--domain", default="shakespeare", choices=data.DOMAINS)
+    parser.add_argument("--max-factor", type=int, default=8, help="the chapter's max_factor")
+    parser.add_argument("--n-windows", type=int, default=16, help="the chapter's n_windows")
+    args = parser.parse_args(argv)
+    if args.seeds < MIN_SEEDS:
+        parser.error(
+            f"--seeds must be at least {MIN_SEEDS} (an interval needs them), got {args.seeds}"
+        )
+    if args.n_windows < 1:
+        parser.error(f"--n-windows must be at least 1, got {args.n_windows}")
+    try:
+        factors(args.max_factor)
+    except ValueError as error:
+        parser.error(str(error))
+    records = measure(
+        range(args.seeds), profile=args.profile, domain=args.domain,
+        max_factor=args.max_factor, n_windows=args.n_windows,
+    )  # fmt: skip
+    path = studies.write(
+        STUDY, records, profile=args.profile, regime=REGIME, domain=args.domain,
+        command=f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds} "
+        f"--domain {args.domain} --max-factor {args.max_factor} --n-windows {args.n_windows}",
+        models=list(MODELS), max_factor=args.max_factor, n_windows=args.n_windows,
+    )  # fmt: skip
+    print(f"written: {path}")
+    return 0

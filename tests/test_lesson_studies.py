@@ -1,0 +1,252 @@
+"""The kept lesson-regime studies of the decay and pe_zoo chapters: each measures what its chapter
+measures, round-trips its file, names a broken one, and decides only where its runs are the
+chapter's models read the chapter's way; a kept study may decide a run's verdicts only for the
+reasons :func:`ropebook.studies.why_not_deciding` names, each reached here."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ropebook import data, decay_study, pe_zoo_study, studies, zoo
+from ropebook.analysis import biases, decay
+
+SEEDS = (0, 1, 2)
+
+
+@pytest.fixture
+def held_out(tiny_zoo, monkeypatch):
+    """The tiny zoo, and random held-out tokens in place of the corpora's splits."""
+
+    def tokens(domain, split, vocab_size=data.DEFAULT_VOCAB, **_):
+        rng = np.random.default_rng([data.DOMAINS.index(domain), len(split), 7])
+        return rng.integers(0, vocab_size, 6_000).astype(np.uint16)
+
+    monkeypatch.setattr(data, "load_tokens", tokens)
+    return tokens
+
+
+def written(module, tmp_path, records, **about):
+    path = tmp_path / f"{module.STUDY}.json"
+    studies.write(
+        module.STUDY, records, profile="smoke", regime="lesson", domain="shakespeare",
+        command=f"python -m ropebook {module.STUDY}", path=path, models=list(module.MODELS),
+        **about,
+    )  # fmt: skip
+    return module.load(path)
+
+
+# ---------------------------------------------------------------- decay_study
+
+
+def test_the_decay_study_keeps_the_chapters_curves_and_its_verdict(held_out, tmp_path):
+    records = decay_study.measure(
+        SEEDS, profile="smoke", n_windows=3, window_seed=5, progress=False
+    )
+    assert [(r["model"], r["seed"]) for r in records] == [
+        (n, s) for n in decay_study.MODELS for s in SEEDS
+    ]
+    tokens = held_out("shakespeare", "test")
+    full = {}  # the chapter's reading: [layers, windows, T] per model and seed
+    for name in decay_study.MODELS:
+        for s in SEEDS:
+            model = zoo.load(name, seed=s, profile="smoke", progress=False)
+            full[name, s] = decay.held_out_curves(model, tokens, 3, 5)
+    kept = next(r for r in records if (r["model"], r["seed"]) == ("rope", 1))
+    np.testing.assert_allclose(kept["curves"], full["rope", 1].mean(axis=1), rtol=1e-5, atol=1e-9)
+
+    results = written(decay_study, tmp_path, records, n_windows=3, window_seed=5)
+    found, why = decay_study.deciding_curves(results, "smoke", n_windows=3, window_seed=5)
+    assert found is not None and "3 paired seeds" in why
+    curves, seeds = found
+    names = list(decay_study.MODELS)
+    from_study = decay.trained_decay(curves, names, seeds, 2, confidence=0.99)
+    from_chapter = decay.trained_decay(full, names, SEEDS, 2, confidence=0.99)
+    assert from_study.over == from_chapter.over == "3 seeds"
+    for ours, theirs in zip(from_study.rows, from_chapter.rows, strict=True):
+        assert ours["behaviour"] == theirs["behaviour"]
+        assert ours[decay.CONTRAST] == pytest.approx(theirs[decay.CONTRAST], rel=1e-4, abs=1e-6)
+
+
+def decay_records(seeds=SEEDS, layers=2, t=8):
+    return [
+        {
+            "model": n, "domain": "shakespeare", "seed": s, "overrides": {},
+            "spec_hash": zoo.spec_hash(n, seed=s, profile="smoke"),
+            "curves": np.linspace(1.0 + s, 0.0, layers * t).reshape(layers, t).tolist(),
+        }
+        for n in decay_study.MODELS
+        for s in seeds
+    ]  # fmt: skip
+
+
+def test_a_broken_decay_study_names_the_problem(tmp_path):
+    bad = decay_records()
+    bad[0]["curves"] = [[1.0, float("nan")]]
+    with pytest.raises(ValueError, match="rope seed 0 has no finite"):
+        written(decay_study, tmp_path, bad)
+    uneven = decay_records()
+    uneven[1]["curves"] = [[1.0, 2.0]]
+    with pytest.raises(ValueError, match="curves of different shapes"):
+        written(decay_study, tmp_path, uneven)
+    with pytest.raises(ValueError, match="no runs of \\['p-rope-0.75'\\]"):
+        written(decay_study, tmp_path, [r for r in decay_records() if r["model"] == "rope"])
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({}, None),
+        ({"profile": "cpu"}, "trained the smoke profile's models"),
+        ({"n_windows": 8}, "n_windows = 4 (this run: 8)"),
+        ({"window_seed": 1}, "window_seed = 0 (this run: 1)"),
+        ({"models": ["rope", "nope"]}, "no runs of nope"),
+        ({"seeds": (0, 1)}, "2 paired seed(s)"),
+    ],
+)
+def test_the_decay_study_decides_only_on_the_chapters_models_and_windows(tmp_path, change, reason):
+    results = written(decay_study, tmp_path, decay_records(change.get("seeds", SEEDS)),
+                      n_windows=4, window_seed=0)  # fmt: skip
+    found, why = decay_study.deciding_curves(
+        results, change.get("profile", "smoke"), n_windows=change.get("n_windows", 4),
+        window_seed=change.get("window_seed", 0), models=change.get("models", decay_study.MODELS),
+    )  # fmt: skip
+    if reason is None:
+        assert found is not None and why.startswith("the kept study's 3 paired seeds (")
+        assert found[0]["rope", 2].shape == (2, 1, 8)  # [layers, one window: the mean, T]
+    else:
+        assert found is None and reason in why
+
+
+def test_a_stale_or_absent_study_does_not_decide(tmp_path):
+    runs = decay_records()
+    runs[0]["spec_hash"] = "0" * 16
+    results = written(decay_study, tmp_path, runs, n_windows=4, window_seed=0)
+    found, why = decay_study.deciding_curves(results, "smoke", n_windows=4, window_seed=0)
+    assert found is None and "stale" in why
+    assert decay_study.deciding_curves(None, "smoke", n_windows=4, window_seed=0) == (
+        None, "no kept study (python -m ropebook decay_study makes it)",
+    )  # fmt: skip
+
+
+def test_the_study_commands_refuse_bad_arguments_before_measuring(capsys):
+    for main, argv, message in [
+        (decay_study.main, ["--seeds", "2"], "at least 3"),
+        (decay_study.main, ["--n-windows", "0"], "--n-windows must be at least 1"),
+        (pe_zoo_study.main, ["--max-factor", "6"], "power of two"),
+        (pe_zoo_study.main, ["--seeds", "1"], "at least 3"),
+    ]:
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- pe_zoo_study
+
+
+def test_the_pe_zoo_study_keeps_the_chapters_growth_and_its_orderings(held_out, tmp_path):
+    records = pe_zoo_study.measure(SEEDS, profile="smoke", max_factor=2, n_windows=2,
+                                   progress=False)  # fmt: skip
+    results = written(pe_zoo_study, tmp_path, records, max_factor=2, n_windows=2)
+    found, why = pe_zoo_study.deciding_losses(
+        results, "smoke", domain="shakespeare", max_factor=2, n_windows=2
+    )
+    assert found is not None
+    kept_loss, seeds = found
+    tokens = held_out("shakespeare", "val")
+    full = {}  # the chapter's reading: [windows, lengths] per model and seed
+    for name in pe_zoo_study.MODELS:
+        for s in SEEDS:
+            model = zoo.load(name, seed=s, profile="smoke", progress=False)
+            context = model.config.context
+            losses = biases.window_losses(model, tokens, 2 * context, 2)
+            full[name, s] = biases.mean_loss_by_length(losses, [context, 2 * context])
+    checks = biases.ordering_checks(pe_zoo_study.MODELS, biases.CABLE_RATIO)
+    ours, verdicts = biases.ordering_verdicts(kept_loss, checks, seeds, 0.95)
+    theirs, their_verdicts = biases.ordering_verdicts(full, checks, SEEDS, 0.95)
+    assert verdicts == their_verdicts
+    for pair, interval in ours.items():
+        np.testing.assert_allclose(interval, theirs[pair], rtol=1e-5, atol=1e-7)
+
+
+def pe_records(seeds=SEEDS, growth=None, lengths=4):
+    growth = growth or {"rope": 0.4, "fire": 0.3, "kerple": 0.2, "alibi": 0.1}
+    # seed-to-seed noise that averages to exactly zero over an even number of seeds, so equal
+    # growths give an interval centred on 0 rather than one that chance may push off it
+    return [
+        {
+            "model": n, "domain": "shakespeare", "seed": s, "overrides": {},
+            "spec_hash": zoo.spec_hash(n, seed=s, profile="smoke"),
+            "mean_loss": [3.0 + (growth[n] + 0.01 * (-1) ** s * (1 + i)) * k / (lengths - 1)
+                          for k in range(lengths)],
+        }
+        for i, n in enumerate(pe_zoo_study.MODELS)
+        for s in seeds
+    ]  # fmt: skip
+
+
+def test_a_broken_pe_zoo_study_names_the_problem(tmp_path):
+    short = pe_records()
+    short[2]["mean_loss"] = [3.0, 3.1]
+    with pytest.raises(ValueError, match="rope seed 2 has no finite mean loss at each of the 4"):
+        written(pe_zoo_study, tmp_path, short, max_factor=8, n_windows=4)
+    with pytest.raises(ValueError, match="no valid max_factor"):
+        written(pe_zoo_study, tmp_path, pe_records(), max_factor=6, n_windows=4)
+    with pytest.raises(ValueError, match="no runs of \\['fire'\\]"):
+        written(pe_zoo_study, tmp_path, [r for r in pe_records() if r["model"] != "fire"],
+                max_factor=8, n_windows=4)  # fmt: skip
+    path = tmp_path / "broken.json"
+    path.write_text("{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        pe_zoo_study.load(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({}, None),
+        ({"domain": "python"}, "domain = shakespeare (this run: python)"),
+        ({"max_factor": 4}, "max_factor = 8 (this run: 4)"),
+        ({"n_windows": 16}, "n_windows = 4 (this run: 16)"),
+    ],
+)
+def test_the_pe_zoo_study_decides_only_when_read_the_chapters_way(tmp_path, change, reason):
+    results = written(pe_zoo_study, tmp_path, pe_records(), max_factor=8, n_windows=4)
+    found, why = pe_zoo_study.deciding_losses(
+        results, "smoke", domain=change.get("domain", "shakespeare"),
+        max_factor=change.get("max_factor", 8), n_windows=change.get("n_windows", 4),
+    )  # fmt: skip
+    assert (found is None) == (reason is not None)
+    assert reason in why if reason else found[0]["fire", 1].shape == (1, 4)
+
+
+@pytest.mark.parametrize(
+    ("growth", "alibi", "whole"),
+    [
+        ({"rope": 0.4, "fire": 0.3, "kerple": 0.2, "alibi": 0.1}, "held", "held"),
+        ({"rope": 0.1, "fire": 0.2, "kerple": 0.3, "alibi": 0.4}, "not held", "not held"),
+        ({"rope": 0.3, "fire": 0.4, "kerple": 0.2, "alibi": 0.1}, "held", "partly"),
+        ({"rope": 0.1, "fire": 0.1, "kerple": 0.1, "alibi": 0.1}, "cannot decide", "cannot decide"),
+    ],
+)
+def test_ordering_verdicts_reach_each_verdict_over_seeds(growth, alibi, whole):
+    records = pe_records(seeds=(0, 1, 2, 3), growth=growth)
+    mean_loss = {(r["model"], r["seed"]): np.asarray(r["mean_loss"])[None] for r in records}
+    checks = biases.ordering_checks(pe_zoo_study.MODELS, biases.CABLE_RATIO)
+    difference, verdicts = biases.ordering_verdicts(mean_loss, checks, (0, 1, 2, 3), 0.95)
+    assert verdicts["ALiBi degrades least"] == alibi
+    assert verdicts[biases.WHOLE_ORDER] == whole
+    assert difference["rope", "alibi"][0] == pytest.approx(
+        growth["rope"] - growth["alibi"], abs=0.05
+    )
+    _, one_seed = biases.ordering_verdicts(mean_loss, checks, (0,), 0.95)
+    assert set(one_seed.values()) == {"cannot decide"}  # one seed decides no ordering
+
+
+def test_a_study_pairs_on_the_seeds_every_model_has(tmp_path):
+    runs = [r for r in decay_records((0, 1, 2, 3)) if not (r["model"] == "rope" and r["seed"] == 3)]
+    results = written(decay_study, tmp_path, runs, n_windows=4, window_seed=0)
+    assert studies.paired_seeds(results) == [0, 1, 2]
+    assert json.loads(json.dumps(results))["seeds"] == [0, 1, 2, 3]  # all kept, three paired
