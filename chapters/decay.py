@@ -535,9 +535,10 @@ CLAIMS.record(
 # with distance behaves like the all-ones set-up (its queries and keys are, on average, aligned
 # and the rotation slowly misaligns them); a flat or rising layer behaves like the Gaussian
 # set-ups. The table above decides each layer from the data; in p-RoPE the slowest frequencies do
-# not rotate at all, so whatever those chunks contribute is the same at every distance. A RoPE
-# model is free to choose, layer by layer — decay is something training may or may not produce,
-# not something RoPE imposes.
+# not rotate at all, so whatever those chunks contribute is the same at every distance. The
+# Gaussian set-ups show that RoPE leaves a model free to choose, layer by layer; whether these
+# small models' trained layers chose decay is what the verdict above records, and it may well
+# differ from Gemma 7B's.
 
 # %% [markdown]
 # ## Over training: does training make every layer decay?

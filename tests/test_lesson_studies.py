@@ -250,3 +250,46 @@ def test_a_study_pairs_on_the_seeds_every_model_has(tmp_path):
     results = written(decay_study, tmp_path, runs, n_windows=4, window_seed=0)
     assert studies.paired_seeds(results) == [0, 1, 2]
     assert json.loads(json.dumps(results))["seeds"] == [0, 1, 2, 3]  # all kept, three paired
+
+
+def test_the_kept_decay_study_is_current_and_decides_the_cpu_build():
+    """data/results/decay_study.json: the cpu profile's lesson RoPE and 0.75-RoPE as the code
+    trains them today, 16 paired seeds, read on the decay chapter's default windows."""
+    results = decay_study.kept()
+    assert results is not None and results["profile"] == "cpu"
+    assert results["command"] == (
+        "python -m ropebook decay_study --profile cpu --seeds 16 --n-windows 64 --window-seed 0"
+    )
+    assert studies.stale(results) == []
+    found, why = decay_study.deciding_curves(
+        results, "cpu", n_windows=64, window_seed=0, models=list(decay_study.MODELS)
+    )
+    assert found is not None and "16 paired seeds" in why and results["commit"][:7] in why
+    assert (
+        decay_study.deciding_curves(
+            results, "smoke", n_windows=64, window_seed=0, models=list(decay_study.MODELS)
+        )[0]
+        is None
+    )  # smoke trains other models
+
+
+def test_the_kept_pe_zoo_study_is_current_and_decides_the_cpu_build():
+    """data/results/pe_zoo_study.json: the cpu profile's lesson zoo as the code trains it today,
+    16 paired seeds, read on the pe_zoo chapter's default corpus, lengths and windows."""
+    results = pe_zoo_study.kept()
+    assert results is not None and results["profile"] == "cpu"
+    assert results["command"] == (
+        "python -m ropebook pe_zoo_study --profile cpu --seeds 16 --domain shakespeare "
+        "--max-factor 8 --n-windows 16"
+    )
+    assert studies.stale(results) == []
+    found, why = pe_zoo_study.deciding_losses(
+        results, "cpu", domain="shakespeare", max_factor=8, n_windows=16
+    )
+    assert found is not None and "16 paired seeds" in why and results["commit"][:7] in why
+    assert (
+        pe_zoo_study.deciding_losses(
+            results, "smoke", domain="shakespeare", max_factor=8, n_windows=16
+        )[0]
+        is None
+    )
