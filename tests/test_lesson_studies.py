@@ -1,5 +1,5 @@
-"""The kept lesson-regime studies of the decay and pe_zoo chapters: each measures what its chapter
-measures, round-trips its file, names a broken one, and decides only where its runs are the
+"""The kept lesson-regime studies of the decay, pe_zoo and semantic-channels chapters: each
+measures what its chapter measures, round-trips its file, names a broken one, and decides only where its runs are the
 chapter's models read the chapter's way; a kept study may decide a run's verdicts only for the
 reasons :func:`ropebook.studies.why_not_deciding` names, each reached here."""
 
@@ -10,8 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from ropebook import data, decay_study, pe_zoo_study, studies, zoo
+from ropebook import apostrophe_study, data, decay_study, pe_zoo_study, studies, zoo
 from ropebook.analysis import biases, decay
+from ropebook.analysis import semantic as sem
 
 SEEDS = (0, 1, 2)
 
@@ -137,6 +138,9 @@ def test_the_study_commands_refuse_bad_arguments_before_measuring(capsys):
         (decay_study.main, ["--n-windows", "0"], "--n-windows must be at least 1"),
         (pe_zoo_study.main, ["--max-factor", "6"], "power of two"),
         (pe_zoo_study.main, ["--seeds", "1"], "at least 3"),
+        (apostrophe_study.main, ["--seeds", "2"], "at least 3"),
+        (apostrophe_study.main, ["--n-windows", "1"], "--n-windows must be at least 2"),
+        (apostrophe_study.main, ["--max-distance", "0"], "--max-distance must be at least 1"),
     ]:
         with pytest.raises(SystemExit):
             main(argv)
@@ -293,3 +297,129 @@ def test_the_kept_pe_zoo_study_is_current_and_decides_the_cpu_build():
         )[0]
         is None
     )
+
+
+# ---------------------------------------------------------------- apostrophe_study
+
+
+@pytest.fixture
+def apostrophe_texts(tiny_zoo, monkeypatch):
+    """The tiny zoo, and a held-out "corpus" of random characters in which ids 5 and 9 decode to
+    apostrophes, so every scan has apostrophe queries to read."""
+    rng = np.random.default_rng(3)
+    texts = [("work", "".join(rng.choice(list("ab'cd e"), 2_000)))]
+    monkeypatch.setattr(data, "load_texts", lambda domain, split: texts)
+    monkeypatch.setattr(
+        data, "encode", lambda text, bos=False: np.array([ord(c) % 64 for c in text])
+    )
+    monkeypatch.setattr(data, "decode", lambda ids: "'" if list(ids) in ([5], [9]) else "x")
+
+
+def test_the_apostrophe_study_keeps_the_chapters_heads_and_lifts(apostrophe_texts, tmp_path):
+    records = apostrophe_study.measure(SEEDS, profile="smoke", n_windows=4, window_seed=2,
+                                       max_distance=4, progress=False)  # fmt: skip
+    assert [(r["model"], r["seed"]) for r in records] == [
+        (n, s) for n in ("rope", "nope") for s in SEEDS
+    ]
+    models = {(n, s): zoo.load(n, seed=s, profile="smoke", progress=False)
+              for n in ("rope", "nope") for s in SEEDS}  # fmt: skip
+    context = models["rope", 0].config.context
+    documents = [data.encode(t) for _, t in data.load_texts("shakespeare", "test")]
+    class_ids = sem.class_token_ids(data.decode, models["rope", 0].config.vocab_size)
+    assert class_ids.tolist() == [5, 9]
+    windows = [sem.bos_windows(documents, context, 2, np.random.default_rng([2, stream]))
+               for stream in (71, 72)]  # the chapter's two halves  # fmt: skip
+    selected, measured = (sem.scan_models(models, w, class_ids, max_distance=4) for w in windows)
+    rope = sem.apostrophe_heads({s: selected["rope", s] for s in SEEDS},
+                                {s: measured["rope", s] for s in SEEDS})  # fmt: skip
+    controls = sem.apostrophe_controls(models, selected, measured, windows, class_ids,
+                                       max_distance=4)  # fmt: skip
+    results = written(apostrophe_study, tmp_path, records, n_windows=4, window_seed=2,
+                      max_distance=4)  # fmt: skip
+    found, why = apostrophe_study.deciding_lifts(results, "smoke", n_windows=4, window_seed=2,
+                                                 max_distance=4)  # fmt: skip
+    assert found is not None and "3 paired seeds" in why
+    lifts, seeds = found
+    assert seeds == SEEDS
+    for name, chapter in [("rope", rope), ("nope", controls["nope"]),
+                          ("untrained rope", controls["untrained rope"])]:  # fmt: skip
+        kept = sem.seed_or_window_interval(lifts[name], None, len(seeds))
+        assert (kept.mean, kept.low, kept.high) == pytest.approx(
+            (chapter.lift.mean, chapter.lift.low, chapter.lift.high)
+        )
+    assert records[1]["head"] == list(rope.heads[1])
+
+
+def apostrophe_records(seeds=SEEDS, rope=0.3, nope=0.02, untrained=-0.01):
+    return [
+        {
+            "model": n, "domain": "shakespeare", "seed": s, "overrides": {},
+            "spec_hash": zoo.spec_hash(n, seed=s, profile="smoke"), "head": [1, 0],
+            "lift": (rope if n == "rope" else nope) + 0.01 * (s - 1),
+            **({"untrained_head": [0, 1], "untrained_lift": untrained + 0.001 * s}
+               if n == "rope" else {}),
+        }
+        for n in ("rope", "nope")
+        for s in seeds
+    ]  # fmt: skip
+
+
+def test_a_broken_apostrophe_study_names_the_problem(tmp_path):
+    about = {"n_windows": 48, "window_seed": 0, "max_distance": 32}
+    bad = apostrophe_records()
+    bad[4]["lift"] = float("nan")
+    with pytest.raises(ValueError, match="nope seed 1 has no finite lift"):
+        written(apostrophe_study, tmp_path, bad, **about)
+    bad = apostrophe_records()
+    del bad[0]["untrained_lift"]
+    with pytest.raises(ValueError, match="rope seed 0 has no finite untrained_lift"):
+        written(apostrophe_study, tmp_path, bad, **about)
+    with pytest.raises(ValueError, match="no runs of \\['nope'\\]"):
+        written(apostrophe_study, tmp_path, apostrophe_records()[:3], **about)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({}, None),
+        ({"profile": "cpu"}, "trained the smoke profile's models"),
+        ({"n_windows": 8}, "n_windows = 48 (this run: 8)"),
+        ({"window_seed": 1}, "window_seed = 0 (this run: 1)"),
+        ({"max_distance": 16}, "max_distance = 32 (this run: 16)"),
+        ({"seeds": (0, 1)}, "2 paired seed(s)"),
+    ],
+)
+def test_the_apostrophe_study_decides_only_read_the_chapters_way(tmp_path, change, reason):
+    results = written(apostrophe_study, tmp_path, apostrophe_records(change.get("seeds", SEEDS)),
+                      n_windows=48, window_seed=0, max_distance=32)  # fmt: skip
+    found, why = apostrophe_study.deciding_lifts(
+        results, change.get("profile", "smoke"), n_windows=change.get("n_windows", 48),
+        window_seed=change.get("window_seed", 0), max_distance=change.get("max_distance", 32),
+    )  # fmt: skip
+    assert (found is None) == (reason is not None)
+    if reason:
+        assert reason in why
+    else:
+        assert found[0]["untrained rope"] == pytest.approx([-0.01, -0.009, -0.008])
+
+
+@pytest.mark.parametrize(
+    ("lifts", "verdict"),
+    [
+        ({}, "held"),
+        ({"rope": 0.05}, "not held"),
+        ({"rope": 0.1}, "cannot decide"),
+        ({"nope": 0.3}, "uninformative here"),
+        ({"nope": 0.1}, "cannot decide"),
+    ],
+)
+def test_the_kept_lifts_reach_each_verdict_of_the_controlled_rule(tmp_path, lifts, verdict):
+    """The chapter's rule on the study's lifts: RoPE's best head above the line, held only where
+    both controls miss it."""
+    results = written(apostrophe_study, tmp_path, apostrophe_records(**lifts),
+                      n_windows=48, window_seed=0, max_distance=32)  # fmt: skip
+    found, _ = apostrophe_study.deciding_lifts(results, "smoke", n_windows=48, window_seed=0,
+                                               max_distance=32)  # fmt: skip
+    estimates = {n: sem.seed_or_window_interval(v, None, len(v)) for n, v in found[0].items()}
+    controls = [estimates["nope"], estimates["untrained rope"]]
+    assert sem.controlled_parts_verdict(estimates["rope"], None, controls, 0.1) == verdict

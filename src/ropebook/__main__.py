@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,pe_zoo_study,verdicts,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,pe_zoo_study,apostrophe_study,verdicts,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         ("table2_study", "table2_study", "train Table 2 on many lesson seeds, write their results"),
         ("decay_study", "decay_study", "measure trained decay on many lesson seeds, write it"),
         ("pe_zoo_study", "pe_zoo_study", "measure the PE zoo's growth on many seeds, write it"),
+        ("apostrophe_study", "apostrophe_study", "find the apostrophe head on many seeds, write it"),
         ("verdicts", "verdict_record", "what changed against the kept verdicts; --keep keeps them"),
     ):
         sub = commands.add_parser(name, help=text, add_help=False)

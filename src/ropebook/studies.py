@@ -13,8 +13,9 @@ difference inside it; a disagreement is shown, never hidden). The studies:
 :mod:`ropebook.layout_language` (the production layouts on language);
 :mod:`ropebook.layout_ratio` (Gemma's layouts at 5 : 1, the global layer last and first);
 :mod:`ropebook.table2_study` (the lesson regime's Table 2 on many paired seeds);
-:mod:`ropebook.decay_study` (trained decay) and :mod:`ropebook.pe_zoo_study` (the PE zoo beyond its
-context) on many lesson seeds. :func:`why_not_deciding` says when a kept study may decide a run's
+:mod:`ropebook.decay_study` (trained decay), :mod:`ropebook.pe_zoo_study` (the PE zoo beyond its
+context) and :mod:`ropebook.apostrophe_study` (the apostrophe head and its controls) on many
+lesson seeds. :func:`why_not_deciding` says when a kept study may decide a run's
 verdicts.
 """
 

@@ -1,0 +1,191 @@
+"""The apostrophe head on many seeds, with its controls: a study kept in the repository
+(:mod:`ropebook.studies`).
+
+The semantic-channels chapter looks, in each lesson-regime RoPE model, for the head that attends
+most to a previous apostrophe (the best lift on one half of its held-out windows, measured on the
+other half; :func:`ropebook.analysis.semantic.apostrophe_heads`), and keeps the line only where
+NoPE's best head and the untrained model's miss it. On the profile's three seeds the interval of
+the lift is too wide to place it against the line. This study makes the same selection and
+measurement on the same windows for ``--seeds`` seeds of RoPE, NoPE and RoPE's untrained twin
+(``python -m ropebook apostrophe_study``) and keeps each seed's chosen head and its measured lift,
+so the chapter decides where the study's runs are the models its profile trains, read on its
+windows (:func:`deciding_lifts`), with the build's own seeds beside.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ropebook import data, studies, zoo
+from ropebook.analysis import semantic as sem
+
+STUDY, REGIME, DOMAIN = "apostrophe_study", "lesson", "shakespeare"
+MODEL, CONTROL = "rope", "nope"  # the chapter's model and its trained control
+MODELS = (MODEL, CONTROL)
+UNTRAINED = f"untrained {MODEL}"  # the key apostrophe_controls gives the untrained twin
+MIN_SEEDS = 3  # an interval over seeds needs them
+
+
+def scans(models: Mapping, n_windows: int, window_seed: int, max_distance: int):
+    """The chapter's two halves of held-out windows (BOS-led, ``n_windows // 2`` each, streams 71
+    and 72 of ``window_seed``) and every model's scans on them: ``(windows, class_ids,
+    selected, measured)``, the last two ``{(name, seed): scan}``."""
+    config = next(iter(models.values())).config
+    documents = [data.encode(text, bos=False) for _, text in data.load_texts(DOMAIN, "test")]
+    class_ids = sem.class_token_ids(data.decode, config.vocab_size)
+    windows = tuple(
+        sem.bos_windows(
+            documents, config.context, n_windows // 2, np.random.default_rng([window_seed, stream])
+        )
+        for stream in (71, 72)
+    )
+    selected, measured = (
+        sem.scan_models(models, w, class_ids, max_distance=max_distance) for w in windows
+    )
+    return windows, class_ids, selected, measured
+
+
+def measure(
+    seeds: Sequence[int],
+    *,
+    profile: str = "cpu",
+    n_windows: int = 48,
+    window_seed: int = 0,
+    max_distance: int = 32,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Train (or load, from ``ROPEBOOK_CACHE``) RoPE and NoPE on ``seeds`` and keep, per run,
+    the head chosen on the selection windows and its lift on the measuring ones; RoPE's runs
+    also keep their untrained twin's (``untrained_head``, ``untrained_lift``)."""
+    models = {
+        (name, run.seed): run
+        for name in MODELS
+        for run in zoo.load_seeds(
+            name, tuple(seeds), profile=profile, regime=REGIME, domain=DOMAIN, progress=progress
+        )
+    }
+    windows, class_ids, selected, measured = scans(models, n_windows, window_seed, max_distance)
+    found = {
+        name: sem.apostrophe_heads(
+            {s: selected[name, s] for s in seeds}, {s: measured[name, s] for s in seeds}
+        )
+        for name in MODELS
+    }
+    untrained = sem.apostrophe_controls(
+        models, selected, measured, windows, class_ids, max_distance=max_distance
+    )[UNTRAINED]
+    records = []
+    for (name, seed), run in models.items():
+        record = {
+            "model": name, "domain": DOMAIN, "seed": seed, "overrides": {},
+            "spec_hash": run.spec_hash, "seconds": run.seconds,
+            "provenance": studies.provenance(run),
+            **_reading(found[name], seed),
+        }  # fmt: skip
+        if name == MODEL:
+            record.update({f"untrained_{k}": v for k, v in _reading(untrained, seed).items()})
+        records.append(record)
+    return records
+
+
+def _reading(heads, seed: int) -> dict[str, Any]:
+    """One seed's chosen head and its measured lift from an ``ApostropheHeads``."""
+    row = next(r for r in heads.lift_rows if r["seed"] == seed)
+    return {"head": list(heads.heads[seed]), "lift": row["lift, measuring"]}
+
+
+def kept() -> dict[str, Any] | None:
+    """The kept results file where there is one (else ``None``); a broken one raises, naming
+    the problem."""
+    return load() if studies.path_of(STUDY).exists() else None
+
+
+def load(path=None) -> dict[str, Any]:
+    """The kept results file, or a ValueError naming what is wrong with it (also a run without
+    a finite lift, a RoPE run without its untrained twin's, or a model missing)."""
+    where = studies.path_of(STUDY) if path is None else path
+    results = studies.load(STUDY, where)
+    for run in results["runs"]:
+        keys = ("lift", "untrained_lift") if run["model"] == MODEL else ("lift",)
+        for key in keys:
+            if not isinstance(run.get(key), (int, float)) or not np.isfinite(run[key]):
+                raise ValueError(
+                    f"{where}: run {run['model']} seed {run['seed']} has no finite {key}"
+                )
+    if missing := [n for n in MODELS if n not in {r["model"] for r in results["runs"]}]:
+        raise ValueError(f"{where}: no runs of {missing}")
+    return results
+
+
+def lifts(results: Mapping[str, Any]) -> tuple[dict[str, list[float]], tuple[int, ...]]:
+    """``({model: [lift per seed]}, seeds)`` on the seeds every model has, for RoPE, NoPE and
+    RoPE's untrained twin (:data:`UNTRAINED`)."""
+    seeds = tuple(studies.paired_seeds(dict(results)))
+    by_run = {(r["model"], r["seed"]): r for r in results["runs"]}
+    found = {name: [by_run[name, s]["lift"] for s in seeds] for name in MODELS}
+    found[UNTRAINED] = [by_run[MODEL, s]["untrained_lift"] for s in seeds]
+    return found, seeds
+
+
+def deciding_lifts(
+    results: Mapping[str, Any] | None,
+    profile: str,
+    *,
+    n_windows: int,
+    window_seed: int,
+    max_distance: int,
+) -> tuple[tuple[dict[str, list[float]], tuple[int, ...]] | None, str]:
+    """The study's lifts and seeds where its runs are this profile's models (no stale spec, at
+    least :data:`MIN_SEEDS` paired seeds) read on the chapter's windows (``n_windows``,
+    ``window_seed``, ``max_distance``), else ``None``; with the reason in words either way."""
+    kept = None if results is None else dict(results)
+    settings = {"n_windows": n_windows, "window_seed": window_seed, "max_distance": max_distance}
+    why = studies.why_not_deciding(
+        kept, profile, study=STUDY, min_seeds=MIN_SEEDS, settings=settings
+    )
+    if why or not kept:
+        return None, str(why)
+    return lifts(kept), studies.deciding_basis(kept)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m ropebook {STUDY}",
+        description="Find and measure the apostrophe head of RoPE, NoPE and untrained RoPE on "
+        "many lesson seeds and write their results file.",
+    )
+    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--seeds", type=int, default=16, help="seeds 0..N-1 (default 16)")
+    parser.add_argument(
+        "--n-windows", type=int, default=48, help="held-out windows, half to select (the chapter's)"
+    )
+    parser.add_argument("--window-seed", type=int, default=0, help="the chapter's seed parameter")
+    parser.add_argument("--max-distance", type=int, default=32, help="the chapter's max_distance")
+    args = parser.parse_args(argv)
+    if args.seeds < MIN_SEEDS:
+        parser.error(
+            f"--seeds must be at least {MIN_SEEDS} (an interval needs them), got {args.seeds}"
+        )
+    if args.n_windows < 2:
+        parser.error(
+            f"--n-windows must be at least 2 (one to select, one to measure), got {args.n_windows}"
+        )
+    if args.max_distance < 1:
+        parser.error(f"--max-distance must be at least 1, got {args.max_distance}")
+    records = measure(
+        range(args.seeds), profile=args.profile, n_windows=args.n_windows,
+        window_seed=args.window_seed, max_distance=args.max_distance,
+    )  # fmt: skip
+    path = studies.write(
+        STUDY, records, profile=args.profile, regime=REGIME, domain=DOMAIN,
+        command=f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds} "
+        f"--n-windows {args.n_windows} --window-seed {args.window_seed} "
+        f"--max-distance {args.max_distance}",
+        n_windows=args.n_windows, window_seed=args.window_seed, max_distance=args.max_distance,
+    )  # fmt: skip
+    print(f"written: {path}")
+    return 0
