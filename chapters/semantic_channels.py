@@ -417,11 +417,8 @@ real_selected, real_measured = (
 )
 real_apostrophe = sem.apostrophe_heads(real_selected, real_measured) if real_folder else None
 real_content = sem.content_heads(real_measured) if real_folder else None
-print(
-    f"SmolLM2-135M: {real_measured[0].n_class_prev} measuring queries follow an apostrophe token"
-    if real_folder
-    else f"no real checkpoint on the {profile} profile (checkpoint={checkpoint!r})"
-)
+print(f"SmolLM2-135M: {real_measured[0].n_class_prev} measuring queries follow an apostrophe token"
+      if real_folder else f"no real checkpoint on the {profile} profile ({checkpoint=})")  # fmt: skip
 
 # %% [markdown]
 # For each seed, the head with the largest lift on the selection half, and its lift on both
@@ -435,7 +432,10 @@ print(
 # selection and measurement run on two controls, each seed's NoPE model and the RoPE model's
 # untrained twin: a RoPE lift above the line is *held* only if both controls' lifts lie wholly
 # below it (`heads.controlled`; a control above it: *uninformative here*; undecided: *cannot
-# decide*).
+# decide*). A kept study (`data/results/apostrophe_study.json`, by `python -m ropebook
+# apostrophe_study`) did the same for many more seeds of all three; where it read this build's
+# models this way (and `n_seeds` is 0) the book's part rests on it, this build's seeds beside.
+# Here: {glue:text}`semantic_channels.kept.basis`.
 
 # %%
 apostrophe = sem.apostrophe_heads(rope_selected, rope_measured)
@@ -443,46 +443,23 @@ display(plots.table(show.with_checkpoint(apostrophe.lift_rows, real_apostrophe, 
 plots.table(show.with_checkpoint(apostrophe.profile_rows, real_apostrophe, "profile_rows"))
 lift_controls = sem.apostrophe_controls(models, selected, measured, (select_windows, measure_windows),
                                         apostrophe_ids, max_distance=max_distance)  # fmt: skip
-controls_text = "; ".join(f"{n}'s best head {c.lift.mean:.3f} {c.lift.text}"
-                          for n, c in lift_controls.items())  # fmt: skip
-print(f"controls, the same selection and measurement: {controls_text}")
-
-# %% [markdown]
-# A few seeds rarely place the lift's interval against so low a line. A study kept in the
-# repository (`data/results/apostrophe_study.json`, made by `python -m ropebook apostrophe_study`)
-# made the same selection and measurement, on the same windows, for many more seeds of the RoPE
-# and NoPE models and RoPE's untrained twin. Where its runs are the models this build trains (the
-# same profile, every spec hash today's, the same windows) and `n_seeds` is left at 0, the book's
-# part of the verdict rests on it, with this build's seeds beside; elsewhere this build's seeds
-# decide. Here: {glue:text}`semantic_channels.kept.basis`.
-
-# %%
-kept_lifts, kept_basis = (None, "n_seeds is set: this run's seeds decide") if n_seeds else (
-    apostrophe_study.deciding_lifts(apostrophe_study.kept(), profile, n_windows=n_windows,
-                                    window_seed=seed, max_distance=max_distance))  # fmt: skip
 build_lift = {"rope": apostrophe.lift} | {n: c.lift for n, c in lift_controls.items()}
-lifts = build_lift
-if kept_lifts:
-    lifts = {n: sem.seed_or_window_interval(v, None, len(v)) for n, v in kept_lifts[0].items()}
-    print("; ".join(f"{n}'s best head {e.mean:.3f} {e.text}" for n, e in lifts.items()))
-glue("semantic_channels.kept.basis",
-     kept_basis if kept_lifts else f"this build's seeds ({kept_basis})", display=False)  # fmt: skip
+print(show.apostrophe_measured(build_lift, None))
 
 # %% tags=["remove-input"]
+kept_lifts, kept_basis = (None, "this build's seeds (n_seeds is set)") if n_seeds else (
+    apostrophe_study.deciding_estimates(apostrophe_study.kept(), profile, n_windows=n_windows,
+                                        window_seed=seed, max_distance=max_distance))  # fmt: skip
+lifts = kept_lifts or build_lift
 lift, control_lifts = lifts["rope"], {n: e for n, e in lifts.items() if n != "rope"}
 over = "seeds" if lift.n > 1 else "windows of one seed"  # what the intervals are over
 real_lift = real_apostrophe.lift if real_apostrophe else None
-real_part = show.checkpoint_part(real_lift, "best head's lift")
-beside = "; ".join(f"{n} {e.mean:.3f} {e.text}" for n, e in build_lift.items())
+glue("semantic_channels.kept.basis", kept_basis, display=False)
 _ = CLAIMS.record(
     "semantic_channels.apostrophe_head",
     sem.controlled_parts_verdict(lift, real_lift, list(control_lifts.values()), lift_threshold),
-    f"best rope head's lift on held-out windows {lift.mean:.3f} {lift.text}{real_part}; "
-    + "controls: " + "; ".join(f"{n}'s best head {e.mean:.3f} {e.text}"
-                               for n, e in control_lifts.items())
-    + (f"; this build's {len(seeds)} seeds, beside: {beside}" if kept_lifts else ""),
-    seeds=lift.n if kept_lifts else len(seeds),
-    basis=kept_basis if kept_lifts else None,
+    show.apostrophe_measured(lifts, real_lift, kept_lifts and build_lift, len(seeds)),
+    seeds=lift.n if kept_lifts else len(seeds), basis=kept_basis if kept_lifts else None,
     to_decide=show.apostrophe_to_decide(lift, control_lifts, lift_threshold, over),
 )  # fmt: skip
 # %% [markdown]

@@ -423,3 +423,32 @@ def test_the_kept_lifts_reach_each_verdict_of_the_controlled_rule(tmp_path, lift
     estimates = {n: sem.seed_or_window_interval(v, None, len(v)) for n, v in found[0].items()}
     controls = [estimates["nope"], estimates["untrained rope"]]
     assert sem.controlled_parts_verdict(estimates["rope"], None, controls, 0.1) == verdict
+
+
+def test_the_chapter_reads_the_kept_lifts_as_estimates_or_says_why_not(tmp_path):
+    results = written(apostrophe_study, tmp_path, apostrophe_records(),
+                      n_windows=48, window_seed=0, max_distance=32)  # fmt: skip
+    found, why = apostrophe_study.deciding_estimates(
+        results, "smoke", n_windows=48, window_seed=0, max_distance=32
+    )
+    assert list(found) == ["rope", "nope", "untrained rope"] and found["rope"].n == 3
+    assert found["rope"].mean == pytest.approx(0.3) and why.startswith("the kept study's 3")
+    assert apostrophe_study.deciding_estimates(
+        None, "smoke", n_windows=48, window_seed=0, max_distance=32
+    ) == (None, "this build's seeds (no kept study (python -m ropebook apostrophe_study makes it))")
+
+
+def test_the_kept_apostrophe_study_is_current_and_decides_the_cpu_build():
+    """data/results/apostrophe_study.json: the cpu profile's lesson RoPE and NoPE as the code
+    trains them today, 16 paired seeds, read on the semantic-channels chapter's default windows."""
+    results = apostrophe_study.kept()
+    assert results is not None and results["profile"] == "cpu"
+    assert results["command"] == (
+        "python -m ropebook apostrophe_study --profile cpu --seeds 16 --n-windows 48 "
+        "--window-seed 0 --max-distance 32"
+    )
+    assert studies.stale(results) == []
+    about = {"n_windows": 48, "window_seed": 0, "max_distance": 32}
+    found, why = apostrophe_study.deciding_lifts(results, "cpu", **about)
+    assert found is not None and "16 paired seeds" in why and results["commit"][:7] in why
+    assert apostrophe_study.deciding_lifts(results, "smoke", **about)[0] is None

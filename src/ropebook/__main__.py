@@ -144,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         ("table2_study", "table2_study", "train Table 2 on many lesson seeds, write their results"),
         ("decay_study", "decay_study", "measure trained decay on many lesson seeds, write it"),
         ("pe_zoo_study", "pe_zoo_study", "measure the PE zoo's growth on many seeds, write it"),
-        ("apostrophe_study", "apostrophe_study", "find the apostrophe head on many seeds, write it"),
+        (
+            "apostrophe_study",
+            "apostrophe_study",
+            "find the apostrophe head on many seeds, write it",
+        ),
         ("verdicts", "verdict_record", "what changed against the kept verdicts; --keep keeps them"),
     ):
         sub = commands.add_parser(name, help=text, add_help=False)

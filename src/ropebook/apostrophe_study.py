@@ -152,6 +152,25 @@ def deciding_lifts(
     return lifts(kept), studies.deciding_basis(kept)
 
 
+def deciding_estimates(
+    results: Mapping[str, Any] | None,
+    profile: str,
+    *,
+    n_windows: int,
+    window_seed: int,
+    max_distance: int,
+) -> tuple[dict[str, Any] | None, str]:
+    """:func:`deciding_lifts` as the chapter reads them: each model's lift over the study's
+    seeds (``{name: Estimate}``, RoPE first, then its controls) and what they rest on, or
+    ``None`` and "this build's seeds (why not)", for the page."""
+    found, why = deciding_lifts(
+        results, profile, n_windows=n_windows, window_seed=window_seed, max_distance=max_distance
+    )
+    if found is None:
+        return None, f"this build's seeds ({why})"
+    return {n: sem.seed_or_window_interval(v, None, len(v)) for n, v in found[0].items()}, why
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=f"python -m ropebook {STUDY}",

@@ -196,6 +196,24 @@ def checkpoint_part(estimate, what: str) -> str:
     return f"; SmolLM2-135M: {what} {estimate.mean:.3f} {estimate.text}"
 
 
+def apostrophe_measured(lifts: dict, real, beside: dict | None = None, n_seeds: int = 0) -> str:
+    """The apostrophe head claim's measured text: RoPE's best-head lift (``lifts``: name ->
+    Estimate, RoPE first, then its controls), the real checkpoint's part, the controls, and the
+    build's own lifts ``beside`` (on its ``n_seeds`` seeds) where a kept study decided."""
+    rope, *controls = lifts.items()
+    text = (
+        f"best rope head's lift on held-out windows {rope[1].mean:.3f} {rope[1].text}"
+        + checkpoint_part(real, "best head's lift")
+        + "; controls: "
+        + "; ".join(f"{n}'s best head {e.mean:.3f} {e.text}" for n, e in controls)
+    )
+    if beside:
+        text += f"; this build's {n_seeds} seed(s), beside: " + "; ".join(
+            f"{name} {e.mean:.3f} {e.text}" for name, e in beside.items()
+        )
+    return text
+
+
 def apostrophe_to_decide(lift, controls: dict, threshold: float, samples: str) -> str:
     """What would decide the apostrophe head's claim left open
     (:func:`~ropebook.analysis.semantic.controlled_parts_verdict`): while the RoPE lift's
