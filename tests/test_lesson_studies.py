@@ -10,7 +10,16 @@ import json
 import numpy as np
 import pytest
 
-from ropebook import apostrophe_study, data, decay_study, pe_zoo_study, studies, zoo
+from ropebook import (
+    apostrophe_study,
+    data,
+    decay_study,
+    layout_language,
+    pe_zoo_study,
+    studies,
+    table2_study,
+    zoo,
+)
 from ropebook.analysis import biases, decay
 from ropebook.analysis import semantic as sem
 
@@ -452,3 +461,24 @@ def test_the_kept_apostrophe_study_is_current_and_decides_the_cpu_build():
     found, why = apostrophe_study.deciding_lifts(results, "cpu", **about)
     assert found is not None and "16 paired seeds" in why and results["commit"][:7] in why
     assert apostrophe_study.deciding_lifts(results, "smoke", **about)[0] is None
+
+
+# ---------------------------------------------------------------- every kept study's command
+
+
+@pytest.mark.parametrize(
+    "module", [decay_study, pe_zoo_study, apostrophe_study, table2_study, layout_language]
+)
+def test_a_kept_studys_command_writes_itself_again(module, monkeypatch, tmp_path):
+    """The command a kept file names, given to its module's command line (measuring stubbed:
+    the kept runs), writes the same command and the same settings, so the file says truly how
+    it was made."""
+    kept = studies.load(module.STUDY)
+    argv = kept["command"].split()[4:]  # after "python -m ropebook <study>"
+    monkeypatch.setattr(module, "measure", lambda seeds, **_: kept["runs"])
+    monkeypatch.setattr(studies, "path_of", lambda study: tmp_path / f"{study}.json")
+    assert module.main(argv) == 0
+    again = json.loads((tmp_path / f"{module.STUDY}.json").read_text())
+    assert again["command"] == kept["command"]
+    for field in set(kept) - {"measured", "commit", "machine"}:
+        assert again[field] == kept[field], field

@@ -14,7 +14,6 @@ windows (:func:`deciding_lifts`), with the build's own seeds beside.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,7 +26,6 @@ STUDY, REGIME, DOMAIN = "apostrophe_study", "lesson", "shakespeare"
 MODEL, CONTROL = "rope", "nope"  # the chapter's model and its trained control
 MODELS = (MODEL, CONTROL)
 UNTRAINED = f"untrained {MODEL}"  # the key apostrophe_controls gives the untrained twin
-MIN_SEEDS = 3  # an interval over seeds needs them
 
 
 def scans(models: Mapping, n_windows: int, window_seed: int, max_distance: int):
@@ -99,26 +97,21 @@ def _reading(heads, seed: int) -> dict[str, Any]:
 
 
 def kept() -> dict[str, Any] | None:
-    """The kept results file where there is one (else ``None``); a broken one raises, naming
-    the problem."""
-    return load() if studies.path_of(STUDY).exists() else None
+    """The kept results file (:func:`ropebook.studies.kept`)."""
+    return studies.kept(STUDY, load)
+
+
+def _has_lifts(run: dict[str, Any], results: dict[str, Any]) -> str | None:
+    for key in ("lift", "untrained_lift") if run["model"] == MODEL else ("lift",):
+        if not isinstance(run.get(key), (int, float)) or not np.isfinite(run[key]):
+            return f"has no finite {key}"
+    return None
 
 
 def load(path=None) -> dict[str, Any]:
     """The kept results file, or a ValueError naming what is wrong with it (also a run without
     a finite lift, a RoPE run without its untrained twin's, or a model missing)."""
-    where = studies.path_of(STUDY) if path is None else path
-    results = studies.load(STUDY, where)
-    for run in results["runs"]:
-        keys = ("lift", "untrained_lift") if run["model"] == MODEL else ("lift",)
-        for key in keys:
-            if not isinstance(run.get(key), (int, float)) or not np.isfinite(run[key]):
-                raise ValueError(
-                    f"{where}: run {run['model']} seed {run['seed']} has no finite {key}"
-                )
-    if missing := [n for n in MODELS if n not in {r["model"] for r in results["runs"]}]:
-        raise ValueError(f"{where}: no runs of {missing}")
-    return results
+    return studies.load_checked(STUDY, path, check_run=_has_lifts, required=MODELS)
 
 
 def lifts(results: Mapping[str, Any]) -> tuple[dict[str, list[float]], tuple[int, ...]]:
@@ -139,17 +132,14 @@ def deciding_lifts(
     window_seed: int,
     max_distance: int,
 ) -> tuple[tuple[dict[str, list[float]], tuple[int, ...]] | None, str]:
-    """The study's lifts and seeds where its runs are this profile's models (no stale spec, at
-    least :data:`MIN_SEEDS` paired seeds) read on the chapter's windows (``n_windows``,
-    ``window_seed``, ``max_distance``), else ``None``; with the reason in words either way."""
-    kept = None if results is None else dict(results)
+    """The study's lifts and seeds where its runs are this profile's models read on the
+    chapter's windows (``n_windows``, ``window_seed``, ``max_distance``;
+    :func:`ropebook.studies.deciding`), else ``None``; with the reason in words either way."""
     settings = {"n_windows": n_windows, "window_seed": window_seed, "max_distance": max_distance}
-    why = studies.why_not_deciding(
-        kept, profile, study=STUDY, min_seeds=MIN_SEEDS, settings=settings
-    )
-    if why or not kept:
-        return None, str(why)
-    return lifts(kept), studies.deciding_basis(kept)
+    return studies.deciding(
+        None if results is None else dict(results), profile, study=STUDY, read=lifts,
+        settings=settings,
+    )  # fmt: skip
 
 
 def deciding_estimates(
@@ -172,39 +162,25 @@ def deciding_estimates(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m ropebook {STUDY}",
-        description="Find and measure the apostrophe head of RoPE, NoPE and untrained RoPE on "
-        "many lesson seeds and write their results file.",
-    )
-    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
-    parser.add_argument("--seeds", type=int, default=16, help="seeds 0..N-1 (default 16)")
+    parser = studies.seeds_parser(
+        STUDY, "Find and measure the apostrophe head of RoPE, NoPE and untrained RoPE on many "
+        "lesson seeds and write their results file.",
+    )  # fmt: skip
     parser.add_argument(
         "--n-windows", type=int, default=48, help="held-out windows, half to select (the chapter's)"
     )
     parser.add_argument("--window-seed", type=int, default=0, help="the chapter's seed parameter")
     parser.add_argument("--max-distance", type=int, default=32, help="the chapter's max_distance")
-    args = parser.parse_args(argv)
-    if args.seeds < MIN_SEEDS:
-        parser.error(
-            f"--seeds must be at least {MIN_SEEDS} (an interval needs them), got {args.seeds}"
-        )
-    if args.n_windows < 2:
-        parser.error(
-            f"--n-windows must be at least 2 (one to select, one to measure), got {args.n_windows}"
-        )
-    if args.max_distance < 1:
-        parser.error(f"--max-distance must be at least 1, got {args.max_distance}")
+    args = studies.parse(parser, argv, {
+        "n_windows": (2, "one to select, one to measure"),
+        "max_distance": (1, "a previous apostrophe is at least one token back"),
+    })  # fmt: skip
     records = measure(
         range(args.seeds), profile=args.profile, n_windows=args.n_windows,
         window_seed=args.window_seed, max_distance=args.max_distance,
     )  # fmt: skip
-    path = studies.write(
-        STUDY, records, profile=args.profile, regime=REGIME, domain=DOMAIN,
-        command=f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds} "
-        f"--n-windows {args.n_windows} --window-seed {args.window_seed} "
-        f"--max-distance {args.max_distance}",
-        n_windows=args.n_windows, window_seed=args.window_seed, max_distance=args.max_distance,
+    studies.write_from(
+        STUDY, args, records, regime=REGIME, domain=DOMAIN,
+        settings=("n_windows", "window_seed", "max_distance"),
     )  # fmt: skip
-    print(f"written: {path}")
     return 0

@@ -14,7 +14,6 @@ build's own seeds beside.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,7 +24,6 @@ from ropebook.analysis import decay
 
 STUDY, REGIME, DOMAIN = "decay_study", "lesson", "shakespeare"
 MODELS = ("rope", "p-rope-0.75")  # the decay chapter's model_names: RoPE, and 0.75-RoPE beside
-MIN_SEEDS = 3  # an interval over seeds needs them
 DIGITS = 6  # significant digits kept of each curve value (float32 carries about 7)
 
 
@@ -57,28 +55,24 @@ def measure(
 
 
 def kept() -> dict[str, Any] | None:
-    """The kept results file where there is one (else ``None``); a broken one raises, naming
-    the problem."""
-    return load() if studies.path_of(STUDY).exists() else None
+    """The kept results file (:func:`ropebook.studies.kept`)."""
+    return studies.kept(STUDY, load)
+
+
+def _has_curves(run: dict[str, Any], results: dict[str, Any]) -> str | None:
+    curves = np.asarray(run.get("curves", []), dtype=np.float64)
+    if curves.ndim != 2 or curves.size == 0 or not np.isfinite(curves).all():
+        return "has no finite [layers, T] curves"
+    return None
 
 
 def load(path=None) -> dict[str, Any]:
     """The kept results file, or a ValueError naming what is wrong with it (also a run whose
     curves are missing, not finite or of another shape than the rest, or a model missing)."""
-    where = studies.path_of(STUDY) if path is None else path
-    results = studies.load(STUDY, where)
-    shapes = set()
-    for run in results["runs"]:
-        curves = np.asarray(run.get("curves", []), dtype=np.float64)
-        if curves.ndim != 2 or curves.size == 0 or not np.isfinite(curves).all():
-            raise ValueError(
-                f"{where}: run {run['model']} seed {run['seed']} has no finite [layers, T] curves"
-            )
-        shapes.add(curves.shape)
-    if len(shapes) > 1:
+    results = studies.load_checked(STUDY, path, check_run=_has_curves, required=MODELS)
+    if len(shapes := {np.shape(r["curves"]) for r in results["runs"]}) > 1:
+        where = studies.path_of(STUDY) if path is None else path
         raise ValueError(f"{where}: curves of different shapes {sorted(shapes)}")
-    if missing := [n for n in MODELS if n not in {r["model"] for r in results["runs"]}]:
-        raise ValueError(f"{where}: no runs of {missing}")
     return results
 
 
@@ -103,49 +97,32 @@ def deciding_curves(
     window_seed: int,
     models: Sequence[str] = MODELS,
 ) -> tuple[tuple[dict[tuple[str, int], np.ndarray], tuple[int, ...]] | None, str]:
-    """The study's curves and seeds where its runs are this profile's ``models`` (no stale spec,
-    at least :data:`MIN_SEEDS` paired seeds) measured on the chapter's windows (``n_windows``,
-    ``window_seed``), else ``None``; with the reason in words either way (for the page)."""
-    kept = None if results is None else dict(results)
+    """The study's curves and seeds where its runs are this profile's ``models`` measured on the
+    chapter's windows (``n_windows``, ``window_seed``; :func:`ropebook.studies.deciding`), else
+    ``None``; with the reason in words either way (for the page)."""
     settings = {"n_windows": n_windows, "window_seed": window_seed}
-    why = studies.why_not_deciding(
-        kept, profile, study=STUDY, min_seeds=MIN_SEEDS, settings=settings
-    )
-    if why or not kept:
-        return None, str(why)
-    if other := [n for n in models if n not in {r["model"] for r in kept["runs"]}]:
-        return None, f"the kept study has no runs of {', '.join(other)}"
-    return curves(kept), studies.deciding_basis(kept)
+    return studies.deciding(
+        None if results is None else dict(results), profile, study=STUDY, read=curves,
+        settings=settings, models=models,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m ropebook {STUDY}",
-        description="Measure the decay chapter's trained curves on many lesson seeds and write "
-        "their results file.",
-    )
-    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
-    parser.add_argument("--seeds", type=int, default=16, help="seeds 0..N-1 (default 16)")
+    parser = studies.seeds_parser(
+        STUDY, "Measure the decay chapter's trained curves on many lesson seeds and write their "
+        "results file.",
+    )  # fmt: skip
     parser.add_argument(
         "--n-windows", type=int, default=64, help="held-out windows (the chapter's)"
     )
     parser.add_argument("--window-seed", type=int, default=0, help="the chapter's seed parameter")
-    args = parser.parse_args(argv)
-    if args.seeds < MIN_SEEDS:
-        parser.error(
-            f"--seeds must be at least {MIN_SEEDS} (an interval needs them), got {args.seeds}"
-        )
-    if args.n_windows < 1:
-        parser.error(f"--n-windows must be at least 1, got {args.n_windows}")
+    args = studies.parse(parser, argv, {"n_windows": (1, "a curve needs a window")})
     records = measure(
         range(args.seeds), profile=args.profile, n_windows=args.n_windows,
         window_seed=args.window_seed,
     )  # fmt: skip
-    path = studies.write(
-        STUDY, records, profile=args.profile, regime=REGIME, domain=DOMAIN,
-        command=f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds} "
-        f"--n-windows {args.n_windows} --window-seed {args.window_seed}",
-        models=list(MODELS), n_windows=args.n_windows, window_seed=args.window_seed,
+    studies.write_from(
+        STUDY, args, records, regime=REGIME, domain=DOMAIN,
+        settings=("n_windows", "window_seed"), models=list(MODELS),
     )  # fmt: skip
-    print(f"written: {path}")
     return 0

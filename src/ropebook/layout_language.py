@@ -15,7 +15,6 @@ do): the weights trained are unchanged, the two baselines are then the recipe st
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from ropebook import data, recipes, studies, zoo
@@ -112,20 +111,13 @@ def all_below(comparisons: dict[str, ablation.Comparison]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m ropebook {STUDY}",
-        description="Train the production layouts on language and write their results file.",
+    parser = studies.seeds_parser(
+        STUDY, "Train the production layouts on language and write their results file.", seeds=3
     )
-    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
-    args = parser.parse_args(argv)
-    if args.seeds < 3:
-        parser.error(f"--seeds must be at least 3 (an interval needs them), got {args.seeds}")
+    args = studies.parse(parser, argv)
     records = measure(tuple(range(args.seeds)), profile=args.profile)
-    path = studies.write(
-        STUDY, records, profile=args.profile, regime=REGIME, domain=DOMAIN,
-        command=f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds}",
+    studies.write_from(
+        STUDY, args, records, regime=REGIME, domain=DOMAIN,
         models=list(MODELS), max_factor=MAX_FACTOR, n_windows=N_WINDOWS,
     )  # fmt: skip
-    print(f"written: {path}")
     return 0

@@ -14,7 +14,6 @@ build's own seeds beside.
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,7 +25,6 @@ from ropebook.analysis import biases
 
 STUDY, REGIME = "pe_zoo_study", "lesson"
 MODELS = zoo.PE_ZOO  # rope, alibi, kerple, fire
-MIN_SEEDS = 3  # an interval over seeds needs them
 
 
 def factors(max_factor: int) -> list[int]:
@@ -70,30 +68,28 @@ def measure(
 
 
 def kept() -> dict[str, Any] | None:
-    """The kept results file where there is one (else ``None``); a broken one raises, naming
-    the problem."""
-    return load() if studies.path_of(STUDY).exists() else None
+    """The kept results file (:func:`ropebook.studies.kept`)."""
+    return studies.kept(STUDY, load)
+
+
+def _has_losses(run: dict[str, Any], results: dict[str, Any]) -> str | None:
+    try:
+        n_lengths = len(factors(int(results["max_factor"])))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"no valid max_factor ({error})") from error
+    values = np.asarray(run.get("mean_loss", []), dtype=np.float64)
+    if values.shape != (n_lengths,) or not np.isfinite(values).all():
+        return (
+            f"has no finite mean loss at each of the {n_lengths} lengths of max_factor "
+            f"{results['max_factor']}"
+        )
+    return None
 
 
 def load(path=None) -> dict[str, Any]:
     """The kept results file, or a ValueError naming what is wrong with it (also a run whose
     losses are missing, not finite or not one per length, or a model missing)."""
-    where = studies.path_of(STUDY) if path is None else path
-    results = studies.load(STUDY, where)
-    try:
-        n_lengths = len(factors(int(results["max_factor"])))
-    except (KeyError, TypeError, ValueError) as error:
-        raise ValueError(f"{where}: no valid max_factor ({error})") from error
-    for run in results["runs"]:
-        values = np.asarray(run.get("mean_loss", []), dtype=np.float64)
-        if values.shape != (n_lengths,) or not np.isfinite(values).all():
-            raise ValueError(
-                f"{where}: run {run['model']} seed {run['seed']} has no finite mean loss at each "
-                f"of the {n_lengths} lengths of max_factor {results.get('max_factor')}"
-            )
-    if missing := [n for n in MODELS if n not in {r["model"] for r in results["runs"]}]:
-        raise ValueError(f"{where}: no runs of {missing}")
-    return results
+    return studies.load_checked(STUDY, path, check_run=_has_losses, required=MODELS)
 
 
 def mean_losses(
@@ -119,37 +115,25 @@ def deciding_losses(
     max_factor: int,
     n_windows: int,
 ) -> tuple[tuple[dict[tuple[str, int], np.ndarray], tuple[int, ...]] | None, str]:
-    """The study's mean losses and seeds where its runs are this profile's models (no stale
-    spec, at least :data:`MIN_SEEDS` paired seeds) measured as the chapter measures (``domain``,
-    ``max_factor``, ``n_windows``), else ``None``; with the reason in words (for the page)."""
-    kept = None if results is None else dict(results)
+    """The study's mean losses and seeds where its runs are this profile's models measured as
+    the chapter measures (``domain``, ``max_factor``, ``n_windows``;
+    :func:`ropebook.studies.deciding`), else ``None``; with the reason in words (for the page)."""
     settings = {"domain": domain, "max_factor": max_factor, "n_windows": n_windows}
-    why = studies.why_not_deciding(
-        kept, profile, study=STUDY, min_seeds=MIN_SEEDS, settings=settings
-    )
-    if why or not kept:
-        return None, str(why)
-    return mean_losses(kept), studies.deciding_basis(kept)
+    return studies.deciding(
+        None if results is None else dict(results), profile, study=STUDY, read=mean_losses,
+        settings=settings,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m ropebook {STUDY}",
-        description="Measure the PE zoo's perplexity beyond the training context on many lesson "
+    parser = studies.seeds_parser(
+        STUDY, "Measure the PE zoo's perplexity beyond the training context on many lesson "
         "seeds and write their results file.",
-    )
-    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
-    parser.add_argument("--seeds", type=int, default=16, help="seeds 0..N-1 (default 16)")
+    )  # fmt: skip
     parser.add_argument("--domain", default="shakespeare", choices=data.DOMAINS)
     parser.add_argument("--max-factor", type=int, default=8, help="the chapter's max_factor")
     parser.add_argument("--n-windows", type=int, default=16, help="the chapter's n_windows")
-    args = parser.parse_args(argv)
-    if args.seeds < MIN_SEEDS:
-        parser.error(
-            f"--seeds must be at least {MIN_SEEDS} (an interval needs them), got {args.seeds}"
-        )
-    if args.n_windows < 1:
-        parser.error(f"--n-windows must be at least 1, got {args.n_windows}")
+    args = studies.parse(parser, argv, {"n_windows": (1, "a mean needs a window")})
     try:
         factors(args.max_factor)
     except ValueError as error:
@@ -158,11 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         range(args.seeds), profile=args.profile, domain=args.domain,
         max_factor=args.max_factor, n_windows=args.n_windows,
     )  # fmt: skip
-    path = studies.write(
-        STUDY, records, profile=args.profile, regime=REGIME, domain=args.domain,
-        command=f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds} "
-        f"--domain {args.domain} --max-factor {args.max_factor} --n-windows {args.n_windows}",
-        models=list(MODELS), max_factor=args.max_factor, n_windows=args.n_windows,
+    studies.write_from(
+        STUDY, args, records, regime=REGIME, domain=args.domain,
+        settings=("domain", "max_factor", "n_windows"), models=list(MODELS),
     )  # fmt: skip
-    print(f"written: {path}")
     return 0

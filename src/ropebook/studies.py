@@ -16,15 +16,18 @@ difference inside it; a disagreement is shown, never hidden). The studies:
 :mod:`ropebook.decay_study` (trained decay), :mod:`ropebook.pe_zoo_study` (the PE zoo beyond its
 context) and :mod:`ropebook.apostrophe_study` (the apostrophe head and its controls) on many
 lesson seeds. :func:`why_not_deciding` says when a kept study may decide a run's
-verdicts.
+verdicts, :func:`deciding` reads it where it may; a study on many seeds keeps only its
+measurement and its reading, the rest is here (:func:`kept`, :func:`load_checked`,
+:func:`seeds_parser`, :func:`write_from`).
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,7 @@ from ropebook.stats.power import percent_of_perplexity
 RESULTS_DIR = paths.REPO_ROOT / "data" / "results"
 FORMAT = 1
 RUN_FIELDS = ("model", "seed", "overrides", "spec_hash")  # every run record has these
+MIN_SEEDS = 3  # a study on many seeds: fewer give no interval worth deciding on
 
 
 def path_of(study: str) -> Path:
@@ -186,6 +190,116 @@ def deciding_basis(results: dict[str, Any]) -> str:
     commit."""
     where = f"{measured_on(results)}, commit {results['commit'][:7]}"
     return f"the kept study's {len(paired_seeds(results))} paired seeds ({where})"
+
+
+def deciding(
+    results: dict[str, Any] | None,
+    profile: str,
+    *,
+    study: str,
+    read: Callable[[dict[str, Any]], Any],
+    settings: dict[str, Any] | None = None,
+    models: Iterable[str] = (),
+    min_seeds: int = MIN_SEEDS,
+) -> tuple[Any | None, str]:
+    """``(read(results), what it rests on)`` where the kept study may decide this run's verdicts
+    (:func:`why_not_deciding`, and it has runs of every one of ``models``), else ``(None, why
+    not)``: either way the second part is the page's words (:func:`deciding_basis`)."""
+    kept = None if results is None else dict(results)
+    why = why_not_deciding(kept, profile, study=study, min_seeds=min_seeds, settings=settings)
+    if kept is None or why is not None:
+        return None, str(why)
+    if other := [n for n in models if n not in {r["model"] for r in kept["runs"]}]:
+        return None, f"the kept study has no runs of {', '.join(other)}"
+    return read(kept), deciding_basis(kept)
+
+
+# ---------------------------------------------------------------- a study on many seeds
+
+
+def kept(study: str, load_study: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+    """``load_study()`` where the study's results file is there (a repository without it:
+    ``None``); a file that is there but broken raises, naming the problem."""
+    return load_study() if path_of(study).exists() else None
+
+
+def load_checked(
+    study: str,
+    path: Path | None,
+    *,
+    check_run: Callable[[dict[str, Any], dict[str, Any]], str | None],
+    required: Iterable[Any],
+    key: Callable[[dict[str, Any]], Any] = lambda run: run["model"],
+) -> dict[str, Any]:
+    """:func:`load`, then each run through ``check_run(run, results)`` (what is wrong with it in
+    words, e.g. ``"has no perplexity"``; ``None`` if nothing; a ValueError for what is wrong
+    with the file) and each of ``required`` present as some run's ``key``; every problem a
+    ValueError naming the file."""
+    where = path_of(study) if path is None else Path(path)
+    results = load(study, where)
+    for run in results["runs"]:
+        try:
+            problem = check_run(run, results)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from error
+        if problem:
+            raise ValueError(f"{where}: run {run['model']} seed {run['seed']} {problem}")
+    have = {key(run) for run in results["runs"]}
+    if missing := [m for m in required if m not in have]:
+        raise ValueError(f"{where}: no runs of {missing}")
+    return results
+
+
+def seeds_parser(study: str, description: str, seeds: int = 16) -> argparse.ArgumentParser:
+    """A study's command line with what every study on many seeds takes (``--profile``,
+    ``--seeds``); :func:`parse` reads it."""
+    parser = argparse.ArgumentParser(prog=f"python -m ropebook {study}", description=description)
+    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
+    parser.add_argument("--seeds", type=int, default=seeds, help=f"seeds 0..N-1 (default {seeds})")
+    return parser
+
+
+def parse(
+    parser: argparse.ArgumentParser,
+    argv: list[str] | None,
+    at_least: dict[str, tuple[int, str]] | None = None,
+) -> argparse.Namespace:
+    """``parser``'s arguments, refused before anything is measured where ``--seeds`` is under
+    :data:`MIN_SEEDS` or an option of ``at_least`` (``dest -> (least, why)``) under its least."""
+    args = parser.parse_args(argv)
+    least = {"seeds": (MIN_SEEDS, "an interval needs them"), **(at_least or {})}
+    for dest, (low, why) in least.items():
+        if getattr(args, dest) < low:
+            option = "--" + dest.replace("_", "-")
+            parser.error(f"{option} must be at least {low} ({why}), got {getattr(args, dest)}")
+    return args
+
+
+def write_from(
+    study: str,
+    args: argparse.Namespace,
+    runs: list[dict[str, Any]],
+    *,
+    regime: str,
+    domain: str,
+    settings: Sequence[str] = (),
+    **about: Any,
+) -> Path:
+    """:func:`write` the runs a study's command line (:func:`seeds_parser`) made, with that
+    command (``--profile``, ``--seeds`` and each of ``settings``, argparse dests) and each
+    setting as a field of the file (what :func:`why_not_deciding` compares with a chapter's)."""
+    options = ("profile", "seeds", *settings)
+    command = " ".join(
+        [f"python -m ropebook {study}"]
+        + [f"--{o.replace('_', '-')} {getattr(args, o)}" for o in options]
+    )
+    fields = {s: getattr(args, s) for s in settings if s != "domain"}  # domain: write's own
+    path = write(
+        study, runs, profile=args.profile, regime=regime, domain=domain, command=command,
+        **fields, **about,
+    )  # fmt: skip
+    print(f"written: {path}")
+    return path
 
 
 # ---------------------------------------------------------------- a build against a kept study

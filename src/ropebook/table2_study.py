@@ -17,7 +17,6 @@ cache that trained the study: the same training provenance) tests nothing, and s
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,6 @@ from ropebook import studies, zoo
 from ropebook.analysis import ablation
 
 STUDY, REGIME = "table2_study", "lesson"
-MIN_SEEDS = 3  # an interval over seeds needs them
 
 
 @dataclass(frozen=True)
@@ -86,23 +84,23 @@ def measure(
 
 
 def kept() -> dict[str, Any] | None:
-    """The kept results file where there is one (a repository without it: ``None``); a file
-    that is there but broken raises, naming the problem."""
-    return load() if studies.path_of(STUDY).exists() else None
+    """The kept results file (:func:`ropebook.studies.kept`)."""
+    return studies.kept(STUDY, load)
+
+
+def _has_perplexity(run: dict[str, Any], results: dict[str, Any]) -> str | None:
+    ok = isinstance(run.get("val_ppl"), (int, float)) and run["val_ppl"] > 0
+    return None if ok else "has no perplexity"
 
 
 def load(path: Path | None = None) -> dict[str, Any]:
     """The kept results file, or a ValueError naming what is wrong with it (also a run without
     its perplexity, or a model or corpus missing)."""
-    where = studies.path_of(STUDY) if path is None else path
-    results = studies.load(STUDY, where)
-    for run in results["runs"]:
-        if not isinstance(run.get("val_ppl"), (int, float)) or not run["val_ppl"] > 0:
-            raise ValueError(f"{where}: run {run['model']} seed {run['seed']} has no perplexity")
-    have = {(r["model"], r.get("domain")) for r in results["runs"]}
-    if missing := [(n, d) for d in ablation.DOMAINS for n in zoo.TABLE2 if (n, d) not in have]:
-        raise ValueError(f"{where}: no runs of {missing}")
-    return results
+    return studies.load_checked(
+        STUDY, path, check_run=_has_perplexity,
+        required=[(n, d) for d in ablation.DOMAINS for n in zoo.TABLE2],
+        key=lambda run: (run["model"], run.get("domain")),
+    )  # fmt: skip
 
 
 def runs(results: Mapping[str, Any]) -> dict[tuple[str, str], list[KeptRun]]:
@@ -119,15 +117,11 @@ def runs(results: Mapping[str, Any]) -> dict[tuple[str, str], list[KeptRun]]:
 def deciding_runs(
     results: Mapping[str, Any] | None, profile: str
 ) -> tuple[dict[tuple[str, str], list[KeptRun]] | None, str]:
-    """The study's runs where they are the models this profile trains (the same profile, every
-    run's spec hash today's, at least :data:`MIN_SEEDS` paired seeds), else ``None``; with the
-    reason in words either way (for the page)."""
-    kept = None if results is None else dict(results)
-    if (
-        why := studies.why_not_deciding(kept, profile, study=STUDY, min_seeds=MIN_SEEDS)
-    ) or not kept:
-        return None, str(why)
-    return runs(kept), studies.deciding_basis(kept)
+    """The study's runs where they are the models this profile trains
+    (:func:`ropebook.studies.deciding`), else ``None``; with the reason in words either way."""
+    return studies.deciding(
+        None if results is None else dict(results), profile, study=STUDY, read=runs
+    )
 
 
 @dataclass(frozen=True)
@@ -177,23 +171,14 @@ def reproduced(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m ropebook {STUDY}",
-        description="Train Table 2's seven encodings on both corpora in the lesson regime on "
-        "many paired seeds and write their results file.",
-    )
-    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
-    parser.add_argument("--seeds", type=int, default=16, help="seeds 0..N-1 (default 16)")
-    args = parser.parse_args(argv)
-    if args.seeds < MIN_SEEDS:
-        parser.error(
-            f"--seeds must be at least {MIN_SEEDS} (an interval needs them), got {args.seeds}"
-        )
+    parser = studies.seeds_parser(
+        STUDY, "Train Table 2's seven encodings on both corpora in the lesson regime on many "
+        "paired seeds and write their results file.",
+    )  # fmt: skip
+    args = studies.parse(parser, argv)
     records = measure(range(args.seeds), profile=args.profile)
-    path = studies.write(
-        STUDY, records, profile=args.profile, regime=REGIME, domain=", ".join(ablation.DOMAINS),
-        command=f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds}",
+    studies.write_from(
+        STUDY, args, records, regime=REGIME, domain=", ".join(ablation.DOMAINS),
         models=list(zoo.TABLE2),
     )  # fmt: skip
-    print(f"written: {path}")
     return 0
