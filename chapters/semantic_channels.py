@@ -447,10 +447,10 @@ build_lift = {"rope": apostrophe.lift} | {n: c.lift for n, c in lift_controls.it
 print(show.apostrophe_measured(build_lift, None))
 
 # %% tags=["remove-input"]
-kept_lifts, kept_basis = (None, "this build's seeds (n_seeds is set)") if n_seeds else (
+kept, kept_basis = (None, "this build's seeds (n_seeds is set)") if n_seeds else (
     apostrophe_study.deciding_estimates(apostrophe_study.kept(), profile, n_windows=n_windows,
                                         window_seed=seed, max_distance=max_distance))  # fmt: skip
-lifts = kept_lifts or build_lift
+lifts = kept.lifts if kept else build_lift
 lift, control_lifts = lifts["rope"], {n: e for n, e in lifts.items() if n != "rope"}
 over = "seeds" if lift.n > 1 else "windows of one seed"  # what the intervals are over
 real_lift = real_apostrophe.lift if real_apostrophe else None
@@ -458,8 +458,8 @@ glue("semantic_channels.kept.basis", kept_basis, display=False)
 _ = CLAIMS.record(
     "semantic_channels.apostrophe_head",
     sem.controlled_parts_verdict(lift, real_lift, list(control_lifts.values()), lift_threshold),
-    show.apostrophe_measured(lifts, real_lift, kept_lifts and build_lift, len(seeds)),
-    seeds=lift.n if kept_lifts else len(seeds), basis=kept_basis if kept_lifts else None,
+    show.apostrophe_measured(lifts, real_lift, kept and build_lift, len(seeds)),
+    seeds=lift.n if kept else len(seeds), basis=kept_basis if kept else None,
     to_decide=show.apostrophe_to_decide(lift, control_lifts, lift_threshold, over),
 )  # fmt: skip
 # %% [markdown]
@@ -505,7 +505,8 @@ plots.table(show.raw_score_table(apostrophe_scores, shown.is_class, ours))
 # the same layer ("layer" columns). A flat profile gives the band's size, ¼. The paper's Fig. 7b
 # shows a dark band at the **lowest** frequencies (the BOS channel, see below) and visible high
 # frequencies (the previous-token part). RoPE keys in general may lean slow, so the claim reads the
-# head's slowest-quarter key share minus its layer's other heads', not against ¼.
+# head's slowest-quarter key share minus its layer's other heads', not against ¼. Where the kept
+# study decides the head (above), it decides this excess too, on the same seeds (the table: ours).
 
 # %%
 band_rows, low_key, key_excess = sem.apostrophe_bands(rope_measured, apostrophe.heads)
@@ -514,22 +515,20 @@ plots.table(band_rows + (show.checkpoint_rows(real_bands[0]) if real_bands else 
 
 # %% tags=["remove-input"]
 apostrophe_found = sem.clears(lift, lift_threshold)
-real_found = sem.clears(real_lift, lift_threshold)
-real_low = real_bands[2] if real_found else None
+real_low = real_bands[2] if real_bands else None
+excess = kept.key_excess if kept else key_excess  # the runs whose lift gates it
+low_freq_parts = [  # a head's reading, gated on its lift: where that is open, so is the claim
+    sem.gated_verdict(reading, sem.interval_verdict(head.low, head.high, lift_threshold))
+    for reading, head in ((excess, lift), (real_low, real_lift)) if head is not None
+]  # fmt: skip
 _ = CLAIMS.record(
     "semantic_channels.apostrophe_low_freq",
-    claims.combine_testable(
-        [sem.gated_verdict(key_excess, apostrophe_found), sem.gated_verdict(real_low, real_found)]
-    ),
-    f"slowest-quarter share of key norm {low_key.mean:.2f} (flat {flat_share:.2f}), "
-    f"{key_excess.mean:+.2f} above its layer's other heads"
-    + show.checkpoint_part(real_low, "its apostrophe head's excess"),
-    interval=key_excess.text,
-    seeds=len(seeds),
-    to_decide=show.low_freq_to_decide(
-        key_excess, lift, apostrophe_found, lift_threshold, over, profile
-    ),
-)
+    claims.combine_testable(low_freq_parts),
+    show.low_freq_measured(low_key, flat_share, excess, real_low, kept and key_excess, len(seeds)),
+    interval=excess.text, seeds=excess.n if kept else len(seeds),
+    basis=kept_basis if kept else None,
+    to_decide=show.low_freq_to_decide(excess, lift, apostrophe_found, lift_threshold, over, profile),
+)  # fmt: skip
 # %% [markdown]
 # ### Fig. 18 analogue: the most content-driven head
 #
@@ -807,8 +806,10 @@ _ = CLAIMS.record(
 #   a paired difference of 0 over seeds), not held if wholly below, cannot decide if it contains
 #   it, not testable here without a real interval. The apostrophe head is held only if NoPE's
 #   and the untrained model's best heads lie wholly below the same line (one above it:
-#   uninformative here). Its frequency profile is only tested when an apostrophe head was found. Extrapolation is *uninformative here* whatever
-#   its interval when the freed planes turn less than π/2 over the longest window (fixed above).
+#   uninformative here). Its frequency profile is read on the head only where the head is held
+#   to clear the line (where that is open, so is the profile: cannot decide; below it: not
+#   testable here). Extrapolation is *uninformative here* whatever its interval when the freed
+#   planes turn less than π/2 over the longest window (fixed above).
 # - **Over training** (apostrophe lift of the flagship models): held if RoPE's change from the
 #   untrained model to the last snapshot minus NoPE's, paired by seed, has a 95% interval over
 #   seeds wholly above 0, not held if wholly below, cannot decide if it contains 0 or there is a

@@ -357,6 +357,11 @@ def test_the_apostrophe_study_keeps_the_chapters_heads_and_lifts(apostrophe_text
             (chapter.lift.mean, chapter.lift.low, chapter.lift.high)
         )
     assert records[1]["head"] == list(rope.heads[1])
+    _, _, chapter_excess = sem.apostrophe_bands({s: measured["rope", s] for s in SEEDS}, rope.heads)
+    kept_excess = sem.seed_or_window_interval(apostrophe_study.key_excess(results), None, 3)
+    assert (kept_excess.mean, kept_excess.low, kept_excess.high) == pytest.approx(
+        (chapter_excess.mean, chapter_excess.low, chapter_excess.high)
+    )  # the low-frequency claim's reading, kept seed by seed
 
 
 def apostrophe_records(seeds=SEEDS, rope=0.3, nope=0.02, untrained=-0.01):
@@ -365,8 +370,8 @@ def apostrophe_records(seeds=SEEDS, rope=0.3, nope=0.02, untrained=-0.01):
             "model": n, "domain": "shakespeare", "seed": s, "overrides": {},
             "spec_hash": zoo.spec_hash(n, seed=s, profile="smoke"), "head": [1, 0],
             "lift": (rope if n == "rope" else nope) + 0.01 * (s - 1),
-            **({"untrained_head": [0, 1], "untrained_lift": untrained + 0.001 * s}
-               if n == "rope" else {}),
+            **({"untrained_head": [0, 1], "untrained_lift": untrained + 0.001 * s,
+                "key_excess": 0.05 + 0.01 * s} if n == "rope" else {}),
         }
         for n in ("rope", "nope")
         for s in seeds
@@ -382,6 +387,10 @@ def test_a_broken_apostrophe_study_names_the_problem(tmp_path):
     bad = apostrophe_records()
     del bad[0]["untrained_lift"]
     with pytest.raises(ValueError, match="rope seed 0 has no finite untrained_lift"):
+        written(apostrophe_study, tmp_path, bad, **about)
+    bad = apostrophe_records()
+    bad[2]["key_excess"] = None
+    with pytest.raises(ValueError, match="rope seed 2 has no finite key_excess"):
         written(apostrophe_study, tmp_path, bad, **about)
     with pytest.raises(ValueError, match="no runs of \\['nope'\\]"):
         written(apostrophe_study, tmp_path, apostrophe_records()[:3], **about)
@@ -440,8 +449,9 @@ def test_the_chapter_reads_the_kept_lifts_as_estimates_or_says_why_not(tmp_path)
     found, why = apostrophe_study.deciding_estimates(
         results, "smoke", n_windows=48, window_seed=0, max_distance=32
     )
-    assert list(found) == ["rope", "nope", "untrained rope"] and found["rope"].n == 3
-    assert found["rope"].mean == pytest.approx(0.3) and why.startswith("the kept study's 3")
+    assert list(found.lifts) == ["rope", "nope", "untrained rope"] and found.lifts["rope"].n == 3
+    assert found.lifts["rope"].mean == pytest.approx(0.3) and why.startswith("the kept study's 3")
+    assert (found.key_excess.mean, found.key_excess.n) == (pytest.approx(0.06), 3)
     assert apostrophe_study.deciding_estimates(
         None, "smoke", n_windows=48, window_seed=0, max_distance=32
     ) == (None, "this build's seeds (no kept study (python -m ropebook apostrophe_study makes it))")

@@ -744,9 +744,14 @@ def test_the_apostrophe_head_is_held_only_where_its_controls_miss_the_line():
     assert verdict(above, [below, below], real=above) == "held"
     assert semantic.clears(above, 0.1) and not semantic.clears(across, 0.1)
     assert not semantic.clears(None, 0.1)
-    assert semantic.gated_verdict(above, found=False) == "not testable here"
-    assert semantic.gated_verdict(None, found=True) == "not testable here"
-    assert semantic.gated_verdict(above, found=True) == "held"  # its excess above 0
+    assert semantic.gated_verdict(above, head="not held") == "not testable here"  # no head
+    assert semantic.gated_verdict(None, head="held") == "not testable here"
+    assert semantic.gated_verdict(above, head="held") == "held"  # its excess above 0
+    assert semantic.gated_verdict(est(-0.1, -0.2, -0.05, "", 3), head="held") == "not held"
+    # whether there is a head is open: so is what is read on it, whatever the reading says
+    assert semantic.gated_verdict(above, head="cannot decide") == "cannot decide"
+    head = semantic.interval_verdict(across.low, across.high, 0.1)  # the chapter's gate
+    assert semantic.gated_verdict(above, head=head) == "cannot decide"
     # what would decide it says which part is open
     text = show.apostrophe_to_decide(above, {"nope": above, "untrained": below}, 0.1, "seeds")
     assert text.startswith("a line the controls miss: nope's best head lifts 0.500")
@@ -784,3 +789,16 @@ def test_apostrophe_controls_select_and_measure_nope_and_the_untrained_twin():
     rope = semantic.apostrophe_heads({3: selected["rope", 3]}, {3: measured["rope", 3]})
     assert controls["untrained rope"].heads == rope.heads == controls["nope"].heads
     assert controls["untrained rope"].lift.mean == pytest.approx(rope.lift.mean, abs=1e-6)
+
+
+def test_the_frequency_claims_text_says_whose_excess_decides():
+    from ropebook.analysis import interval_text
+
+    low_key, kept, build = (interval_text(v) for v in ([0.4, 0.5], [0.1, 0.2, 0.3], [0.0, 0.2]))
+    alone = show.low_freq_measured(low_key, 0.25, build, None)
+    assert alone.startswith("slowest-quarter share of key norm 0.45 (flat 0.25), +0.10 95% CI")
+    assert "kept study" not in alone and "beside" not in alone
+    decided = show.low_freq_measured(low_key, 0.25, kept, None, build, 2)
+    assert "+0.20 95% CI [-0.05, 0.45] over 3 seeds above its layer's other heads" in decided
+    assert "(the kept study's 3 seeds)" in decided
+    assert decided.endswith("this build's 2 seed(s), beside: +0.10 " + build.text)

@@ -8,13 +8,16 @@ NoPE's best head and the untrained model's miss it. On the profile's three seeds
 the lift is too wide to place it against the line. This study makes the same selection and
 measurement on the same windows for ``--seeds`` seeds of RoPE, NoPE and RoPE's untrained twin
 (``python -m ropebook apostrophe_study``) and keeps each seed's chosen head and its measured lift,
-so the chapter decides where the study's runs are the models its profile trains, read on its
-windows (:func:`deciding_lifts`), with the build's own seeds beside.
+and RoPE's head's key excess (its slowest-quarter key share over its layer's other heads'), so
+the chapter decides both of its apostrophe claims on the same runs where the study's runs are the
+models its profile trains, read on its windows (:func:`deciding_estimates`), with the build's own
+seeds beside.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -76,6 +79,9 @@ def measure(
     untrained = sem.apostrophe_controls(
         models, selected, measured, windows, class_ids, max_distance=max_distance
     )[UNTRAINED]
+    key_excess = sem.apostrophe_key_excess(
+        {s: measured[MODEL, s] for s in seeds}, found[MODEL].heads
+    )
     records = []
     for (name, seed), run in models.items():
         record = {
@@ -86,6 +92,7 @@ def measure(
         }  # fmt: skip
         if name == MODEL:
             record.update({f"untrained_{k}": v for k, v in _reading(untrained, seed).items()})
+            record["key_excess"] = key_excess[seed]
         records.append(record)
     return records
 
@@ -102,7 +109,7 @@ def kept() -> dict[str, Any] | None:
 
 
 def _has_lifts(run: dict[str, Any], results: dict[str, Any]) -> str | None:
-    for key in ("lift", "untrained_lift") if run["model"] == MODEL else ("lift",):
+    for key in ("lift", "untrained_lift", "key_excess") if run["model"] == MODEL else ("lift",):
         if not isinstance(run.get(key), (int, float)) or not np.isfinite(run[key]):
             return f"has no finite {key}"
     return None
@@ -110,7 +117,8 @@ def _has_lifts(run: dict[str, Any], results: dict[str, Any]) -> str | None:
 
 def load(path=None) -> dict[str, Any]:
     """The kept results file, or a ValueError naming what is wrong with it (also a run without
-    a finite lift, a RoPE run without its untrained twin's, or a model missing)."""
+    a finite lift, a RoPE run without its untrained twin's or its key excess, or a model
+    missing)."""
     return studies.load_checked(STUDY, path, check_run=_has_lifts, required=MODELS)
 
 
@@ -122,6 +130,24 @@ def lifts(results: Mapping[str, Any]) -> tuple[dict[str, list[float]], tuple[int
     found = {name: [by_run[name, s]["lift"] for s in seeds] for name in MODELS}
     found[UNTRAINED] = [by_run[MODEL, s]["untrained_lift"] for s in seeds]
     return found, seeds
+
+
+def key_excess(results: Mapping[str, Any]) -> list[float]:
+    """RoPE's apostrophe head's key excess per paired seed, in the order of :func:`lifts`
+    (:func:`ropebook.analysis.semantic.apostrophe_key_excess`)."""
+    seeds = studies.paired_seeds(dict(results))
+    by_seed = {r["seed"]: r["key_excess"] for r in results["runs"] if r["model"] == MODEL}
+    return [by_seed[s] for s in seeds]
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What the chapter reads from the kept study: each model's best-head lift over its seeds
+    (RoPE first, then its controls) and RoPE's apostrophe head's key excess over the same
+    seeds, so the low-frequency claim is gated and measured on the same runs."""
+
+    lifts: dict[str, Any]
+    key_excess: Any
 
 
 def deciding_lifts(
@@ -149,16 +175,20 @@ def deciding_estimates(
     n_windows: int,
     window_seed: int,
     max_distance: int,
-) -> tuple[dict[str, Any] | None, str]:
-    """:func:`deciding_lifts` as the chapter reads them: each model's lift over the study's
-    seeds (``{name: Estimate}``, RoPE first, then its controls) and what they rest on, or
-    ``None`` and "this build's seeds (why not)", for the page."""
+) -> tuple[Kept | None, str]:
+    """The kept study as the chapter reads it (:class:`Kept`: intervals over the study's seeds)
+    where it may decide (:func:`deciding_lifts`), with what it rests on; else ``None`` and
+    "this build's seeds (why not)", for the page."""
     found, why = deciding_lifts(
         results, profile, n_windows=n_windows, window_seed=window_seed, max_distance=max_distance
     )
-    if found is None:
+    if found is None or results is None:
         return None, f"this build's seeds ({why})"
-    return {n: sem.seed_or_window_interval(v, None, len(v)) for n, v in found[0].items()}, why
+    n = len(found[1])
+    return Kept(
+        {name: sem.seed_or_window_interval(v, None, n) for name, v in found[0].items()},
+        sem.seed_or_window_interval(key_excess(results), None, n),
+    ), why
 
 
 def main(argv: list[str] | None = None) -> int:

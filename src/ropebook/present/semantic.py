@@ -214,6 +214,22 @@ def apostrophe_measured(lifts: dict, real, beside: dict | None = None, n_seeds: 
     return text
 
 
+def low_freq_measured(low_key, flat: float, excess, real, beside=None, n_seeds: int = 0) -> str:
+    """The apostrophe head's frequency claim's measured text: this build's slowest-quarter key
+    share (``low_key``, against a ``flat`` profile's), the ``excess`` over its layer's other
+    heads that decides (the kept study's where it decided), the real checkpoint's part, and the
+    build's own excess ``beside`` (on its ``n_seeds`` seeds) where a kept study decided."""
+    text = (
+        f"slowest-quarter share of key norm {low_key.mean:.2f} (flat {flat:.2f}), "
+        f"{excess.mean:+.2f} {excess.text} above its layer's other heads"
+        + (f" (the kept study's {excess.n} seeds)" if beside else "")
+        + checkpoint_part(real, "its apostrophe head's excess")
+    )
+    if beside:
+        text += f"; this build's {n_seeds} seed(s), beside: {beside.mean:+.2f} {beside.text}"
+    return text
+
+
 def apostrophe_to_decide(lift, controls: dict, threshold: float, samples: str) -> str:
     """What would decide the apostrophe head's claim left open
     (:func:`~ropebook.analysis.semantic.controlled_parts_verdict`): while the RoPE lift's

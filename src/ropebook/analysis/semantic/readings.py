@@ -165,10 +165,15 @@ def clears(estimate: Estimate | None, threshold: float) -> bool:
     return estimate is not None and bool(np.isfinite(estimate.low) and estimate.low > threshold)
 
 
-def gated_verdict(estimate: Estimate | None, found: bool, threshold: float = 0.0) -> str:
-    """:func:`interval_verdict` of ``estimate`` against ``threshold`` where the head it reads was
-    ``found``; ``not testable here`` where there is no such head to read."""
-    if not found or estimate is None:
+def gated_verdict(estimate: Estimate | None, head: str, threshold: float = 0.0) -> str:
+    """:func:`interval_verdict` of ``estimate`` (a reading of a head) against ``threshold``
+    where the head's own verdict (``head``: e.g. its lift against the line) found it,
+    ``held``; ``cannot decide`` where that is open (whether there is a head to read is itself
+    undecided: never tallied apart as untestable); ``not testable here`` where there is no such
+    head to read (or no reading)."""
+    if head == "cannot decide":
+        return "cannot decide"
+    if head != "held" or estimate is None:
         return "not testable here"
     return interval_verdict(estimate.low, estimate.high, threshold)
 
@@ -205,14 +210,28 @@ def apostrophe_bands(
     key_shares = [r["slowest ¼"] for r in rows if r["vectors"] == "keys"]
     low_keys = seed_or_window_interval(key_shares, window_share, n_seeds=len(measured))
     excess = seed_or_window_interval(
-        [
-            share - _other_heads_share(measured[s].k_norms, *heads[s])
-            for s, share in zip(measured, key_shares, strict=True)
-        ],
+        list(apostrophe_key_excess(measured, heads).values()),
         window_share - _other_heads_share(window_k, *heads[first]),
         n_seeds=len(measured),
     )
     return rows, low_keys, excess
+
+
+def apostrophe_key_excess(
+    measured: dict[int, SemanticScan], heads: dict[int, tuple[int, int]]
+) -> dict[int, float]:
+    """Per seed, the apostrophe head's slowest-quarter share of mean key chunk norm minus the
+    mean share of the other heads of its layer: the reading :func:`apostrophe_bands` puts an
+    interval on (a kept study keeps it seed by seed)."""
+    from ropebook.analysis.frequencies import band_share
+
+    return {
+        s: float(
+            band_share(scan.k_norms[heads[s]], 0.25, "low")
+            - _other_heads_share(scan.k_norms, *heads[s])
+        )
+        for s, scan in measured.items()
+    }
 
 
 @dataclass
