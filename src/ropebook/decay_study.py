@@ -80,13 +80,7 @@ def curves(results: Mapping[str, Any]) -> tuple[dict[tuple[str, int], np.ndarray
     """``({(model, seed): [layers, 1, T]}, seeds)`` on the seeds every model has: the shape
     :func:`ropebook.analysis.decay.trained_decay` reads (one "window", the mean over them, so
     each seed's contrast is that of its mean curve, as in the chapter)."""
-    seeds = tuple(studies.paired_seeds(dict(results)))
-    by_run = {
-        (r["model"], r["seed"]): np.asarray(r["curves"], np.float64)[:, None, :]
-        for r in results["runs"]
-        if r["seed"] in seeds
-    }
-    return by_run, seeds
+    return studies.paired_arrays(dict(results), "curves", lambda curves: curves[:, None, :])
 
 
 def deciding_curves(

@@ -98,13 +98,7 @@ def mean_losses(
     """``({(model, seed): [1, lengths]}, seeds)`` on the seeds every model has: the shape the
     chapter's ``mean_loss`` has (one "window", the mean over them: a seed's paired difference
     is then the difference of its window means, as in the chapter)."""
-    seeds = tuple(studies.paired_seeds(dict(results)))
-    by_run = {
-        (r["model"], r["seed"]): np.asarray(r["mean_loss"], np.float64)[None, :]
-        for r in results["runs"]
-        if r["seed"] in seeds
-    }
-    return by_run, seeds
+    return studies.paired_arrays(dict(results), "mean_loss", lambda losses: losses[None, :])
 
 
 def deciding_losses(

@@ -157,6 +157,22 @@ def paired_seeds(results: dict[str, Any]) -> list[int]:
     return sorted(set.intersection(*by_key.values()))
 
 
+def paired_arrays(
+    results: dict[str, Any],
+    field: str,
+    shape: Callable[[np.ndarray], np.ndarray] = lambda values: values,
+) -> tuple[dict[tuple[str, int], np.ndarray], tuple[int, ...]]:
+    """``({(model, seed): shape(the run's field as a float64 array)}, seeds)`` on the seeds every
+    model has (:func:`paired_seeds`): a kept per-run reading as its chapter's code reads it."""
+    seeds = tuple(paired_seeds(results))
+    by_run = {
+        (r["model"], r["seed"]): shape(np.asarray(r[field], np.float64))
+        for r in results["runs"]
+        if r["seed"] in seeds
+    }
+    return by_run, seeds
+
+
 def why_not_deciding(
     results: dict[str, Any] | None,
     profile: str,
