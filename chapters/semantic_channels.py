@@ -451,17 +451,11 @@ kept, kept_basis = (None, "this build's seeds (n_seeds is set)") if n_seeds else
     apostrophe_study.deciding_estimates(apostrophe_study.kept(), profile, n_windows=n_windows,
                                         window_seed=seed, max_distance=max_distance))  # fmt: skip
 lifts = kept.lifts if kept else build_lift
-lift, control_lifts = lifts["rope"], {n: e for n, e in lifts.items() if n != "rope"}
+lift, real_lift = lifts["rope"], real_apostrophe.lift if real_apostrophe else None
 over = "seeds" if lift.n > 1 else "windows of one seed"  # what the intervals are over
-real_lift = real_apostrophe.lift if real_apostrophe else None
 glue("semantic_channels.kept.basis", kept_basis, display=False)
-_ = CLAIMS.record(
-    "semantic_channels.apostrophe_head",
-    sem.controlled_parts_verdict(lift, real_lift, list(control_lifts.values()), lift_threshold),
-    show.apostrophe_measured(lifts, real_lift, kept and build_lift, len(seeds)),
-    seeds=lift.n if kept else len(seeds), basis=kept_basis if kept else None,
-    to_decide=show.apostrophe_to_decide(lift, control_lifts, lift_threshold, over),
-)  # fmt: skip
+CLAIMS.record("semantic_channels.apostrophe_head", **show.apostrophe_head_record(
+    lifts, real_lift, lift_threshold, kept and build_lift, len(seeds), kept_basis))  # fmt: skip
 # %% [markdown]
 # Every head of the `rope` models at a glance: the apostrophe lift (measuring half) against the
 # position R². An apostrophe head sits high on the left (content-driven, attends to apostrophes);

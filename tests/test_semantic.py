@@ -802,3 +802,23 @@ def test_the_frequency_claims_text_says_whose_excess_decides():
     assert "+0.20 95% CI [-0.05, 0.45] over 3 seeds above its layer's other heads" in decided
     assert "(the kept study's 3 seeds)" in decided
     assert decided.endswith("this build's 2 seed(s), beside: +0.10 " + build.text)
+
+
+def test_the_apostrophe_head_record_rests_on_the_kept_lifts_with_the_build_beside():
+    est = semantic.Estimate
+    above, below = est(0.5, 0.4, 0.6, "[0.4, 0.6]", 16), est(0.0, -0.1, 0.05, "[-0.1, 0.05]", 16)
+    kept = {"rope": above, "nope": below, "untrained rope": below}
+    build = {"rope": est(0.3, 0.0, 0.6, "b", 3)} | {n: below for n in ("nope", "untrained rope")}
+    decided = show.apostrophe_head_record(kept, None, 0.1, build, 3, "the kept study's 16")
+    assert decided["evidence"] == "held" and decided["seeds"] == 16
+    assert decided["basis"] == "the kept study's 16"
+    assert decided["measured"].endswith(
+        "this build's 3 seed(s), beside: rope 0.300 b; "
+        "nope 0.000 [-0.1, 0.05]; untrained rope 0.000 [-0.1, 0.05]"
+    )
+    alone = show.apostrophe_head_record(build, None, 0.1, None, 3, "this build's seeds (why)")
+    assert alone["evidence"] == "cannot decide" and alone["seeds"] == 3 and alone["basis"] is None
+    assert "beside" not in alone["measured"]
+    assert alone["to_decide"] == show.apostrophe_to_decide(
+        build["rope"], {n: below for n in ("nope", "untrained rope")}, 0.1, "seeds"
+    )

@@ -214,6 +214,31 @@ def apostrophe_measured(lifts: dict, real, beside: dict | None = None, n_seeds: 
     return text
 
 
+def apostrophe_head_record(
+    lifts: dict,
+    real,
+    threshold: float,
+    build: dict | None = None,
+    n_seeds: int = 0,
+    basis: str | None = None,
+) -> dict:
+    """The apostrophe head claim's record (``CLAIMS.record``'s evidence and keywords), read on
+    ``lifts`` (name -> Estimate, RoPE first, then its controls: the kept study's where it
+    decided, on ``basis``, the build's own ``build`` beside on its ``n_seeds``), the real
+    checkpoint's ``real`` and the line ``threshold``."""
+    from ropebook.analysis.semantic import controlled_parts_verdict
+
+    (_, lift), *controls = lifts.items()
+    over = "seeds" if lift.n > 1 else "windows of one seed"  # what the intervals are over
+    return {
+        "evidence": controlled_parts_verdict(lift, real, [e for _, e in controls], threshold),
+        "measured": apostrophe_measured(lifts, real, build, n_seeds),
+        "seeds": lift.n if build else n_seeds,
+        "basis": basis if build else None,
+        "to_decide": apostrophe_to_decide(lift, dict(controls), threshold, over),
+    }
+
+
 def low_freq_measured(low_key, flat: float, excess, real, beside=None, n_seeds: int = 0) -> str:
     """The apostrophe head's frequency claim's measured text: this build's slowest-quarter key
     share (``low_key``, against a ``flat`` profile's), the ``excess`` over its layer's other
