@@ -15,6 +15,7 @@ from ropebook import (
     data,
     decay_study,
     layout_language,
+    layout_ratio,
     pe_zoo_study,
     studies,
     table2_study,
@@ -477,7 +478,8 @@ def test_the_kept_apostrophe_study_is_current_and_decides_the_cpu_build():
 
 
 @pytest.mark.parametrize(
-    "module", [decay_study, pe_zoo_study, apostrophe_study, table2_study, layout_language]
+    "module",
+    [decay_study, pe_zoo_study, apostrophe_study, table2_study, layout_language, layout_ratio],
 )
 def test_a_kept_studys_command_writes_itself_again(module, monkeypatch, tmp_path):
     """The command a kept file names, given to its module's command line (measuring stubbed:

@@ -46,7 +46,6 @@ runs against what :func:`job` trains today.
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -340,30 +339,22 @@ def against_four_layers(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m ropebook {STUDY}",
-        description="Train Gemma 3's and 4's layouts at 5:1, global layer last and first, on "
-        "recall, k-back and language, and write their results file.",
-    )
-    parser.add_argument("--profile", default="cpu", choices=tuple(zoo.PROFILES))
-    parser.add_argument(
-        "--seeds", type=int, default=3,
-        help="seeds 0..N-1 (default 3; 1 writes a first seed, read without intervals)",
+    parser = studies.seeds_parser(
+        STUDY, "Train Gemma 3's and 4's layouts at 5:1, global layer last and first, on recall, "
+        "k-back and language, and write their results file.", seeds=3,
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="results file (default: kept)")
-    args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be at least 1, got {args.seeds}")
+    args = studies.parse(  # 1 writes a first seed, read without intervals
+        parser, argv, {"seeds": (1, "a first seed is read without intervals")}
+    )
     out = studies.path_of(STUDY) if args.out is None else args.out
     if not out.parent.is_dir():
         parser.error(f"--out: no folder {out.parent} to write {out.name} in")
     records = measure(tuple(range(args.seeds)), profile=args.profile)
-    command = f"python -m ropebook {STUDY} --profile {args.profile} --seeds {args.seeds}"
-    path = studies.write(
-        STUDY, records, profile=args.profile, regime=f"task and {LANGUAGE_REGIME}",
-        domain=", ".join(DOMAINS), command=command, path=out, n_layers=N_LAYERS,
-        arms=[a for a, _, _ in ARMS], steps=STEPS[args.profile], criterion=CRITERION,
-        max_factor=MAX_FACTOR[args.profile], n_windows=N_WINDOWS, predictions=PREDICTIONS,
+    studies.write_from(
+        STUDY, args, records, regime=f"task and {LANGUAGE_REGIME}", domain=", ".join(DOMAINS),
+        path=out, n_layers=N_LAYERS, arms=[a for a, _, _ in ARMS], steps=STEPS[args.profile],
+        criterion=CRITERION, max_factor=MAX_FACTOR[args.profile], n_windows=N_WINDOWS,
+        predictions=PREDICTIONS,
     )  # fmt: skip
-    print(f"written: {path}")
     return 0

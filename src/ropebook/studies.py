@@ -299,11 +299,13 @@ def write_from(
     regime: str,
     domain: str,
     settings: Sequence[str] = (),
+    path: Path | None = None,
     **about: Any,
 ) -> Path:
     """:func:`write` the runs a study's command line (:func:`seeds_parser`) made, with that
     command (``--profile``, ``--seeds`` and each of ``settings``, argparse dests) and each
-    setting as a field of the file (what :func:`why_not_deciding` compares with a chapter's)."""
+    setting as a field of the file (what :func:`why_not_deciding` compares with a chapter's),
+    to ``path`` (default: the kept file)."""
     options = ("profile", "seeds", *settings)
     command = " ".join(
         [f"python -m ropebook {study}"]
@@ -312,7 +314,7 @@ def write_from(
     fields = {s: getattr(args, s) for s in settings if s != "domain"}  # domain: write's own
     path = write(
         study, runs, profile=args.profile, regime=regime, domain=domain, command=command,
-        **fields, **about,
+        path=path, **fields, **about,
     )  # fmt: skip
     print(f"written: {path}")
     return path
