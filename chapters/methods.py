@@ -91,7 +91,7 @@ CLAIMS = claims.ClaimSet(
         "methods.evaluation_noise", f"{RESOLUTION}: matched runs",
         "The headline comparison's noise is training noise: its evaluation variance is at most a "
         "tenth of its training variance, so more seeds, not more held-out tokens, tighten it",
-        claims.given,  # NoiseSplit.negligible; one seed: not testable here
+        claims.given,  # NoiseSplit.negligible; one seed: cannot decide
     ),
     claims.ClaimSpec(
         "methods.pairing", "Summers and Dinneen 2021: matched runs",
@@ -223,8 +223,8 @@ for name, value in {
 
 # %% [markdown]
 # How many seeds a model gets depends on the profile a build runs, and the seed plan raises a
-# few comparisons beyond it ({ref}`methods-power`); a profile with a single seed can test no
-# comparison (*not testable here*). What each profile trains (layers × heads × head dimension,
+# few comparisons beyond it ({ref}`methods-power`); a profile with a single seed decides no
+# comparison (each stays *cannot decide*). What each profile trains (layers × heads × head dimension,
 # model width, context, training tokens per model, seeds per Table 2 model):
 
 # %% tags=["hide-input"]
@@ -247,12 +247,14 @@ plots.table(show.profile_rows(profile))
 #   decided null, any effect smaller than the margin;
 # - **cannot decide** when it contains zero and reaches past the margin: the run then only
 #   *bounds* the effect ($|\Delta|$ is below the interval's larger end), and the record says how
-#   many seeds would decide it;
+#   many seeds would decide it; so too with a single seed, which measured the claim but gives no
+#   interval;
 # - **uninformative here** when the regime cannot tell the claim by construction, whatever the
 #   interval: 0.75-RoPE against RoPE where the planes it frees turn less than a quarter turn over
 #   the span tested ({ref}`p-rope-table2`); such a test is no verdict on the paper, is tallied
 #   apart and names the regime that would decide it;
-# - **not testable here** with a single seed, which gives no interval.
+# - **not testable here** where nothing in this build measures the claim (no checkpoint, no
+#   model of the kind it is about).
 #
 # Only *findings* — claims the data could contradict — get these verdicts. Symbolic proofs and
 # implementation or construction checks are asserted (a failed one stops the build) and listed on

@@ -72,10 +72,11 @@ def test_a_paired_null_inside_the_margin_is_bounded():
     }
 
 
-def test_single_seed_is_not_testable():
+def test_single_seed_is_measured_but_open():
+    """One seed has no interval: the finding is open (more seeds decide it), not untestable."""
     c = ablation.compare("a", [1.0], "b", [2.0])
     assert not c.testable and not c.separated and c.status == "single seed"
-    assert c.verdict("a") == "not testable here"
+    assert c.verdict("a") == "cannot decide" == c.verdict("b", margin=5.0)
 
 
 def test_unpaired_difference_when_seed_counts_differ():
@@ -442,7 +443,7 @@ def test_seed_noise_rows_and_verdict():
     assert noise.paired["prose"]["n"] == 2
     assert ablation.noise_verdict(noise) == "cannot decide"
     single = ablation.seed_noise({"x": ablation.seed_table({"a": [1.0], "b": [2.0]})}, {})
-    assert single.paired["x"] is None and ablation.noise_verdict(single) == "not testable here"
+    assert single.paired["x"] is None and ablation.noise_verdict(single) == "cannot decide"
     single_w = ablation.seed_noise({"x": ablation.seed_table({"a": [1.0], "b": [2.0]})},
                                    {"W": {"a": 1.0, "b": 2.0}})  # fmt: skip
     assert show.seed_noise_values(single_w, {"x": "W"}) == {

@@ -25,7 +25,7 @@ def _tau(*values: float) -> tuple[float, float, ablation.Estimate]:
         ([(0.6, 0.7, 0.65), (-0.3, 0.4, 0.05)], "partly"),  # held on one, open on the other
         ([(-0.3, 0.4, 0.05), (0.5, -0.6, 0.2)], "cannot decide"),  # seeds disagree on both
         ([(-0.6, -0.7, -0.65), (-0.3, 0.4, 0.05)], "not held"),  # reversed on one, open on one
-        ([(0.6,), (0.5,)], "not testable here"),  # one seed: no interval over seeds
+        ([(0.6,), (0.5,)], "cannot decide"),  # one seed: no interval over seeds, open
     ],
 )
 def test_rank_verdict_reaches_every_verdict_on_the_per_seed_tau(domains, verdict):
@@ -88,7 +88,8 @@ def test_noise_ratio_interval_is_the_gap_over_the_sd_chi_square_interval():
         ((_paired(2.0, 3), _paired(1.5, 3)), "cannot decide"),  # ratios > 1 as points only
         ((_paired(2.0, 3), _paired(0.3, 3)), "not held"),  # open on one, reversed on one
         ((_paired(2.0, 30), _paired(2.5, 30)), "held"),  # the same ratios, decided by seeds
-        ((_paired(8.0, 3), None), "not testable here"),  # one seed: no paired noise
+        ((_paired(8.0, 3), None), "partly"),  # held on one, no paired seeds (open) on the other
+        ((None, None), "cannot decide"),  # one seed: no paired noise, measured and open
     ],
 )
 def test_noise_verdict_reaches_every_verdict(paired, verdict):

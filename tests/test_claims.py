@@ -96,6 +96,14 @@ def test_combine_the_parts_that_could_be_tested():
     assert claims.combine_testable(["not testable here"] * 2) == "not testable here"
 
 
+def test_too_few_runs_leaves_a_measured_finding_open_and_an_unmeasured_one_untestable():
+    """One convention for every rule with a minimum of runs: a single seed measured the claim
+    (open, more seeds decide it); only no run at all makes it untestable here."""
+    assert claims.too_few_runs(1) == "cannot decide"
+    assert claims.too_few_runs(0) == "not testable here"
+    assert claims.combine([claims.too_few_runs(1), "held"]) == "partly"
+
+
 # ---------------------------------------------------------------- every rule family, every way
 def test_interval_rules_reach_every_verdict():
     above = claims.interval_above(0.0, margin=0.5)

@@ -172,7 +172,8 @@ def test_anatomy_numbers_drop_decimals_from_100_up():
         (1.5, 64, None, "not held"),  # wholly above
         (1.0, 4, None, "cannot decide"),  # straddles, wide
         (1.0, 4000, 0.1, "bounded"),  # straddles, inside 1 ± 0.1
-        (1.0, 1, None, "not testable here"),  # one value: no s.d.
+        (1.0, 1, None, "cannot decide"),  # one value: no s.d., measured and open
+        (1.0, 0, None, "not testable here"),  # nothing measured
     ],
 )
 def test_sd_target_reaches_every_verdict(sd, n, margin, verdict):
@@ -200,7 +201,7 @@ def test_estimate_target_reads_an_interval_already_formed():
         (64, 0.1, 8.0, None, "not held"),  # eval s.d. 0.35 > the training s.d.
         (3, 1.0, 6.0, None, "cannot decide"),  # share ≈ 0.07 at 3 seeds: interval spans 0.1
         (5000, 1.0, math.sqrt(noise.NEGLIGIBLE * 512), 0.01, "bounded"),  # at 0.1, tightly
-        (1, math.nan, 1.0, None, "not testable here"),
+        (1, math.nan, 1.0, None, "cannot decide"),  # one seed: measured, no interval
     ],
 )
 def test_eval_noise_verdict_reaches_every_verdict(n_seeds, seed_sd, window_sd, margin, verdict):

@@ -305,7 +305,6 @@ ORDERINGS = {  # per-seed loss differences (nats) reaching each verdict at the 0
     "not held": [0.02, 0.021, 0.019, 0.02],
     "bounded": [0.001, -0.001] * 8,  # contains 0, within ±0.5 %
     "cannot decide": [0.05, -0.05, 0.04, -0.03],  # contains 0, reaches past ±0.5 %
-    "not testable here": [0.01],
 }
 
 
@@ -315,6 +314,10 @@ def test_ordering_verdict_reaches_every_verdict(verdict):
     assert show_recipes.ordering_verdict(c) == verdict
     if verdict == "bounded":  # without a margin the same data only bound the effect
         assert show_recipes.ordering_verdict(c, None) == "cannot decide"
+
+
+def test_an_ordering_on_one_seed_is_open_not_untestable():
+    assert show_recipes.ordering_verdict(paired([-0.5])) == "cannot decide"  # no interval
 
 
 def test_seeds_to_bound_fit_the_interval_inside_the_margin():
@@ -366,7 +369,7 @@ def test_agreement_both_ways():
     assert not apart.agree and apart.verdict() == "not held"
     assert apart.difference[2] < 0  # study − build, wholly below 0
     one = studies.agreement([0.01], kept)
-    assert not one.testable and one.verdict() == "not testable here"
+    assert not one.testable and one.verdict() == "cannot decide"  # measured, no interval
 
 
 def test_agreement_of_a_build_with_a_kept_study_and_its_verdict():

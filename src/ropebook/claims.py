@@ -187,6 +187,14 @@ def given(evidence: str) -> str:
     return evidence
 
 
+def too_few_runs(n: int) -> str:
+    """The verdict of a finding measured on too few runs (seeds) to form its interval: ``cannot
+    decide`` if any run measured it (it is open: more seeds decide it), ``not testable here``
+    only with none (nothing here measured it). Every rule with a minimum number of runs says
+    this, so a single seed is an open finding, never tallied apart as untestable."""
+    return "cannot decide" if n > 0 else "not testable here"
+
+
 def untestable(_: Any = None) -> str:
     """Always ``not testable here`` (say why in ``measured``)."""
     return "not testable here"

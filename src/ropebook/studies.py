@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ropebook import io, paths, zoo
+from ropebook import claims, io, paths, zoo
 from ropebook.stats.power import percent_of_perplexity
 
 RESULTS_DIR = paths.REPO_ROOT / "data" / "results"
@@ -366,12 +366,12 @@ class Agreement:
         agrees); else ``not held`` if it excludes 0 (they differ, by an amount not shown to be
         below the margin: evidence about the build or the study, never an error); else ``cannot
         decide`` (the interval contains 0 and reaches past the margin: too few seeds to tell
-        agreement from a difference); ``not testable here`` with fewer than 2 seeds on a side
-        (no interval)."""
+        agreement from a difference), as also with fewer than 2 seeds on a side (no interval:
+        :func:`ropebook.claims.too_few_runs`)."""
         if not margin > 0:
             raise ValueError(f"the margin must be positive, got {margin}")
         if not self.testable:
-            return "not testable here"
+            return claims.too_few_runs(min(self.n_here, self.n_kept))
         _, low, high = self.difference
         if -margin <= low and high <= margin:
             return "held"
@@ -387,7 +387,7 @@ class Agreement:
         if margin is not None:
             return self.equivalence(margin)
         if not self.testable:
-            return "not testable here"
+            return claims.too_few_runs(min(self.n_here, self.n_kept))
         return "held" if self.agree else "not held"
 
     def can_show_agreement(self, margin: float) -> bool:

@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ropebook import model, rope, scaling
+from ropebook import claims, model, rope, scaling
 from ropebook.analysis import chunk_norms, mean_interval
 
 FINETUNE_FORMAT = 1  # part of every fine-tune hash: bump when the fine-tune recipe changes
@@ -275,10 +275,11 @@ class Change:
         return f"{self.percent:+.{digits}f} {u} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
 
     def verdict_lower(self) -> str:
-        """Verdict on "``a`` is lower": ``not testable here`` with one seed, ``not held`` for an
-        exact tie on every seed (e.g. two accuracies of 0)."""
+        """Verdict on "``a`` is lower": ``cannot decide`` with one seed
+        (:func:`ropebook.claims.too_few_runs`), ``not held`` for an exact tie on every seed (e.g.
+        two accuracies of 0)."""
         if self.n < 2:
-            return "not testable here"
+            return claims.too_few_runs(self.n)
         if self.low == self.high == 0:
             return "not held"
         return "held" if self.high < 0 else "not held" if self.low > 0 else "cannot decide"

@@ -188,8 +188,10 @@ def sd_target(
 ) -> tuple[str, tuple[float, float]]:
     """The verdict on "the s.d. is at most ``target``" from a sample s.d. of ``n`` values (its
     chi-square interval, :func:`ropebook.stats.power.sd_interval`), and that interval;
-    ``not testable here`` without two values (no s.d.)."""
-    if n < 2 or not math.isfinite(sd):
+    without two values (no s.d.), :func:`ropebook.claims.too_few_runs`."""
+    if n < 2:
+        return claims.too_few_runs(n), (math.nan, math.nan)
+    if not math.isfinite(sd):
         return "not testable here", (math.nan, math.nan)
     low, high = power.sd_interval(sd, n, confidence)
     verdict = claims.verdict_from_interval(low, high, threshold=target, above=False, margin=margin)
@@ -217,9 +219,11 @@ def eval_noise_verdict(
     split: NoiseSplit, confidence: float = 0.95, margin: float | None = None
 ) -> str:
     """The verdict on "evaluation noise is negligible" (share at most
-    :data:`ropebook.stats.noise.NEGLIGIBLE`) from :func:`eval_share_interval`; ``not testable
-    here`` with one seed."""
+    :data:`ropebook.stats.noise.NEGLIGIBLE`) from :func:`eval_share_interval`; ``cannot
+    decide`` with one seed (:func:`ropebook.claims.too_few_runs`)."""
+    if split.n_seeds < 2:
+        return claims.too_few_runs(split.n_seeds)
     low, high = eval_share_interval(split, confidence)
-    if not math.isfinite(low):
+    if not math.isfinite(low):  # no training noise to compare with
         return "not testable here"
     return claims.verdict_from_interval(low, high, threshold=NEGLIGIBLE, above=False, margin=margin)

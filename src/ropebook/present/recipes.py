@@ -344,8 +344,8 @@ def _differences_panel(
 def ordering_verdict(c: ablation.Comparison, margin: float | None = recipes.MARGIN) -> str:
     """The verdict on a Table 2 ordering "``c.a`` has the lower perplexity": ``held`` or ``not
     held`` where the paired interval excludes 0, ``bounded`` where it lies within ``± margin`` %
-    (:data:`ropebook.recipes.MARGIN`, fixed before the data), else ``cannot decide``; ``not
-    testable here`` with one seed (:meth:`~ropebook.analysis.ablation.Comparison.verdict`)."""
+    (:data:`ropebook.recipes.MARGIN`, fixed before the data), else ``cannot decide`` (also with
+    one seed: :meth:`~ropebook.analysis.ablation.Comparison.verdict`)."""
     return c.verdict(c.a, margin=margin)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ropebook.analysis import mean_interval
+from ropebook.claims import too_few_runs
 from ropebook.recipes import MARGIN
 from ropebook.stats.power import bound_text, min_detectable_effect, percent_of_perplexity
 
@@ -184,8 +185,8 @@ class Comparison:
         the two in that direction, ``not held`` if the other way; when it does not separate them,
         ``bounded`` if the difference's interval lies within ``± margin`` (in its units: percent
         of perplexity for a ``log`` comparison; a margin fixed before the data), else ``cannot
-        decide`` (:attr:`bound` says how large the effect can be); ``not testable here`` with a
-        single seed.
+        decide`` (:attr:`bound` says how large the effect can be), as also with a single seed on
+        a side (:func:`ropebook.claims.too_few_runs`).
 
         ``test="paired"``: the paired difference's interval excludes 0 (falls back to
         ``"intervals"`` when the seeds differ); ``test="intervals"``: the two intervals do not
@@ -195,7 +196,7 @@ class Comparison:
         if test not in ("paired", "intervals"):
             raise ValueError(f"unknown test {test!r}; valid tests: paired, intervals")
         if not self.testable:
-            return "not testable here"
+            return too_few_runs(min(self.a_est.n, self.b_est.n))
         if test == "paired" and self.paired:
             if not self.paired_separated:
                 return "bounded" if self.within(margin) else "cannot decide"
@@ -313,18 +314,19 @@ def rank_verdict(matched: Sequence[tuple[float, float, Estimate]]) -> str:
     ``(τ, p, per-seed τ)`` (one per domain), the seed the unit of replication: per domain, the
     interval over seeds of each seed's own τ against 0 (:func:`ropebook.claims
     .verdict_from_interval`: ``held`` above 0, ``not held`` below, ``cannot decide`` if it
-    contains 0), the domains combined by :func:`ropebook.claims.combine`; ``not testable here``
-    on a domain with one seed (no interval). The τ and p of the mean ranking are not used: that
+    contains 0), the domains combined by :func:`ropebook.claims.combine`; ``cannot decide`` on a
+    domain with one seed (no interval). The τ and p of the mean ranking are not used: that
     p treats the seven encodings as the replicates, and says nothing of another seed's ranking."""
     return combine_verdicts([tau_verdict(per_seed) for _, _, per_seed in matched])
 
 
 def tau_verdict(per_seed: Estimate) -> str:
-    """One domain of :func:`rank_verdict`: the per-seed τ's interval against 0."""
+    """One domain of :func:`rank_verdict`: the per-seed τ's interval against 0 (one seed:
+    :func:`ropebook.claims.too_few_runs`)."""
     from ropebook.claims import verdict_from_interval
 
     if per_seed.n < 2:
-        return "not testable here"
+        return too_few_runs(per_seed.n)
     return verdict_from_interval(per_seed.low, per_seed.high, threshold=0.0)
 
 
@@ -489,11 +491,12 @@ def noise_ratio_interval(
 def noise_domain_verdict(paired: Mapping[str, float] | None, confidence: float = 0.95) -> str:
     """One domain of :func:`noise_verdict`: ``held`` if the s.d.'s chi-square interval lies
     wholly below the gap (the ratio's interval above 1), ``not held`` if wholly above it,
-    ``cannot decide`` if it contains the gap; ``not testable here`` without paired seeds."""
+    ``cannot decide`` if it contains the gap, as also without paired seeds (measured, but not on
+    the same ≥ 2 seeds: :func:`ropebook.claims.too_few_runs`)."""
     from ropebook.claims import verdict_from_interval
 
     if paired is None:
-        return "not testable here"
+        return too_few_runs(1)
     return verdict_from_interval(*noise_ratio_interval(paired, confidence), threshold=1.0)
 
 
@@ -503,7 +506,7 @@ def noise_verdict(noise: SeedNoise, confidence: float = 0.95) -> str:
     (:func:`noise_domain_verdict`; 3 seeds give that s.d. 2 degrees of freedom, so its point
     value alone decides nothing), the domains combined by :func:`ropebook.claims.combine`
     (``held`` on every domain, ``partly`` on some, ``not held`` where none holds and one is
-    established false, else ``cannot decide``; ``not testable here`` without paired seeds)."""
+    established false, else ``cannot decide``, as also without paired seeds)."""
     return combine_verdicts([noise_domain_verdict(p, confidence) for p in noise.paired.values()])
 
 
