@@ -257,10 +257,15 @@ def test_over_seeds_and_verdict_helpers():
     assert fq.combine_verdicts(["not held", "not held"]) == "not held"
     assert fq.combine_verdicts(["held", "not held"]) == "partly"
     assert fq.combine_verdicts(["partly", "held"]) == "partly"
-    assert fq.interval_verdict(one, 0.25) == "held" and fq.interval_verdict(one, 0.5) == "not held"
+    above, below = fq.over_seeds([0.3, 0.31]), fq.over_seeds([0.3, 0.29])
+    assert (
+        fq.interval_verdict(above, 0.2) == "held" and fq.interval_verdict(below, 0.5) == "not held"
+    )
+    assert fq.interval_verdict(one, 0.25) == "cannot decide"  # one seed: the point, no interval
     assert fq.flat_bound(2, 8) == pytest.approx(2 / np.sqrt(14))
-    assert fq.flat_verdict([0.1], 0.5)[0] == "held"
-    assert fq.flat_verdict([-0.9], 0.5)[0] == "not held"
+    assert fq.flat_verdict([0.1, 0.11], 0.5)[0] == "held"
+    assert fq.flat_verdict([-0.9, -0.91], 0.5)[0] == "not held"
+    assert fq.flat_verdict([0.1], 0.5)[0] == "cannot decide"  # one seed decides nothing
     assert fq.flat_verdict([0.4, 0.6], 0.5)[0] == "cannot decide"  # interval across the bound
     assert fq.combine_verdicts(["cannot decide", "not held"]) == "not held"
     assert fq.combine_verdicts(["cannot decide", "cannot decide"]) == "cannot decide"
@@ -289,15 +294,20 @@ def test_band_shares_trends_and_their_tables():
 
 
 def test_low_band_reading():
-    above = np.array([[0.3, 0.4]])  # one seed, two layers
-    reading = fq.low_band_reading(above, np.array([[0.35, 0.2]]), uniform=0.25)
+    def seeds(*layers):  # two seeds that read the same: a zero-width interval, decided
+        return np.array([layers, layers])
+
+    above = seeds(0.3, 0.4)  # two layers
+    reading = fq.low_band_reading(above, seeds(0.35, 0.2), uniform=0.25)
     assert reading.q.mean == pytest.approx(0.35) and reading.k.mean == pytest.approx(0.275)
     assert reading.verdict == "held"
     assert reading.every_layer_fraction == 0.75 and reading.every_layer_verdict == "partly"
-    below = fq.low_band_reading(above, np.array([[0.1, 0.2]]), uniform=0.25)
+    below = fq.low_band_reading(above, seeds(0.1, 0.2), uniform=0.25)
     assert below.verdict == "partly" and below.every_layer_verdict == "partly"
     none = fq.low_band_reading(above / 4, above / 4, uniform=0.25)
     assert none.verdict == "not held" and none.every_layer_verdict == "not held"
+    one = fq.low_band_reading(above[:1], above[:1], uniform=0.25)  # one seed: no interval
+    assert one.verdict == "cannot decide" == one.every_layer_verdict
 
 
 def test_every_layer_is_read_over_seeds_per_layer():
@@ -324,11 +334,12 @@ def test_edge_layer_reading():
     two = fq.edge_layer_reading([usage_of(np.array([fast, slow])[:, None])], 0.25)
     assert two.verdict == "not testable here" and two.gap is None
     assert show.edge_layer_measured(two) == "only 2 layers: no middle layers to compare with"
-    three = fq.edge_layer_reading([usage_of(np.array([fast, slow, fast])[:, None])], 0.25)
+    edges, centre = usage_of(np.array([fast, slow, fast])[:, None]), usage_of(np.array([slow, fast, slow])[:, None])  # fmt: skip
+    three = fq.edge_layer_reading([edges, edges], 0.25)  # two seeds alike: a zero-width interval
     assert three.gap.mean == pytest.approx(1 / 2 - 1 / 6) and three.verdict == "held"
     assert show.edge_layer_measured(three).endswith("+0.333 (per layer: 0.500, 0.167, 0.500)")
-    middle = fq.edge_layer_reading([usage_of(np.array([slow, fast, slow])[:, None])], 0.25)
-    assert middle.verdict == "not held"
+    assert fq.edge_layer_reading([centre, centre], 0.25).verdict == "not held"
+    assert fq.edge_layer_reading([edges], 0.25).verdict == "cannot decide"  # one seed
 
 
 def test_edge_layers_must_each_beat_every_middle_layer_over_seeds():

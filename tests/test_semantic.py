@@ -301,7 +301,7 @@ def test_interval_text_and_verdicts():
     assert semantic.interval_verdict(0.2, 0.3, 0.1) == "held"
     assert semantic.interval_verdict(0.0, 0.05, 0.1) == "not held"
     assert semantic.interval_verdict(0.05, 0.2, 0.1) == "cannot decide"
-    assert semantic.interval_verdict(0.2, 0.2, 0.1) == "not testable here"  # one sample
+    assert semantic.interval_verdict(0.2, 0.2, 0.1) == "cannot decide"  # one sample: open
     assert semantic.interval_verdict(np.nan, np.nan, 0.1) == "not testable here"
 
 

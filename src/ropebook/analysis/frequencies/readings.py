@@ -63,9 +63,13 @@ def combine_verdicts(verdicts: Sequence[str]) -> str:
 
 
 def interval_verdict(stats: SeedInterval, threshold: float) -> str:
-    """``held`` if the interval lies wholly above ``threshold``, ``not held`` if wholly below."""
-    from ropebook.claims import verdict_from_interval
+    """``held`` if the interval lies wholly above ``threshold``, ``not held`` if wholly below,
+    ``cannot decide`` if it contains it, as also on a single sample (its "interval" is the point
+    itself: :func:`ropebook.claims.too_few_runs`)."""
+    from ropebook.claims import too_few_runs, verdict_from_interval
 
+    if stats.n < 2:
+        return too_few_runs(stats.n)
     return verdict_from_interval(stats.low, stats.high, threshold=threshold)
 
 
@@ -80,9 +84,13 @@ def flat_bound(n_layers: int, n_chunks: int) -> float:
 
 def flat_verdict(samples, bound: float) -> tuple[str, SeedInterval]:
     """Is a per-seed trend flat? ``held`` if its interval lies within ``±bound``, ``not held`` if
-    it lies wholly outside, ``cannot decide`` otherwise (the interval reaches across the bound);
-    with the interval."""
+    it lies wholly outside, ``cannot decide`` otherwise (the interval reaches across the bound,
+    or a single sample has none: :func:`ropebook.claims.too_few_runs`); with the interval."""
+    from ropebook.claims import too_few_runs
+
     stats = over_seeds(samples)
+    if stats.n < 2:
+        return too_few_runs(stats.n), stats
     if -bound < stats.low and stats.high < bound:
         return "held", stats
     outside = stats.low > bound or stats.high < -bound

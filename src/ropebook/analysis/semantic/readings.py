@@ -26,12 +26,15 @@ def seed_or_window_interval(per_seed, per_window, n_seeds: int, digits: int = 2)
 
 
 def interval_verdict(low: float, high: float, threshold: float) -> str:
-    """``claims.verdict_from_interval`` for a claim that the quantity exceeds ``threshold``, or
-    ``"not testable here"`` without a real interval (no sample, or a single one: low == high)."""
+    """``claims.verdict_from_interval`` for a claim that the quantity exceeds ``threshold``;
+    ``not testable here`` without a sample (no interval), ``cannot decide`` with a single one
+    (low == high: measured, no interval; :func:`ropebook.claims.too_few_runs`)."""
     from ropebook import claims
 
-    if not (np.isfinite(low) and np.isfinite(high)) or low == high:
-        return "not testable here"
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return claims.too_few_runs(0)
+    if low == high:
+        return claims.too_few_runs(1)
     return claims.verdict_from_interval(low, high, threshold=threshold)
 
 
