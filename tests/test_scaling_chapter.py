@@ -285,7 +285,8 @@ def test_the_previous_token_head_rule_pairs_yarn_with_pi_by_seed():
     assert stretch.head_verdict(worse) == "not held"
     unresolved = _survival(none, [0.9, 0.6, 0.85], [0.9, 0.6, 0.86])
     assert stretch.head_verdict(unresolved) == "cannot decide"
-    assert stretch.head_verdict(_survival([0.8], [0.3], [0.6])) == "not testable here"
+    assert stretch.head_verdict(_survival([0.8], [0.3], [0.6])) == "cannot decide"  # one seed
+    assert stretch.head_verdict(_survival([], [], [])) == "not testable here"  # no heads
 
 
 def test_passkey_batch_and_accuracy(monkeypatch):

@@ -523,13 +523,14 @@ def head_verdict(survival: HeadSurvival, confidence: float = 0.95) -> str:
     """ "PI weakens previous-token heads; YaRN weakens them less", seed by seed: PI's drop
     (:func:`drop`) above 0 and YaRN's score minus PI's above 0 (the same heads, paired by seed),
     each an interval (:func:`ropebook.claims.combine`: both: ``held``, one: ``partly``, one the
-    other way and none for: ``not held``, else ``cannot decide``); ``not testable here`` on fewer
-    than two seeds with previous-token heads (no interval)."""
+    other way and none for: ``not held``, else ``cannot decide``), as also on a single seed with
+    previous-token heads (no interval); ``not testable here`` with none
+    (:func:`ropebook.claims.too_few_runs`)."""
     from ropebook.claims import combine, verdict_from_interval
 
     pi = drop(survival, "pi", confidence)
     if pi[3] < 2:
-        return "not testable here"
+        return claims.too_few_runs(pi[3])
     less = mean_interval(np.subtract(survival.scores["yarn"], survival.scores["pi"]), confidence)
     return combine(verdict_from_interval(lo, hi, threshold=0.0) for _, lo, hi in (pi[:3], less))
 
