@@ -591,3 +591,22 @@ def test_the_cpu_book_trains_every_pe_zoo_encoding_on_replicate_seeds():
 
     for name in zoo.PE_ZOO:
         assert len(zoo.seeds_for(name, profile="cpu")) >= biases.MIN_SEEDS, name
+
+
+def test_decay_verdict_is_graded_over_every_seeds_heads_and_replicated():
+    """FIRE's bias decays (held) only if every head of every run is non-increasing; a run with a
+    head that turns up makes it partly; one run decides nothing (it says what one initialisation
+    learnt)."""
+    all_, some, none = np.ones(4, bool), np.array([1, 1, 0, 1], bool), np.zeros(4, bool)
+    assert biases.decay_verdict({0: all_, 1: all_}) == "held"
+    assert biases.decay_verdict({0: all_, 1: some}) == "partly"
+    assert biases.decay_verdict({0: none, 1: none}) == "not held"
+    assert biases.decay_verdict({0: all_}) == "cannot decide"
+    assert biases.decay_verdict({}) == "not testable here"
+    assert biases.replicated("held", 0) == "not testable here"
+
+
+def test_final_layer_decay_reads_each_seeds_model():
+    """ALiBi's bias −m_h·(i−j) never increases with distance, in every head of every model."""
+    decays = biases.final_layer_decay({0: _zoo_model("alibi"), 3: _zoo_model("alibi", 1)}, 16)
+    assert list(decays) == [0, 3] and all(d.shape == (4,) and d.all() for d in decays.values())

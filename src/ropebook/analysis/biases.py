@@ -259,9 +259,11 @@ MIN_SEEDS = 2
 
 def replicated(verdict: str, n_seeds: int) -> str:
     """``verdict`` where it rests on at least :data:`MIN_SEEDS` seeds of each model compared,
-    else ``cannot decide``: one seed has no interval over training runs, whatever its windows'
-    interval says."""
-    return verdict if n_seeds >= MIN_SEEDS else "cannot decide"
+    else ``cannot decide`` (``not testable here`` with none: :func:`ropebook.claims.too_few_runs`):
+    one seed has no interval over training runs, whatever its windows' interval says."""
+    from ropebook.claims import too_few_runs
+
+    return verdict if n_seeds >= MIN_SEEDS else too_few_runs(n_seeds)
 
 
 def separation_verdict(differences: list[tuple[float, float, float]], *, n_seeds: int) -> str:
@@ -540,6 +542,28 @@ def non_increasing(profile) -> np.ndarray:
     """Per head of ``[..., R]``: is ``b(r)`` non-increasing in ``r`` (to a 1e-6 relative slack)?"""
     p = np.asarray(profile)
     return np.all(np.diff(p, axis=-1) <= 1e-6 * (1 + np.abs(p[..., 1:])), axis=-1)
+
+
+def final_layer_decay(models_by_seed: dict, length: int) -> dict[int, np.ndarray]:
+    """Per seed, per head: does the model's final-layer bias never increase with distance over
+    ``length`` positions (:func:`non_increasing` of the mean of each diagonal)?"""
+    return {
+        s: non_increasing(distance_profile(encoding_bias(m, m.config.n_layers - 1, length)))
+        for s, m in models_by_seed.items()
+    }
+
+
+def decay_verdict(per_seed: dict[int, np.ndarray]) -> str:
+    """ "A learned bias decays with distance", graded over every head of every seed
+    (:func:`final_layer_decay`): ``held`` if every head of every run is non-increasing,
+    ``not held`` if none is, else ``partly``; replicated over at least :data:`MIN_SEEDS` runs
+    (:func:`replicated`), since one trained model says what one initialisation learnt."""
+    from ropebook.claims import graded, too_few_runs
+
+    if not per_seed:
+        return too_few_runs(0)
+    heads = [bool(h) for decays in per_seed.values() for h in np.ravel(decays)]
+    return replicated(graded(heads), len(per_seed))
 
 
 # ---------------------------------------------------------------- length extrapolation
