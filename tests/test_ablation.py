@@ -749,3 +749,26 @@ def test_seed_tables_pair_comparisons_and_nope_against_its_worst_rival():
     )
     assert all(c.verdict(c.b) == "not held" for c in worst.values())
     assert worst["python"].b == show.LABELS["p-rope-0.75"]  # the highest of the other six
+
+
+def test_nope_is_highest_only_if_every_rival_is_established_below_it():
+    """An intersection: NoPE 5 % above every rival holds; 5 % below them is not held. A noisy
+    rival (3 % below NoPE on average, ±10 % seed by seed) leaves the claim open, though NoPE is
+    established above the rival with the closest *mean* (1 % below it, tightly), which alone
+    would have called it held."""
+    tables = lambda runs: ablation.seed_tables(runs, zoo.TABLE2)  # noqa: E731
+    above, below = _kept_runs(gap_percent=5.0), _kept_runs(gap_percent=-5.0)
+    assert ablation.nope_worst_verdict(above, tables(above), show.LABELS) == "held"
+    assert ablation.nope_worst_verdict(below, tables(below), show.LABELS) == "not held"
+    noisy = dict(above)
+    for d in ablation.DOMAINS:
+        nope = above["nope", d]
+        noisy["rope", d] = [
+            table2_study.KeptRun(m.seed, m.val_ppl * (0.97 + 0.1 * (-1) ** m.seed)) for m in nope
+        ]
+        noisy["p-rope-0.75", d] = [table2_study.KeptRun(m.seed, m.val_ppl * 0.99) for m in nope]
+    closest = ablation.nope_against_worst(noisy, tables(noisy), show.LABELS)
+    assert all(
+        c.b == show.LABELS["p-rope-0.75"] and c.verdict(c.b) == "held" for c in closest.values()
+    )
+    assert ablation.nope_worst_verdict(noisy, tables(noisy), show.LABELS) == "cannot decide"

@@ -24,6 +24,7 @@ import numpy as np
 from ropebook.analysis.ablation.seeds import (
     Comparison,
     Estimate,
+    combine_verdicts,
     compare,
     estimate,
     paired_sd_percent,
@@ -159,6 +160,32 @@ def nope_against_worst(
             labels["nope"], runs["nope", d], labels[rival], runs[rival, d], confidence
         )
     return out
+
+
+def nope_worst_verdict(
+    runs: Mapping[tuple[str, str], Sequence],
+    tables: Mapping[str, Mapping[str, Estimate]],
+    labels: Mapping[str, str],
+    confidence: float = 0.95,
+) -> str:
+    """ "NoPE has the highest perplexity of them all", an intersection of claims: per corpus,
+    NoPE against *each* other encoding of ``tables`` (paired on their shared seeds), ``held``
+    only if every rival is established below it, ``not held`` if one is established above it,
+    else ``cannot decide`` (an open rival leaves the whole open: beating the closest rival alone
+    would not show it, nor would picking the rival by its observed mean); the corpora combined
+    by :func:`~ropebook.analysis.ablation.seeds.combine_verdicts`."""
+    per_domain = []
+    for d in DOMAINS:
+        verdicts = [
+            compare_models(labels["nope"], runs["nope", d], labels[r], runs[r, d], confidence)
+            .verdict(labels[r])
+            for r in tables[d] if r != "nope"
+        ]  # fmt: skip
+        per_domain.append(
+            "not held" if "not held" in verdicts
+            else "held" if all(v == "held" for v in verdicts) else "cannot decide"
+        )  # fmt: skip
+    return combine_verdicts(per_domain)
 
 
 def extend_runs(
