@@ -544,7 +544,8 @@ show.head_strip_chart(usage, seeds, band, high_head_share)
 
 # %% [markdown]
 # "A few" means at least one head and at most a quarter of them, in every seed; none, or more
-# than half, in every seed is *not held*; anything between is *partly*. For scale, the paper's
+# than half, in every seed is *not held*; between the two in every seed, *partly*. Seeds are
+# replicates: where they disagree, the claim *cannot decide*. For scale, the paper's
 # Gemma 7B has 2 of its 16 first-layer heads standing out (heads 5 and 8).
 
 # %%
@@ -567,6 +568,8 @@ CLAIMS.record(
     f"key norm in the fastest {band_chunks} chunks; first layer {first_layer_counts} of "
     f"{config.n_heads} (paper, Gemma 7B: 2 of 16)",
     seeds=n_seeds,
+    to_decide="seeds that agree on how many heads reach the share (a few, none or most in every "
+    f"one): {counts} of {n_heads_total} here; other profiles: {decide.other_profiles(profile)}",
 )
 
 # %% [markdown]

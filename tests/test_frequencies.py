@@ -389,7 +389,9 @@ def test_head_high_share_repeats_keys_over_their_query_group():
     np.testing.assert_allclose(share, [[1.0, 1.0, 0.25, 0.25]])
     assert fq.few_heads_verdict([0.25, 0.1]) == "held"
     assert fq.few_heads_verdict([0.0, 0.75]) == "not held"
-    assert fq.few_heads_verdict([0.25, 0.5]) == "partly"
+    assert fq.few_heads_verdict([0.3, 0.5]) == "partly"  # more than a few in every seed
+    assert fq.few_heads_verdict([0.25, 0.5]) == "cannot decide"  # seeds disagree: replicates
+    assert fq.few_heads_verdict([0.1]) == "cannot decide"  # one seed
 
 
 def test_positional_reading_and_table():
@@ -403,7 +405,7 @@ def test_positional_reading_and_table():
     assert reading.top_heads == [(0, 0)] and reading.top_is_positional == [True]
     assert reading.correlations[0].statistic == pytest.approx(1.0)  # same order: .5 .3 .2 .1
     assert reading.flagged_positional == 1.0 and reading.rest_positional == 0.0
-    assert reading.verdict == "held"  # one seed: its top head positional, ρ = 1 over heads
+    assert reading.verdict == "cannot decide"  # one seed: top head positional, ρ = 1, no replicate
     assert show.positional_measured(reading, [7]).startswith(
         "seed 7: top head L0H0 puts 0.90 of its attention"
     )

@@ -218,13 +218,19 @@ def head_high_share(usage: FrequencyUsage, fraction: float) -> np.ndarray:
 
 
 def few_heads_verdict(flag_fractions: Sequence[float]) -> str:
-    """ "A few heads": in every seed at least one and at most a quarter of heads are flagged →
-    held; in every seed none or more than half → not held; otherwise partly."""
-    if all(0 < f <= 0.25 for f in flag_fractions):
-        return "held"
-    if all(f == 0 or f > 0.5 for f in flag_fractions):
-        return "not held"
-    return "partly"
+    """ "A few heads", each seed a replicate: in every seed at least one and at most a quarter
+    of heads flagged → held; in every seed none or more than half → not held; in every seed
+    between (more than a quarter, at most half) → partly; seeds that disagree → cannot decide,
+    as one seed (:func:`ropebook.claims.too_few_runs`)."""
+    from ropebook.claims import too_few_runs
+
+    if len(flag_fractions) < 2:
+        return too_few_runs(len(flag_fractions))
+    classes = {
+        "held" if 0 < f <= 0.25 else "not held" if f == 0 or f > 0.5 else "partly"
+        for f in flag_fractions
+    }
+    return classes.pop() if len(classes) == 1 else "cannot decide"
 
 
 @dataclass(frozen=True)
@@ -249,20 +255,16 @@ class PositionalReading:
         """The claim's two parts, each over seeds (replicates, not parts of the claim), combined
         (:func:`ropebook.claims.combine`): the top head is positional in every seed (``held``),
         in none (``not held``), in some (``cannot decide``); share and positional attention rise
-        together, the per-seed Spearman ρ's interval over seeds above 0 (with one seed, its
-        one-sided p < 0.05 over heads either way, else ``cannot decide``)."""
-        from ropebook.claims import combine
+        together, the per-seed Spearman ρ's interval over seeds above 0. One seed decides neither
+        (:func:`ropebook.claims.too_few_runs`): one model's heads are not training runs."""
+        from ropebook.claims import combine, too_few_runs
 
         tops = self.top_is_positional
+        if len(tops) < 2:
+            return too_few_runs(len(tops))
         top = "held" if all(tops) else "not held" if not any(tops) else "cannot decide"
         rhos = np.array([c.statistic for c in self.correlations], float)
-        if len(rhos) > 1:
-            rank = interval_verdict(over_seeds(rhos), 0.0)
-        else:
-            (c,) = self.correlations
-            sure = bool(c.pvalue / 2 < 0.05)  # nan (constant values) is never sure
-            rank = "cannot decide" if not sure else "held" if c.statistic > 0 else "not held"
-        return combine([top, rank])
+        return combine([top, interval_verdict(over_seeds(rhos), 0.0)])
 
 
 def positional_reading(
