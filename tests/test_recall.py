@@ -307,3 +307,19 @@ def test_accuracy_intervals_stay_within_0_and_100_percent():
     (row,) = show.extension_table(values, [1, 2], 128, 0.95)
     assert row["1× (128)"] == "97 [82, 100]"  # t-interval 82-111 %, clipped at 100
     assert row["2× (256)"] == "17 [0, 88]"  # t-interval -55-88 %, clipped at 0
+
+
+def test_learns_where_other_fails_needs_seeds_that_separate_the_arms():
+    """A counterexample decides against; the pattern decides for only where Fisher's exact test
+    separates the shares; fewer seeds leave it open."""
+    from ropebook.analysis import recall as rc
+
+    assert rc.learns_where_other_fails([True] * 6, [False] * 3) == "held"  # p = 1/84
+    assert rc.learns_where_other_fails([True] * 3, [False] * 3) == "cannot decide"  # p = 0.05
+    assert rc.learns_where_other_fails([True] * 6, [False, True, False]) == "not held"
+    assert rc.learns_where_other_fails([True, False] * 3, [False] * 3) == "not held"
+    assert rc.learns_where_other_fails([True] * 6, [False]) == "cannot decide"  # p = 1/7
+    assert rc.learns_where_other_fails([True], []) == "not testable here"
+    assert rc.seeds_to_separate(6) == 2 and rc.seeds_to_separate(3) == 4  # 1/28; 1/35
+    assert rc.learns_where_other_fails([True] * 3, [False] * 4) == "held"
+    assert rc.seeds_to_separate(0) is None

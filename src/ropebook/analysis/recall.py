@@ -80,6 +80,39 @@ def learnt_share(runs: Sequence[Learning], confidence: float = 0.95) -> tuple[fl
     return proportion.share_interval(sum(r.learnt for r in runs), len(runs), confidence)
 
 
+def learns_where_other_fails(
+    learns: Sequence[bool], fails: Sequence[bool], alpha: float = 0.05
+) -> str:
+    """ "One arm learns (every seed), the other does not (no seed)", each seed a replicate:
+    ``not held`` on a counterexample (a seed of ``learns`` that did not learn, or one of
+    ``fails`` that did); ``held`` where none is *and* the seeds separate the two shares
+    (Fisher's exact test, one-sided p < ``alpha``: three seeds of each cannot, p = 0.05); else
+    ``cannot decide`` (the pattern, on too few seeds to tell it from chance). Without seeds on
+    a side, :func:`ropebook.claims.too_few_runs`."""
+    from scipy import stats
+
+    from ropebook.claims import too_few_runs
+
+    if not (learns and fails):
+        return too_few_runs(min(len(learns), len(fails)))
+    if not all(learns) or any(fails):
+        return "not held"
+    table = [[len(learns), 0], [0, len(fails)]]  # learnt / not, per arm
+    p = stats.fisher_exact(table, alternative="greater").pvalue
+    return "held" if p < alpha else "cannot decide"
+
+
+def seeds_to_separate(n_learns: int, alpha: float = 0.05, limit: int = 1000) -> int | None:
+    """The fewest seeds of the failing arm that, none learning beside ``n_learns`` that all did,
+    bring :func:`learns_where_other_fails`'s Fisher p, ``1 / C(n_learns + m, m)``, below
+    ``alpha``; ``None`` past ``limit`` (or with no seed that learnt)."""
+    import math
+
+    if n_learns < 1:
+        return None
+    return next((m for m in range(1, limit + 1) if math.comb(n_learns + m, m) * alpha > 1), None)
+
+
 # ---------------------------------------------------------------- scoring answers
 
 
