@@ -568,6 +568,7 @@ CLAIMS.record(  # ALiBi's and Kerple's cannot fail: not scored
     "non-increasing heads: FIRE " + ", ".join(f"{int(d.sum())}/{n_heads} (seed {s})" for s, d in fire_decays.items())
     + f"; {LABELS['alibi']} {decay_counts['alibi']}/{n_heads}, {LABELS['kerple']} {decay_counts['kerple']}/{n_heads} (seed {seed}, by construction)",
     seeds=len(fire_decays),
+    to_decide=f"FIRE models on at least 2 seeds: {decide.other_profiles(profile, 'fire')}",
 )  # fmt: skip
 
 # %% [markdown]
