@@ -793,9 +793,8 @@ CLAIMS.record(
     "; ".join(noise_measured),
     seeds=n_deciding,
     basis=f"lesson regime, {decided_on}",
-    to_decide="; ".join(noise_open)
-    if noise_claim == "cannot decide"
-    else decide.noise_to_decide("lesson", ("rope",), len(seeds)),
+    # an open domain says its seeds; one seed (no paired noise) the seeds that would pair it
+    to_decide="; ".join(noise_open) or decide.noise_to_decide("lesson", ("rope",), len(seeds)),
 )
 for d, values in show.seed_noise_values(seed_noise, DOMAINS).items():
     for name, value in values.items():
