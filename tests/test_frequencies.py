@@ -287,9 +287,13 @@ def test_band_shares_trends_and_their_tables():
         "m values": pytest.approx(3 / 16),
     }
     assert rows[-1]["layer"] == "mean" and rows[-1]["m queries"] == pytest.approx(0.5)
-    trend = {("m", k): np.array([0.9]) if k == "q" else np.array([0.01]) for k in fq.KINDS}
+    trend = {("m", k): np.full(2, 0.9 if k == "q" else 0.01) for k in fq.KINDS}  # two seeds alike
     table = show.trend_table(trend, {("m", k): low for k in fq.KINDS}, ["m"], bound=0.5)
     assert [r["profile"] for r in table] == ["structured", "flat", "flat"]
+    one = {key: values[:1] for key, values in trend.items()}  # one seed: no interval
+    assert {
+        r["profile"] for r in show.trend_table(one, {("m", k): low for k in fq.KINDS}, ["m"], 0.5)
+    } == {"unclear"}
     assert table[0]["trend"] == pytest.approx(0.9) and table[0]["slowest-band share"] == 0.5
 
 
@@ -465,9 +469,11 @@ def test_domain_similarity_reading_and_tables():
     assert reference[0]["profile correlation"] == pytest.approx(least)
     rows = show.similarity_table(similarity, {"ref": reference})
     assert [r["maps compared"] for r in rows] == ["x vs y", "x vs z", "y vs z", "ref"]
-    assert fq.domain_reading(similarity, threshold=least - 0.1).verdict == "held"
-    reading = fq.domain_reading(similarity, threshold=least + 0.1)
+    twice = similarity * 2  # two seeds that read alike: a zero-width interval, decided
+    assert fq.domain_reading(twice, threshold=least - 0.1).verdict == "held"
+    reading = fq.domain_reading(twice, threshold=least + 0.1)
     assert reading.verdict == "not held" and reading.least.mean == pytest.approx(least)
+    assert fq.domain_reading(similarity, threshold=least - 0.1).verdict == "cannot decide"
 
 
 def test_the_domain_reading_is_the_threshold_alone_over_seeds():
