@@ -169,7 +169,7 @@ def test_chapter_section_runs_the_same_code(family, tmp_path, monkeypatch):
     assert [i.tolist() for i in namespace["real_ids"]] == [i.tolist() for i in ids]
     recorded = {c.id: c.verdict for c in namespace["CLAIMS"].claims()}
     assert recorded["real_checkpoints.hf_loader"] == "held"
-    assert recorded["real_checkpoints.low_freq"] in ("held", "partly", "not held")
+    assert recorded["real_checkpoints.low_freq"] == result.low_reading(0.25).verdict
     assert recorded["real_checkpoints.diagonal_head"] in (
         "held",
         "partly",
@@ -300,7 +300,15 @@ def test_low_reading_is_the_chapters_on_an_all_rope_model(gemma3):
     _, ids = prompts.tokenize(gemma3, texts, 16, 97)
     result = analyse.analyse_checkpoint(capture.load(gemma3), ids)
     assert result.rope_layers == [0, 1]
-    assert result.low_reading(0.25) == fq.checkpoint_low_reading(result.usage, 0.25)
+    per_prompt = [
+        fq.FrequencyUsage(
+            *(result.by_prompt[kind][p] for kind in fq.KINDS), result.usage.frequencies,
+            result.usage.pairing, n_texts=1, n_tokens=result.usage.n_tokens,
+        )
+        for p in range(3)
+    ]  # fmt: skip
+    np.testing.assert_allclose(np.mean([u.q for u in per_prompt], axis=0), result.usage.q)
+    assert result.low_reading(0.25) == fq.checkpoint_low_reading(per_prompt, 0.25)
     last = result.layer_usage(1)
     np.testing.assert_array_equal(last.q, result.usage.q[1:])
     np.testing.assert_allclose(

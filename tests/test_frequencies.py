@@ -508,16 +508,34 @@ def test_checkpoint_readings_on_constructed_usage():
     flat = np.array([1.0, 2.0, 1.0, 2.0, 2.0, 1.0, 2.0, 1.0])  # no monotone trend
     q = np.broadcast_to(rising, (3, 4, 8)).copy()
     kv = np.broadcast_to(rising, (3, 2, 8)).copy()
-    held = fq.checkpoint_low_reading(usage_of(q, kv, np.broadcast_to(flat, (3, 2, 8))), 0.25)
-    assert held.verdict == "held" and held.uniform == 0.25
-    assert held.low["q"] == pytest.approx(15 / 36) and held.trend["q"] == pytest.approx(1.0)
-    assert held.bound == pytest.approx(2 / np.sqrt(21)) and abs(held.trend["v"]) < held.bound
-    # values are reported, never judged: a trend among them cannot lower the verdict
-    assert fq.checkpoint_low_reading(usage_of(q, kv, kv), 0.25).verdict == "held"
-    assert fq.checkpoint_low_reading(usage_of(q, kv[..., ::-1], kv), 0.25).verdict == "partly"
-    assert (
-        fq.checkpoint_low_reading(usage_of(q[..., ::-1], kv[..., ::-1]), 0.25).verdict == "not held"
+    wobble = [0.3 * np.sin(p + np.arange(8.0)) for p in range(5)]  # keeps each profile rising
+
+    def prompts(q, k, v=None):  # five prompts, each the profiles plus its own wobble
+        return [usage_of(q + w, k + w, None if v is None else v + w) for w in wobble]
+
+    held = fq.checkpoint_low_reading(prompts(q, kv, np.broadcast_to(flat, (3, 2, 8))), 0.25)
+    assert held.verdict == "held" and held.uniform == 0.25 and held.low["q"].n == 5
+    assert held.low["q"].low > 0.25 and held.trend["q"].mean == pytest.approx(1.0)
+    assert held.low["q"].mean == pytest.approx(
+        np.mean([fq.band_share(rising + w, 0.25, "low") for w in wobble])
     )
+    assert held.bound == pytest.approx(2 / np.sqrt(21)) and abs(held.trend["v"].mean) < held.bound
+    assert "95% intervals over 5 prompts" in held.text
+    # values are reported, never judged: a trend among them cannot lower the verdict
+    assert fq.checkpoint_low_reading(prompts(q, kv, kv), 0.25).verdict == "held"
+    assert fq.checkpoint_low_reading(prompts(q, kv[..., ::-1], kv), 0.25).verdict == "partly"
+    falling = fq.checkpoint_low_reading(prompts(q[..., ::-1], kv[..., ::-1]), 0.25)
+    assert falling.verdict == "not held"
+    assert show.checkpoint_low_to_decide(falling) == "nothing: no part of the reading is open"
+    # one prompt has no interval: open, and more prompts decide it
+    one = fq.checkpoint_low_reading(prompts(q, kv)[:1], 0.25)
+    assert one.verdict == "cannot decide" and "one prompt: no interval" in one.text
+    # prompts that disagree (half rising, half falling): the intervals straddle their lines
+    mixed = [usage_of(x, x[:, :2]) for x in (q, q[..., ::-1], q + 0.1, q[..., ::-1] + 0.1)]
+    straddle = fq.checkpoint_low_reading(mixed, 0.25)
+    assert straddle.verdict == "cannot decide"
+    assert straddle.low["q"].low < 0.25 < straddle.low["q"].high
+    assert "prompts" in show.checkpoint_low_to_decide(straddle)
     # last layer: query head 2 uses the fastest band most; its group is heads 2-3
     q[-1, 2] = rising[::-1]
     usage = usage_of(q, kv)

@@ -92,3 +92,23 @@ def test_changes_list_moved_verdicts_kinds_and_claims_that_came_or_went():
         c.claim for c in verdict_record.changes(before, after, ["decay", "p_rope"])
     ]
     assert verdict_record.changes(after, after) == []
+
+
+def test_the_landing_pages_table_of_kept_files_names_kept_verdicts_as_such(tmp_path):
+    """Kept verdicts are no study: the landing page's table of ``data/results`` says what they
+    are, with their commits, rather than a study's blanks."""
+    from ropebook.present import studies as show_studies
+
+    verdict_record.write([record("decay", [claim("decay.trained", "held")])],
+                         tmp_path / "verdicts-cpu.json")  # fmt: skip
+    study = {"study": "decay_study", "regime": "lesson", "profile": "cpu", "seeds": [0, 1, 2],
+             "machine": {"devices": "2 × cpu"}, "measured": "2026-12-03", "commit": "18fd517"}  # fmt: skip
+    (tmp_path / "decay_study.json").write_text(json.dumps(study))
+    rows = show_studies.kept_table(tmp_path).splitlines()[2:]
+    assert (
+        rows[0]
+        == "| `decay_study.json` | decay_study | lesson (cpu) | 3 | 2 × cpu | 2026-12-03 | `18fd517` |"
+    )
+    assert rows[1].startswith("| `verdicts-cpu.json` | a build's verdicts")
+    assert "all chapters (cpu) | — |" in rows[1] and rows[1].endswith("| 2026-12-02 | `abc1234` |")
+    assert "?" not in rows[1]

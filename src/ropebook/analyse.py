@@ -55,7 +55,9 @@ class CheckpointAnalysis:
     pairs than the widest); ``baseline[kind] [L, H]``: the isotropic mean pair norm;
     ``frequencies [L, K]``: every layer's grid (0 = not rotated, NaN = no such pair);
     ``grids``: every layer's :class:`ropebook.capture.RotaryGrid`; ``diagonal``/``previous
-    [L, H]``: mean attention on the token itself / the previous one.
+    [L, H]``: mean attention on the token itself / the previous one; ``by_prompt[kind]
+    [P, L, H, K]``: the pair norms of each prompt, whose mean is ``usage`` (the samples behind
+    the readings' intervals).
     """
 
     name: str
@@ -71,6 +73,7 @@ class CheckpointAnalysis:
     tokenizer: str = ""
     # the config's own reading (python -m ropebook layers), for the layer table; None if unread
     layer_reading: rope_layers.ConfigReading | None = None
+    by_prompt: dict[str, np.ndarray] | None = None
 
     def ratio(self, kind: str) -> np.ndarray:
         """``[L, H, K]`` mean pair norm over the isotropic baseline (1 = isotropic)."""
@@ -96,20 +99,30 @@ class CheckpointAnalysis:
         """The layers that rotate at least one plane."""
         return [i for i, grid in enumerate(self.grids) if grid.n_rotated]
 
-    def layer_usage(self, layer: int, planes: str = "rotated") -> fq.FrequencyUsage:
+    def layer_usage(
+        self, layer: int, planes: str = "rotated", prompt: int | None = None
+    ) -> fq.FrequencyUsage:
         """One layer's usage ``[1, H, K']`` over its ``"rotated"`` or ``"unrotated"`` planes
-        (its own heads and pairs, no padding)."""
+        (its own heads and pairs, no padding): the mean over prompts, or one ``prompt``'s."""
         grid = self.grids[layer]
         mask = grid.rotated if planes == "rotated" else ~grid.rotated
         usage, k = self.usage, grid.n_chunks
+        norms = {kind: getattr(usage, kind) for kind in KINDS}
+        if prompt is not None:
+            if self.by_prompt is None:
+                raise ValueError(
+                    f"{self.name}: no per-prompt norms kept (analyse_checkpoint keeps them)"
+                )
+            norms = {kind: self.by_prompt[kind][prompt] for kind in KINDS}
 
         def cut(x: np.ndarray) -> np.ndarray:
             rows = x[layer, :, :k]
             return rows[~np.isnan(rows).all(axis=-1)][None][..., mask]
 
         return fq.FrequencyUsage(
-            q=cut(usage.q), k=cut(usage.k), v=cut(usage.v), frequencies=grid.frequencies[mask],
-            pairing=grid.pairing, n_texts=usage.n_texts, n_tokens=usage.n_tokens,
+            **{kind: cut(x) for kind, x in norms.items()}, frequencies=grid.frequencies[mask],
+            pairing=grid.pairing, n_texts=usage.n_texts if prompt is None else 1,
+            n_tokens=usage.n_tokens,
         )  # fmt: skip
 
     def plane_ratio(self, kind: str, layer: int, planes: str = "rotated") -> np.ndarray:
@@ -128,30 +141,28 @@ class CheckpointAnalysis:
         return out
 
     def low_reading(self, band: float) -> fq.CheckpointLowReading:
-        """:func:`ropebook.analysis.frequencies.checkpoint_low_reading` over the RoPE layers'
-        rotated planes, each layer with its own band (its own number of rotated planes); on a
-        model whose layers all rotate all their planes it is that function's reading."""
-        profiles = {
-            kind: [self.layer_usage(i).layers(kind)[0] for i in self.rope_layers] for kind in KINDS
-        }
-        sizes = np.array([len(p) for p in profiles["q"]])
+        """:func:`ropebook.analysis.frequencies.low_reading_over_prompts` over the RoPE layers'
+        rotated planes, each layer with its own band (its own number of rotated planes): each
+        prompt's shares and trends averaged over the layers. On a model whose layers all rotate
+        all their planes it is :func:`~ropebook.analysis.frequencies.checkpoint_low_reading`."""
+        if self.by_prompt is None:
+            raise ValueError(
+                f"{self.name}: no per-prompt norms kept (analyse_checkpoint keeps them)"
+            )
+        n_prompts = len(self.by_prompt["q"])
+        sizes = np.array([self.grids[i].n_rotated for i in self.rope_layers])
         uniform = float(np.mean([fq.band_size(n, band) / n for n in sizes]))
-        low = {
-            kind: float(np.mean([fq.band_share(p, band, "low") for p in rows]))
-            for kind, rows in profiles.items()
-        }
-        trend = {
-            kind: float(np.mean([fq.frequency_trend(p) for p in rows]))
-            for kind, rows in profiles.items()
-        }
+        low: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        trend: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        for prompt in range(n_prompts):
+            usages = [self.layer_usage(i, prompt=prompt) for i in self.rope_layers]
+            for kind in KINDS:
+                profiles = [u.layers(kind)[0] for u in usages]
+                low[kind].append(float(np.mean([fq.band_share(p, band, "low") for p in profiles])))
+                trend[kind].append(float(np.mean([fq.frequency_trend(p) for p in profiles])))
         # twice the spread of the mean trend under random order (fq.flat_bound, per-layer sizes)
         bound = float(2 * np.sqrt(np.sum(1 / (sizes[sizes > 1] - 1))) / len(sizes))
-        favours = [low[k] > uniform and trend[k] > bound for k in ("q", "k")]  # as fq's reading
-        if all(favours) and abs(trend["v"]) < bound:
-            verdict = "held"
-        else:
-            verdict = "partly" if any(favours) else "not held"
-        return fq.CheckpointLowReading(low, trend, uniform, bound, verdict)
+        return fq.low_reading_over_prompts(low, trend, uniform, bound)
 
 
 def _stack(rows: Sequence[np.ndarray]) -> np.ndarray:
@@ -223,6 +234,7 @@ def analyse_checkpoint(
         diagonal=means["diagonal"],
         previous=means["previous"],
         layer_reading=_config_reading(model),
+        by_prompt={kind: np.stack(sums[kind]) for kind in KINDS},
     )
 
 
@@ -346,25 +358,25 @@ def _band_text(result: CheckpointAnalysis, band: float) -> str:
     return "; ".join(parts)
 
 
-def _band_lines(result: CheckpointAnalysis, band: float, low: fq.CheckpointLowReading) -> list[str]:
-    """Per kind: band shares, trend and norm / isotropic of the RoPE layers' rotated planes."""
+def _band_lines(result: CheckpointAnalysis, band: float) -> list[str]:
+    """Per kind: band shares, trend and norm / isotropic of the RoPE layers' rotated planes, of
+    the norms averaged over the prompts."""
     rope = result.rope_layers
     lines = []
     for kind in KINDS:
         ratios = [result.plane_ratio(kind, layer) for layer in rope]
         n_bands = [fq.band_size(len(r), band) for r in ratios]
-        fast = np.mean(
-            [
-                fq.band_share(result.layer_usage(layer).layers(kind)[0], band, "high")
-                for layer in rope
-            ]
+        profiles = [result.layer_usage(layer).layers(kind)[0] for layer in rope]
+        fast, slow = (
+            np.mean([fq.band_share(p, band, end) for p in profiles]) for end in ("high", "low")
         )
+        trend = np.mean([fq.frequency_trend(p) for p in profiles])
         slowest = np.mean([r[-n:].mean() for r, n in zip(ratios, n_bands, strict=True)])
         fastest = np.mean([r[:n].mean() for r, n in zip(ratios, n_bands, strict=True)])
         largest = int(np.argmax([r.max() for r in ratios]))
         lines.append(
-            f"  {fq.KIND_NAMES[kind]:8s} slowest-band share {low.low[kind]:.3f}, fastest "
-            f"{float(fast):.3f}; trend {low.trend[kind]:+.2f}; norm / isotropic: slowest band "
+            f"  {fq.KIND_NAMES[kind]:8s} slowest-band share {float(slow):.3f}, fastest "
+            f"{float(fast):.3f}; trend {float(trend):+.2f}; norm / isotropic: slowest band "
             f"{slowest:.2f}, fastest {fastest:.2f}, largest {ratios[largest].max():.2f} (layer "
             f"{rope[largest]})"
         )
@@ -421,11 +433,11 @@ def summary(
         f"({layers_text(rope)}{left_out}; planes fastest first; a band = "
         f"{_band_text(result, band)}; uniform share {low.uniform:.3f}):",
     ]
-    lines += _band_lines(result, band, low)
+    lines += _band_lines(result, band)
     lines.append(
         f"  reading (Barbero et al. 2025, App. C, Fig. 10: queries and keys favour low "
-        f"frequencies, judged on queries and keys; values shown as the control; flat bound "
-        f"±{low.bound:.2f}): {low.verdict}"
+        f"frequencies, judged on queries and keys over the prompts; values shown as the "
+        f"control): {low.verdict}; {low.text}"
     )
     last = rope[-1]
     last_usage = result.layer_usage(last)

@@ -18,12 +18,14 @@ import numpy as np
 from ropebook.analysis.frequencies import (
     KIND_NAMES,
     KINDS,
+    CheckpointLowReading,
     EdgeLayerReading,
     FrequencyUsage,
     PositionalReading,
     band_share,
     flat_verdict,
     head_high_share,
+    interval_verdict,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -336,6 +338,28 @@ def loader_table(found: dict[str, dict]) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------------
 # the readings' claim texts
+
+
+def checkpoint_low_to_decide(reading: CheckpointLowReading) -> str:
+    """What would decide Fig. 10's reading on a checkpoint where it is open: the prompts that
+    resolve its hardest open part (queries' or keys' slowest-band share against uniform, or
+    their trend against the flat bound)."""
+    from ropebook.present import decide
+
+    lines = {"slowest-band share against uniform": (reading.low, reading.uniform),
+             "trend against the flat bound": (reading.trend, reading.bound)}  # fmt: skip
+    parts = {
+        f"the {KIND_NAMES[kind]}' {what}": decide.interval_result(values[kind], line)
+        for what, (values, line) in lines.items()
+        for kind in ("q", "k")
+        if interval_verdict(values[kind], line) == "cannot decide"
+    }
+    if not parts:
+        return "nothing: no part of the reading is open"
+    what, result = decide.hardest(parts)
+    return decide.seeds_text(
+        result, unit="", what=what, samples="prompts", sd_name="s.d.", one="prompt"
+    )
 
 
 def edge_layer_measured(reading: EdgeLayerReading) -> str:

@@ -27,7 +27,8 @@ def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
 
 def kept_table(folder=None) -> str:
     """Every results file kept in ``data/results`` as a Markdown table: the study, its regime and
-    profile, seeds, devices, date and commit, as the file records them."""
+    profile, seeds, devices, date and commit, as the file records them. A build's kept verdicts
+    (:mod:`ropebook.verdict_record`: no runs, the scorecard's "before") are listed as such."""
     from pathlib import Path
 
     folder = Path(folder) if folder is not None else studies.RESULTS_DIR
@@ -37,6 +38,14 @@ def kept_table(folder=None) -> str:
         results = json.loads(path.read_text())
         machine = results.get("machine", {})
         devices = machine.get("devices") or f"{machine.get('cpu', '?')} (CPU)"
+        if "verdicts" in results:  # a build's verdicts: what the scorecard's changes are against
+            commits = ", ".join(f"`{c}`" for c in results.get("commits", [])) or "?"
+            rows.append(
+                f"| `{path.name}` | a build's verdicts (the scorecard lists what changed since) "
+                f"| all chapters ({results.get('profile', '?')}) | — | {devices} | "
+                f"{results.get('measured', '?')} | {commits} |"
+            )
+            continue
         rows.append(
             f"| `{path.name}` | {results.get('study', '?')} | {results.get('regime', '?')} "
             f"({results.get('profile', '?')}) | {len(results.get('seeds', []))} | {devices} | "

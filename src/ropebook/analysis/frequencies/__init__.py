@@ -50,6 +50,7 @@ from ropebook.analysis.frequencies.readings import (
     head_high_share,
     interval_verdict,
     low_band_reading,
+    low_reading_over_prompts,
     over_seeds,
     positional_reading,
     seed_similarities,
@@ -147,6 +148,7 @@ __all__ = [
     "domain_reading",
     "CheckpointLowReading",
     "checkpoint_low_reading",
+    "low_reading_over_prompts",
     "DiagonalHeadReading",
     "diagonal_head_reading",
 ]

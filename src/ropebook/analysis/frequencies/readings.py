@@ -339,32 +339,80 @@ def domain_reading(similarity: list[dict], threshold: float) -> DomainReading:
 
 @dataclass(frozen=True)
 class CheckpointLowReading:
-    """Do a checkpoint's queries and keys favour the slow chunks, with flat values?"""
+    """Do a checkpoint's queries and keys favour the slow chunks? Each number is a mean over the
+    prompts (each prompt's value a mean over layers), with its interval over the prompts."""
 
-    low: dict[str, float]  # slowest-band share per kind, mean over layers
-    trend: dict[str, float]  # frequency_trend per kind, mean over layers
+    low: dict[str, SeedInterval]  # slowest-band share per kind
+    trend: dict[str, SeedInterval]  # frequency_trend per kind
     uniform: float
     bound: float  # flat_bound of the checkpoint
     verdict: str
 
+    @property
+    def text(self) -> str:
+        """The measurements behind the verdict: means with their 95% intervals over prompts."""
 
-def checkpoint_low_reading(usage: FrequencyUsage, fraction: float) -> CheckpointLowReading:
-    """Held if queries and keys both hold more than the uniform slowest-band share *and* trend
-    towards the slow chunks beyond the flat bound; not held if neither does; partly otherwise.
-    Values are read the same way and reported, not judged: they are never rotated, so their
-    chunks are exchangeable and a trend among them can only be chance (or an artefact of the
-    measure, which their reading shows), never evidence against the claim."""
+        def each(values: dict[str, SeedInterval], spec: str) -> str:
+            return ", ".join(
+                f"{kind} {v.mean:{spec}}"
+                + (f" [{v.low:{spec}}, {v.high:{spec}}]" if v.n > 1 else "")
+                for kind, v in values.items()
+            )
+
+        n = self.low["q"].n
+        return (
+            f"slowest-band share {each(self.low, '.3f')} (uniform {self.uniform:.3f}); trend "
+            f"{each(self.trend, '+.2f')} (flat bound ±{self.bound:.2f}); "
+            + (f"95% intervals over {n} prompts" if n > 1 else "one prompt: no interval")
+        )
+
+
+def low_reading_over_prompts(
+    low: dict[str, Sequence[float]], trend: dict[str, Sequence[float]], uniform: float, bound: float
+) -> CheckpointLowReading:
+    """The reading from per-prompt values (``low``/``trend``: per kind, one number per prompt).
+    A kind *favours* the slow chunks (``held``) if the interval over prompts of its slowest-band
+    share lies above ``uniform`` and that of its trend above the flat ``bound``; it does not
+    (``not held``) if either lies wholly below its line; else ``cannot decide`` (as on a single
+    prompt, which has no interval). Queries and keys combine as :func:`combine_verdicts` does:
+    ``held`` if both favour, ``partly`` if one does. Values are read the same way and reported,
+    not judged: they are never rotated, so their chunks are exchangeable and a trend among them
+    can only be chance (or an artefact of the measure, which their reading shows), never evidence
+    against the claim."""
+    low_seen = {kind: over_seeds(v) for kind, v in low.items()}
+    trend_seen = {kind: over_seeds(v) for kind, v in trend.items()}
+
+    def favours(kind: str) -> str:
+        both = (
+            interval_verdict(low_seen[kind], uniform),
+            interval_verdict(trend_seen[kind], bound),
+        )
+        if "not held" in both:
+            return "not held"
+        return "held" if both == ("held", "held") else "cannot decide"
+
+    verdict = combine_verdicts([favours("q"), favours("k")])
+    return CheckpointLowReading(low_seen, trend_seen, uniform, bound, verdict)
+
+
+def checkpoint_low_reading(
+    prompts: Sequence[FrequencyUsage], fraction: float
+) -> CheckpointLowReading:
+    """:func:`low_reading_over_prompts` of a checkpoint's usage on each prompt (every layer
+    with the same planes), each prompt's share and trend a mean over the layers."""
+    usage = prompts[0]
     n_layers, n_chunks = usage.q.shape[0], usage.n_chunks
+    per_prompt = {
+        name: {kind: [float(read(u.layers(kind)).mean()) for u in prompts] for kind in KINDS}
+        for name, read in (
+            ("low", lambda p: band_share(p, fraction, "low")),
+            ("trend", frequency_trend),
+        )
+    }
     uniform = band_size(n_chunks, fraction) / n_chunks
-    low = {kind: float(band_share(usage.layers(kind), fraction, "low").mean()) for kind in KINDS}
-    trend = {kind: float(frequency_trend(usage.layers(kind)).mean()) for kind in KINDS}
-    bound = flat_bound(n_layers, n_chunks)
-    favours = [low[k] > uniform and trend[k] > bound for k in ("q", "k")]
-    if all(favours):
-        verdict = "held"
-    else:
-        verdict = "partly" if any(favours) else "not held"
-    return CheckpointLowReading(low, trend, uniform, bound, verdict)
+    return low_reading_over_prompts(
+        per_prompt["low"], per_prompt["trend"], uniform, flat_bound(n_layers, n_chunks)
+    )
 
 
 @dataclass(frozen=True)
