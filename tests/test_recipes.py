@@ -350,6 +350,31 @@ def test_gpu_files_are_the_cpu_profiles_models_and_decide_the_headlines():
         assert "same models" in record["basis"]
 
 
+def test_the_regimes_noise_rests_on_a_kept_study_of_the_same_models_both_ways():
+    """ "The paired s.d. is at most 1 %" is decided by a kept study's chi-square interval where it
+    trained this build's models (held, not held or open by its own seeds, this build beside);
+    a study of other models decides nothing (``None``: the build's runs decide)."""
+    results = recipes.load(recipes.GPU_FILES["matched"])
+    same = recipes.spec_differences(results, "cpu")
+    rng = np.random.default_rng(3)
+    noise = rng.standard_normal(64)
+    noise = (noise - noise.mean()) / noise.std(ddof=1)  # s.d. exactly 1 before scaling
+
+    def record(sd_percent, seeds=64, differences=same):
+        c = paired(list(sd_percent / 100 * noise[:seeds]))
+        return show_recipes.noise_record((1.15, 3), c, results, differences)
+
+    quiet, loud = record(0.7), record(1.4)
+    assert quiet["evidence"] == "held" and loud["evidence"] == "not held"
+    assert record(1.0, seeds=8)["evidence"] == "cannot decide"
+    assert loud["seeds"] == 64 and "NVIDIA H200" in loud["basis"]
+    sd = 100 * np.std(np.log1p(np.asarray(paired(list(0.014 * noise)).difference.values) / 100),
+                      ddof=1)  # fmt: skip
+    assert f"{sd:.2f} % of perplexity [" in loud["measured"]
+    assert "this build: median 1.15 % [0.60, 7.2" in loud["measured"]
+    assert record(1.4, differences=recipes.spec_differences(results, "smoke")) is None
+
+
 def test_arm_differences_leave_out_the_builds_seeds():
     results = synthetic(np.random.default_rng(1))
     seeds, d = recipes.arm_differences(results, exclude=(0, 1, 2))

@@ -451,6 +451,43 @@ def study_record(
     }
 
 
+def noise_record(
+    here: tuple[float, int],
+    study: ablation.Comparison,
+    results: dict[str, Any],
+    differences: dict[str, tuple[Any, Any]],
+    target: float = 1.0,
+    confidence: float = 0.95,
+) -> dict[str, Any] | None:
+    """``ClaimSet.record``'s arguments for "the s.d. of paired differences is at most ``target``
+    % of perplexity" decided by a kept study of the same models (its pair's s.d. over all its
+    seeds, :func:`~ropebook.present.noise.sd_target`'s chi-square interval), with this build's
+    ``here`` (its median s.d. in %, over its fewest paired seeds) beside; ``None`` where the
+    study trained other models, whose noise says nothing of this build's (this build decides)."""
+    from ropebook.present.noise import sd_target
+
+    if not recipes.same_model(differences):
+        return None
+    sd, n = ablation.paired_sd_percent(study), study.difference.n
+    verdict, (low, high) = sd_target(sd, n, target, confidence)
+    here_sd, here_n = here
+    here_verdict, (here_low, here_high) = sd_target(here_sd, here_n, target, confidence)
+    beside = f"this build: median {here_sd:.2f} %" + (
+        f" [{here_low:.2f}, {here_high:.2f}] over {here_n} paired seeds" if here_n >= 2 else ""
+    )
+    return {
+        "evidence": verdict,
+        "measured": f"s.d. of the paired differences {study.a} − {study.b} on the kept GPU study: "
+        f"{sd:.2f} % of perplexity [{low:.2f}, {high:.2f}] (chi-square, {n - 1} d.f.; target "
+        f"≤ {target:g} %); {beside}, {here_verdict}",
+        "seeds": n,
+        "basis": f"kept study on {study_label(results)}, {spec_text(differences)}",
+        "to_decide": f"more paired seeds of the study ({n} now): the s.d.'s interval narrows as "
+        f"√(seeds) until it leaves {target:g} % (OUT=data/results SEEDS=N bash "
+        "tools/gpu_headline.sh matched)",
+    }
+
+
 def agreement_of(
     here: ablation.Comparison,
     here_seeds: Sequence[int],
