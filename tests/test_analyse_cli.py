@@ -3,6 +3,7 @@ Cohere 2 checkpoints (local and global layers, p-RoPE, NoPE, interleaved pairs),
 a GPT-2 folder and a truncated safetensors file."""
 
 import csv
+import dataclasses
 import json
 import pathlib
 
@@ -309,6 +310,9 @@ def test_low_reading_is_the_chapters_on_an_all_rope_model(gemma3):
     ]  # fmt: skip
     np.testing.assert_allclose(np.mean([u.q for u in per_prompt], axis=0), result.usage.q)
     assert result.low_reading(0.25) == fq.checkpoint_low_reading(per_prompt, 0.25)
+    kept_none = dataclasses.replace(result, by_prompt=None)  # no per-prompt norms: named
+    with pytest.raises(ValueError, match="no per-prompt norms kept"):
+        kept_none.low_reading(0.25)
     last = result.layer_usage(1)
     np.testing.assert_array_equal(last.q, result.usage.q[1:])
     np.testing.assert_allclose(

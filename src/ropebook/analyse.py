@@ -99,6 +99,14 @@ class CheckpointAnalysis:
         """The layers that rotate at least one plane."""
         return [i for i, grid in enumerate(self.grids) if grid.n_rotated]
 
+    def prompt_norms(self) -> dict[str, np.ndarray]:
+        """``by_prompt``, or an error naming the analysis that kept none."""
+        if self.by_prompt is None:
+            raise ValueError(
+                f"{self.name}: no per-prompt norms kept (analyse_checkpoint keeps them)"
+            )
+        return self.by_prompt
+
     def layer_usage(
         self, layer: int, planes: str = "rotated", prompt: int | None = None
     ) -> fq.FrequencyUsage:
@@ -109,11 +117,7 @@ class CheckpointAnalysis:
         usage, k = self.usage, grid.n_chunks
         norms = {kind: getattr(usage, kind) for kind in KINDS}
         if prompt is not None:
-            if self.by_prompt is None:
-                raise ValueError(
-                    f"{self.name}: no per-prompt norms kept (analyse_checkpoint keeps them)"
-                )
-            norms = {kind: self.by_prompt[kind][prompt] for kind in KINDS}
+            norms = {kind: self.prompt_norms()[kind][prompt] for kind in KINDS}
 
         def cut(x: np.ndarray) -> np.ndarray:
             rows = x[layer, :, :k]
@@ -145,11 +149,7 @@ class CheckpointAnalysis:
         rotated planes, each layer with its own band (its own number of rotated planes): each
         prompt's shares and trends averaged over the layers. On a model whose layers all rotate
         all their planes it is :func:`~ropebook.analysis.frequencies.checkpoint_low_reading`."""
-        if self.by_prompt is None:
-            raise ValueError(
-                f"{self.name}: no per-prompt norms kept (analyse_checkpoint keeps them)"
-            )
-        n_prompts = len(self.by_prompt["q"])
+        n_prompts = len(self.prompt_norms()["q"])
         sizes = np.array([self.grids[i].n_rotated for i in self.rope_layers])
         uniform = float(np.mean([fq.band_size(n, band) / n for n in sizes]))
         low: dict[str, list[float]] = {kind: [] for kind in KINDS}
