@@ -68,7 +68,7 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from ropebook import analyse, claims, plots, prompts, zoo
+from ropebook import analyse, claims, head_share_study, plots, prompts, zoo
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import frequencies as fq
 from ropebook.present import decide
@@ -543,33 +543,48 @@ flagged = [share >= high_head_share for share in head_high]
 show.head_strip_chart(usage, seeds, band, high_head_share)
 
 # %% [markdown]
-# "A few" means at least one head and at most a quarter of them, in every seed; none, or more
-# than half, in every seed is *not held*; between the two in every seed, *partly*. Seeds are
-# replicates: where they disagree, the claim *cannot decide*. For scale, the paper's
-# Gemma 7B has 2 of its 16 first-layer heads standing out (heads 5 and 8).
+# "A few" means at least one head and at most a quarter of them. The seed is the unit of
+# replication: each seed's count of such heads, and the interval of their mean over seeds
+# (`fq.few_heads_reading`). The interval inside one head to a quarter of them is *held*; wholly
+# below one head (most models have none) or above half of them, *not held*; between a quarter
+# and half, *partly*; anything else *cannot decide*. For scale, the paper's Gemma 7B has 2 of its
+# 16 first-layer heads standing out (heads 5 and 8). A kept study
+# (`data/results/head_share_study.json`, made by `python -m ropebook head_share_study`) read
+# every head's share on the same prompts for many more seeds of the same model; where its runs
+# are the models this build trains, the verdict rests on it, with this build's seeds beside.
+# Here: {glue:text}`frequency_usage.kept.basis`.
 
 # %%
-counts = [int(f.sum()) for f in flagged]
 n_heads_total = config.n_layers * config.n_heads
-few_verdict = fq.few_heads_verdict([f.mean() for f in flagged])
+build_few = fq.few_heads_reading([int(f.sum()) for f in flagged], n_heads_total)
+kept_shares, kept_basis = head_share_study.deciding_shares(
+    head_share_study.kept(), profile, n_prompts=n_prompts, prompt_tokens=prompt_tokens, band=band
+)
+kept_few = kept_shares and fq.few_heads_reading(
+    [int((s >= high_head_share).sum()) for s in kept_shares[0]], n_heads_total
+)
+few = kept_few or build_few
 first_layer_counts = [int(f[0].sum()) for f in flagged]
+glue("frequency_usage.kept.basis", kept_basis if kept_few else f"this build's seeds ({kept_basis})",
+     display=False)  # fmt: skip
 
 # %% tags=["hide-input"]
-print(
-    f"heads reaching a fastest-band share of {high_head_share}: {counts} of {n_heads_total} per seed "
-    f'("a few" = at least one and at most a quarter) → {few_verdict}\n'
-    f"first layer: {first_layer_counts} of {config.n_heads} per seed; the paper (Gemma 7B, Fig. 4): "
-    f"2 of 16 first-layer heads stand out (heads 5 and 8)"
-)
+for label, reading in (("this build", build_few), ("kept study", kept_few)):
+    if reading:
+        print(f"{label}: {reading.counts} heads per seed reach a fastest-band share of "
+              f"{high_head_share}: {reading.text} → {reading.verdict}")  # fmt: skip
+print(f"first layer: {first_layer_counts} of {config.n_heads} per seed; the paper (Gemma 7B, "
+      "Fig. 4): 2 of 16 first-layer heads stand out (heads 5 and 8)")  # fmt: skip
 CLAIMS.record(
     "frequency_usage.high_freq_heads",
-    few_verdict,
-    f"{counts} of {n_heads_total} heads per seed put >= {high_head_share:.0%} of query or "
-    f"key norm in the fastest {band_chunks} chunks; first layer {first_layer_counts} of "
+    few.verdict,
+    (f"kept study: {kept_few.text}; this build's {n_seeds} seeds, beside: " if kept_few else "")
+    + f"{build_few.text}, per seed {build_few.counts} heads putting >= {high_head_share:.0%} of "
+    f"query or key norm in the fastest {band_chunks} chunks; first layer {first_layer_counts} of "
     f"{config.n_heads} (paper, Gemma 7B: 2 of 16)",
-    seeds=n_seeds,
-    to_decide="seeds that agree on how many heads reach the share (a few, none or most in every "
-    f"one): {counts} of {n_heads_total} here; other profiles: {decide.other_profiles(profile)}",
+    seeds=few.count.n,
+    basis=kept_basis if kept_few else None,
+    to_decide=show.few_heads_to_decide(few) + f"; other profiles: {decide.other_profiles(profile)}",
 )
 
 # %% [markdown]
@@ -741,7 +756,8 @@ found = {
     "low_verdict": reading.verdict, "v_trend": float(trend[model_name, "v"].mean()),
     "control_q_trend": float(trend[control_name, "q"].mean()),
     "control_k_trend": float(trend[control_name, "k"].mean()),
-    "flat_bound": float(flat_bound), "head_counts": str(counts), "n_heads_total": n_heads_total,
+    "flat_bound": float(flat_bound), "head_counts": str(build_few.counts),
+    "n_heads_total": n_heads_total, "few_heads": few.text, "few_heads_verdict": few.verdict,
     "high_head_share": float(high_head_share), "strongest_top": float(strongest_top),
     "domain_least": float(domain.least.mean), "domain_yardstick": yardstick,
     "n_seeds": n_seeds,
@@ -766,7 +782,9 @@ for name, value in found.items():
 #   ±{glue:text}`frequency_usage.flat_bound:.2f`).
 # - **Heads.** {glue:text}`frequency_usage.head_counts` of
 #   {glue:text}`frequency_usage.n_heads_total` heads reach a fastest-band share of
-#   {glue:text}`frequency_usage.high_head_share:.0%`; the strongest one puts
+#   {glue:text}`frequency_usage.high_head_share:.0%` in this build's seeds; over the deciding
+#   seeds, {glue:text}`frequency_usage.few_heads` (**{glue:text}`frequency_usage.few_heads_verdict`**
+#   for "a few"); the strongest one puts
 #   {glue:text}`frequency_usage.strongest_top:.2f` of its attention on a single offset.
 # - **Domains.** The least similar pair of domains still correlates at
 #   {glue:text}`frequency_usage.domain_least:.2f`, against
@@ -775,7 +793,7 @@ for name, value in found.items():
 # %% [markdown]
 # ## What we claim and what we measured
 #
-# The numbers come from the model and prompts above; with a single seed (the `cpu` profile) a
+# The numbers come from the model and prompts above; with a single seed (the `smoke` profile) a
 # verdict says what this one model does, not what training does in general.
 
 # %% tags=["remove-input"]

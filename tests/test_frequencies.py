@@ -391,11 +391,31 @@ def test_head_high_share_repeats_keys_over_their_query_group():
     k = np.array([[[1.0, 0, 0, 0], [1.0, 1, 1, 1]]])  # kv head 0 all fast (share 1), head 1: 1/4
     share = fq.head_high_share(usage_of(q, k), 0.25)
     np.testing.assert_allclose(share, [[1.0, 1.0, 0.25, 0.25]])
-    assert fq.few_heads_verdict([0.25, 0.1]) == "held"
-    assert fq.few_heads_verdict([0.0, 0.75]) == "not held"
-    assert fq.few_heads_verdict([0.3, 0.5]) == "partly"  # more than a few in every seed
-    assert fq.few_heads_verdict([0.25, 0.5]) == "cannot decide"  # seeds disagree: replicates
-    assert fq.few_heads_verdict([0.1]) == "cannot decide"  # one seed
+
+
+@pytest.mark.parametrize(
+    ("counts", "verdict"),
+    [
+        ([2, 2, 3, 2, 2], "held"),  # one head to a quarter of them, on every reading
+        ([1, 1, 1], "held"),  # no spread: the interval is the point
+        ([0, 0, 0, 0, 0], "not held"),  # none
+        ([0, 1, 0, 0, 0, 1, 0, 0] * 2, "not held"),  # some seeds have one: fewer than one head
+        ([30, 31, 30, 32], "not held"),  # more than half of the 48
+        ([15, 16, 15, 16], "partly"),  # more than a quarter, at most half
+        ([0, 0, 1, 1, 0], "cannot decide"),  # the build's five seeds: the interval spans one head
+        ([2], "cannot decide"),  # one seed: no interval
+    ],
+)
+def test_a_few_heads_is_read_over_seeds(counts, verdict):
+    reading = fq.few_heads_reading(counts, 48)
+    assert reading.verdict == verdict
+    assert reading.count.mean == pytest.approx(np.mean(counts))
+    assert reading.counts == counts and "of 48 heads per model" in reading.text
+    to_decide = show.few_heads_to_decide(reading)
+    if verdict == "cannot decide" and len(counts) > 1:
+        assert "seeds would detect the mean count's distance from one head" in to_decide
+    elif len(counts) > 1:
+        assert to_decide.startswith("nothing")
 
 
 def test_positional_reading_and_table():

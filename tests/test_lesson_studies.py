@@ -14,6 +14,7 @@ from ropebook import (
     apostrophe_study,
     data,
     decay_study,
+    head_share_study,
     layout_language,
     layout_ratio,
     pe_zoo_study,
@@ -22,6 +23,7 @@ from ropebook import (
     zoo,
 )
 from ropebook.analysis import biases, decay
+from ropebook.analysis import frequencies as fq
 from ropebook.analysis import semantic as sem
 
 SEEDS = (0, 1, 2)
@@ -472,6 +474,51 @@ def test_the_kept_apostrophe_study_is_current_and_decides_the_cpu_build():
     found, why = apostrophe_study.deciding_lifts(results, "cpu", **about)
     assert found is not None and "16 paired seeds" in why and results["commit"][:7] in why
     assert apostrophe_study.deciding_lifts(results, "smoke", **about)[0] is None
+
+
+# ---------------------------------------------------------------- head_share_study
+
+
+def test_the_head_share_study_keeps_the_chapters_shares(tiny_zoo, monkeypatch, tmp_path):
+    rng = np.random.default_rng(4)
+    prompts = [("p", rng.integers(0, 64, 8)) for _ in range(2)]
+    monkeypatch.setattr(fq, "passages", lambda domain, n, length: prompts[:n])
+    records = head_share_study.measure(SEEDS, profile="smoke", n_prompts=2, prompt_tokens=8,
+                                       band=0.25, progress=False)  # fmt: skip
+    assert [(r["model"], r["seed"]) for r in records] == [("rope", s) for s in SEEDS]
+    for record in records:  # the chapter's reading of the same model on the same prompts
+        model = zoo.load("rope", seed=record["seed"], profile="smoke", progress=False)
+        chapter = fq.head_high_share(fq.measure_zoo(model, [ids for _, ids in prompts]), 0.25)
+        np.testing.assert_allclose(record["head_high"], chapter, rtol=1e-5)
+    about = {"n_prompts": 2, "prompt_tokens": 8, "band": 0.25}
+    results = written(head_share_study, tmp_path, records, **about)
+    found, why = head_share_study.deciding_shares(results, "smoke", **about)
+    assert found is not None and "3 paired seeds" in why
+    assert found[1] == SEEDS and len(found[0]) == 3
+    other, why = head_share_study.deciding_shares(results, "smoke", **about | {"band": 0.5})
+    assert other is None and "band = 0.25 (this run: 0.5)" in why
+    assert head_share_study.deciding_shares(results, "cpu", **about)[0] is None
+
+
+def test_a_broken_head_share_study_names_the_problem(tmp_path):
+    def records():
+        return [{"model": "rope", "domain": "shakespeare", "seed": s, "overrides": {},
+                 "spec_hash": zoo.spec_hash("rope", seed=s, profile="smoke"),
+                 "head_high": [[0.1, 0.6], [0.3, 0.2]]} for s in SEEDS]  # fmt: skip
+
+    about = {"n_prompts": 10, "prompt_tokens": 0, "band": 0.25}
+    bad = records()
+    bad[1]["head_high"][0][1] = float("nan")
+    with pytest.raises(ValueError, match="rope seed 1 has no finite"):
+        written(head_share_study, tmp_path, bad, **about)
+    bad = records()
+    bad[2]["head_high"][1][0] = 1.5
+    with pytest.raises(ValueError, match="rope seed 2 has a share outside"):
+        written(head_share_study, tmp_path, bad, **about)
+    bad = records()
+    bad[0]["head_high"] = [[0.1, 0.2, 0.3]]
+    with pytest.raises(ValueError, match="head shares of different shapes"):
+        written(head_share_study, tmp_path, bad, **about)
 
 
 # ---------------------------------------------------------------- every kept study's command

@@ -32,11 +32,11 @@ functions included, and holds the floors below to it). Bottom to top:
   checks; studies too costly for every build, kept in the repository as results files; the
   training recipes compared on paired seeds; each build's verdicts, kept for the next to diff.
 - ``analysis``, ``analyse``, ``prompts``, ``layout_language``, ``layout_ratio``,
-  ``table2_study``, ``decay_study``, ``pe_zoo_study``, ``apostrophe_study`` — measurements,
-  numbers only, one submodule per idea; analysing one's own checkpoint; the prompts a real
-  checkpoint reads; the production layouts trained on language, Gemma's at their 5:1 ratio, and
-  Table 2, trained decay, the PE zoo's growth and the apostrophe head on many lesson seeds (six
-  studies).
+  ``table2_study``, ``decay_study``, ``pe_zoo_study``, ``apostrophe_study``,
+  ``head_share_study`` — measurements, numbers only, one submodule per idea; analysing one's own
+  checkpoint; the prompts a real checkpoint reads; the production layouts trained on language,
+  Gemma's at their 5:1 ratio, and Table 2, trained decay, the PE zoo's growth, the apostrophe
+  head and the heads' fastest-band shares on many lesson seeds (seven studies).
 - ``plots`` — figure helpers shared by chapters (Altair, vendored for offline use).
 - ``present`` — the charts, tables and sentences of the measurements (same module names).
 - ``proofs``, ``sitecheck``, ``zoo_archive``, ``zoo_command``, ``__main__`` — sympy statements per

@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,pe_zoo_study,apostrophe_study,verdicts,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,pe_zoo_study,apostrophe_study,head_share_study,verdicts,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -148,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
             "apostrophe_study",
             "apostrophe_study",
             "find the apostrophe head on many seeds, write it",
+        ),
+        (
+            "head_share_study",
+            "head_share_study",
+            "measure each head's fastest-band share on many lesson seeds, write it",
         ),
         ("verdicts", "verdict_record", "what changed against the kept verdicts; --keep keeps them"),
     ):

@@ -14,8 +14,9 @@ difference inside it; a disagreement is shown, never hidden). The studies:
 :mod:`ropebook.layout_ratio` (Gemma's layouts at 5 : 1, the global layer last and first);
 :mod:`ropebook.table2_study` (the lesson regime's Table 2 on many paired seeds);
 :mod:`ropebook.decay_study` (trained decay), :mod:`ropebook.pe_zoo_study` (the PE zoo beyond its
-context) and :mod:`ropebook.apostrophe_study` (the apostrophe head and its controls) on many
-lesson seeds. :func:`why_not_deciding` says when a kept study may decide a run's
+context), :mod:`ropebook.apostrophe_study` (the apostrophe head and its controls) and
+:mod:`ropebook.head_share_study` (the heads that use the fastest frequencies) on many lesson
+seeds. :func:`why_not_deciding` says when a kept study may decide a run's
 verdicts, :func:`deciding` reads it where it may; a study on many seeds keeps only its
 measurement and its reading, the rest is here (:func:`kept`, :func:`load_checked`,
 :func:`seeds_parser`, :func:`write_from`).

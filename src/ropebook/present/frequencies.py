@@ -20,6 +20,7 @@ from ropebook.analysis.frequencies import (
     KINDS,
     CheckpointLowReading,
     EdgeLayerReading,
+    FewHeadsReading,
     FrequencyUsage,
     PositionalReading,
     band_share,
@@ -360,6 +361,27 @@ def checkpoint_low_to_decide(reading: CheckpointLowReading) -> str:
     return decide.seeds_text(
         result, unit="", what=what, samples="prompts", sd_name="s.d.", one="prompt"
     )
+
+
+def few_heads_to_decide(reading: FewHeadsReading) -> str:
+    """What would decide "a few heads" where it is open: the seeds that put the mean count's
+    interval clear of the line it straddles (one head, or a quarter or half of the heads),
+    whichever of those it straddles needs the most."""
+    from ropebook.present import decide
+
+    if reading.count.n < 2:
+        return "a second seed, to put an interval on the count of heads over seeds"
+    lines = {"one head": 1.0, "a quarter of the heads": reading.n_heads / 4,
+             "half of the heads": reading.n_heads / 2}  # fmt: skip
+    parts = {
+        f"the mean count's distance from {name}": decide.interval_result(reading.count, line)
+        for name, line in lines.items()
+        if reading.count.low < line < reading.count.high
+    }
+    if not parts:
+        return "nothing: the interval lies clear of every line"
+    what, result = decide.hardest(parts)
+    return decide.seeds_text(result, unit="", what=what, samples="seeds", sd_name="s.d.")
 
 
 def edge_layer_measured(reading: EdgeLayerReading) -> str:

@@ -217,20 +217,43 @@ def head_high_share(usage: FrequencyUsage, fraction: float) -> np.ndarray:
     return np.maximum(q, np.repeat(k, q.shape[1] // k.shape[1], axis=1))
 
 
-def few_heads_verdict(flag_fractions: Sequence[float]) -> str:
-    """ "A few heads", each seed a replicate: in every seed at least one and at most a quarter
-    of heads flagged → held; in every seed none or more than half → not held; in every seed
-    between (more than a quarter, at most half) → partly; seeds that disagree → cannot decide,
-    as one seed (:func:`ropebook.claims.too_few_runs`)."""
+@dataclass(frozen=True)
+class FewHeadsReading:
+    """How many heads per model use the fastest band strongly, read over seeds."""
+
+    counts: list[int]  # per seed, heads flagged
+    n_heads: int  # heads per model
+    count: SeedInterval  # the mean count per model, over seeds
+    verdict: str
+
+    @property
+    def text(self) -> str:
+        """The mean count with its interval, for a claim."""
+        over = self.count.text or f"{len(self.counts)} seed, no interval"
+        return f"{self.count.mean:.2f} of {self.n_heads} heads per model ({over})"
+
+
+def few_heads_reading(counts: Sequence[int], n_heads: int) -> FewHeadsReading:
+    """ "A few heads", the seed the unit of replication: each seed's count of flagged heads, and
+    the interval of their mean over seeds. "A few" is at least one head and at most a quarter
+    of them: the interval inside [1, n/4] → held; wholly below one head (most models have none)
+    or above half of them → not held; inside (n/4, n/2] → partly (more than a few); anything
+    else → cannot decide, as one seed (:func:`ropebook.claims.too_few_runs`)."""
     from ropebook.claims import too_few_runs
 
-    if len(flag_fractions) < 2:
-        return too_few_runs(len(flag_fractions))
-    classes = {
-        "held" if 0 < f <= 0.25 else "not held" if f == 0 or f > 0.5 else "partly"
-        for f in flag_fractions
-    }
-    return classes.pop() if len(classes) == 1 else "cannot decide"
+    count = over_seeds(np.asarray(counts, dtype=np.float64))
+    quarter, half = n_heads / 4, n_heads / 2
+    if count.n < 2:
+        verdict = too_few_runs(count.n)
+    elif 1 <= count.low and count.high <= quarter:
+        verdict = "held"
+    elif count.high < 1 or count.low > half:
+        verdict = "not held"
+    elif quarter < count.low and count.high <= half:
+        verdict = "partly"
+    else:
+        verdict = "cannot decide"
+    return FewHeadsReading([int(c) for c in counts], int(n_heads), count, verdict)
 
 
 @dataclass(frozen=True)
