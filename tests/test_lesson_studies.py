@@ -521,12 +521,32 @@ def test_a_broken_head_share_study_names_the_problem(tmp_path):
         written(head_share_study, tmp_path, bad, **about)
 
 
+def test_the_kept_head_share_study_is_current_and_decides_the_cpu_build():
+    """data/results/head_share_study.json: the cpu profile's lesson RoPE as the code trains it
+    today, 16 seeds, read on the frequency-usage chapter's default prompts and band."""
+    results = head_share_study.kept()
+    assert results is not None and results["profile"] == "cpu"
+    assert studies.stale(results) == []
+    about = {"n_prompts": 10, "prompt_tokens": 0, "band": 0.25}
+    found, why = head_share_study.deciding_shares(results, "cpu", **about)
+    assert found is not None and "16 paired seeds" in why and results["commit"][:7] in why
+    assert found[1] == tuple(range(16))
+
+
 # ---------------------------------------------------------------- every kept study's command
 
 
 @pytest.mark.parametrize(
     "module",
-    [decay_study, pe_zoo_study, apostrophe_study, table2_study, layout_language, layout_ratio],
+    [
+        decay_study,
+        pe_zoo_study,
+        apostrophe_study,
+        head_share_study,
+        table2_study,
+        layout_language,
+        layout_ratio,
+    ],
 )
 def test_a_kept_studys_command_writes_itself_again(module, monkeypatch, tmp_path):
     """The command a kept file names, given to its module's command line (measuring stubbed:
