@@ -569,10 +569,10 @@ glue("frequency_usage.kept.basis", kept_basis if kept_few else f"this build's se
      display=False)  # fmt: skip
 
 # %% tags=["hide-input"]
-for label, reading in (("this build", build_few), ("kept study", kept_few)):
-    if reading:
-        print(f"{label}: {reading.counts} heads per seed reach a fastest-band share of "
-              f"{high_head_share}: {reading.text} → {reading.verdict}")  # fmt: skip
+for label, read in (("this build", build_few), ("kept study", kept_few)):
+    if read:
+        print(f"{label}: {read.counts} heads per seed reach a fastest-band share of "
+              f"{high_head_share}: {read.text} → {read.verdict}")  # fmt: skip
 print(f"first layer: {first_layer_counts} of {config.n_heads} per seed; the paper (Gemma 7B, "
       "Fig. 4): 2 of 16 first-layer heads stand out (heads 5 and 8)")  # fmt: skip
 CLAIMS.record(
