@@ -547,8 +547,8 @@ show.head_strip_chart(usage, seeds, band, high_head_share)
 # replication: each seed's count of such heads, and the interval of their mean over seeds
 # (`fq.few_heads_reading`). The interval inside one head to a quarter of them is *held*; wholly
 # below one head (most models have none) or above half of them, *not held*; between a quarter
-# and half, *partly*; anything else *cannot decide*. For scale, the paper's Gemma 7B has 2 of its
-# 16 first-layer heads standing out (heads 5 and 8). A kept study
+# and half, *partly*; anything else *cannot decide*. For scale, the paper's Gemma 7B has
+# 2 of its 16 first-layer heads standing out (heads 5 and 8). A kept study
 # (`data/results/head_share_study.json`, made by `python -m ropebook head_share_study`) read
 # every head's share on the same prompts for many more seeds of the same model; where its runs
 # are the models this build trains, the verdict rests on it, with this build's seeds beside.

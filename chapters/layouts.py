@@ -59,6 +59,7 @@ from ropebook import (
     rope_releases,
     seedplan,
     studies,
+    task_study,
     tasks,
     zoo,
 )
@@ -68,6 +69,7 @@ from ropebook.present import layout_ratio as show_ratio
 from ropebook.present import layouts as show_layouts
 from ropebook.present import recall as show
 from ropebook.present import studies as show_studies
+from ropebook.present import task_study as show_task
 
 plots.setup()
 REGIME = "task"
@@ -372,24 +374,34 @@ glue("layouts.rope_kback_change", rope_change.text(), display=False)
 glue("layouts.local_kback", CLAIMS.records["layouts.local_kback"].measured, display=False)
 
 # %% tags=["remove-input"]
-llama = runs["kback", "layout-llama4"]
-chunk = next(layer.chunk for layer in llama[0].config.layers if layer.local)
-probe = rc.task_batch(tasks.get("kback"), context, max(n_sequences // 4, 2))
-reach = lay.local_reach(probe, chunk=chunk)
-ceiling = reach + (1 - reach) / tasks.get("kback").n_data  # chance on the answers it cannot see
-at_1x = rc.accuracy(llama, probe)  # every seed, learnt or not
-gap = rc.paired(at_1x, np.full_like(at_1x, ceiling))
+# accuracy at 1× on the k-back probe (every seed, learnt or not) against the chunks' closed form
+built = lay.chunk_ceiling(runs["kback", "layout-llama4"], n_sequences)
+task_results = task_study.kept()
+kept_ceiling, ceiling_basis = task_study.deciding_ceiling(
+    task_results, profile, n_sequences=n_sequences, ceiling=built.ceiling
+)
+decides = kept_ceiling or built  # the strongest evidence: the kept study's seeds where it may
+gap, margin_text = decides.gap, f"its distance from the ±{100 * equivalence:g}-point margin"
+beside = (f"; this build's {built.gap.n} seeds, beside: {built.gap.text()} → "
+          f"{built.verdict(equivalence)}") if kept_ceiling else ""  # fmt: skip
 CLAIMS.record(
-    "layouts.chunk_ceiling", gap.equivalence(equivalence),
-    f"Llama 4 k-back at 1× minus the ceiling of {100 * ceiling:.1f} %: {gap.text()}",
+    "layouts.chunk_ceiling", decides.verdict(equivalence),
+    f"Llama 4 k-back at 1× minus the ceiling of {100 * built.ceiling:.1f} %: {gap.text()}"
+    + (" (kept study)" if kept_ceiling else "") + beside,
     seeds=gap.n, exploratory=True,  # framed after the first seed's curve stalled (see above)
-    to_decide=show.paired_to_decide(
+    basis=ceiling_basis if kept_ceiling else None,
+    to_decide=(f"more seeds of the kept study ({task_results['command']}, a larger --seeds): "
+               if kept_ceiling and task_results else "") + show.paired_to_decide(
         gap, float(np.sign(gap.estimate.mean) or 1.0) * equivalence, steps=steps,
-        what=f"its distance from the ±{100 * equivalence:g}-point margin"),
+        what=margin_text),
 )  # fmt: skip
-glue("layouts.chunk", int(chunk), display=False)
-glue("layouts.ceiling", 100 * ceiling, display=False)
-glue("layouts.chunk_gap", gap.text(), display=False)
+glue("layouts.chunk", int(built.chunk), display=False)
+glue("layouts.ceiling", 100 * built.ceiling, display=False)
+glue("layouts.chunk_gap", built.gap.text(), display=False)
+for key, value in show_task.ceiling_values(task_results, kept_ceiling).items():
+    glue(f"layouts.task_study.{key}", value, display=False)
+glue("layouts.task_study.basis", ceiling_basis if kept_ceiling else
+     f"this build's seeds decide ({ceiling_basis})", display=False)  # fmt: skip
 
 # %% [markdown]
 # Hybrid minus all-RoPE, k-back beyond the context at {glue:text}`layouts.max_factor`×
@@ -398,7 +410,22 @@ glue("layouts.chunk_gap", gap.text(), display=False)
 #
 # Llama 4's chunks of {glue:text}`layouts.chunk` tokens let
 # {glue:text}`layouts.ceiling:.1f` % of k-back's answers (chance included) be answered; its
-# accuracy at 1× minus that ceiling, every seed: {glue:text}`layouts.chunk_gap`.
+# accuracy at 1× minus that ceiling, this build's seeds: {glue:text}`layouts.chunk_gap`.
+#
+# **More seeds, planned before their data.** On the first cpu build's seeds
+# ({glue:text}`layouts.task_study.pilot_seeds` at commit
+# {glue:text}`layouts.task_study.pilot_commit`, the pilot) the gap was
+# {glue:text}`layouts.task_study.pilot_gap` points, an s.d. over seeds of
+# {glue:text}`layouts.task_study.pilot_sd` points: cannot decide. With the margin itself,
+# ±{glue:text}`layouts.task_study.target` points, as the target fixed in advance, a paired
+# t-test at 80 % power and 95 % needs {glue:text}`layouts.task_study.planned` seeds
+# (`ropebook.stats.power.seeds_needed`). A study kept in the repository
+# (`data/results/task_study.json`, by `python -m ropebook task_study`) read the same probe for
+# {glue:text}`layouts.task_study.seeds` seeds of the same model; where its runs are the models
+# this build trains (the same profile, every spec hash today's, the same probe and ceiling) it
+# decides, this build's seeds beside; elsewhere this build's seeds decide. Here:
+# {glue:text}`layouts.task_study.basis`. Over the study's seeds, the gap is
+# {glue:text}`layouts.task_study.gap`.
 
 # %% [markdown]
 # ## Recall: what the global layer does at a distance

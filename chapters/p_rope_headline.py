@@ -42,7 +42,7 @@ max_seeds = 6  # in [1, inf): most seeds an undecided matched ordering buys, cho
 # %% tags=["hide-input"]
 from myst_nb import glue
 
-from ropebook import claims, plots, recipes, seedplan, zoo
+from ropebook import claims, matched_study, plots, recipes, seedplan, zoo
 from ropebook.analysis import ablation
 from ropebook.analysis.ablation.seeds import seeds_grown
 from ropebook.present import ablation as show
@@ -167,25 +167,42 @@ CLAIMS.record(  # the strongest evidence decides: the kept GPU study, this build
     **show_recipes.study_record(gpu_cmp["matched"], gpu["matched"], matched_cmp[HEADLINE],
                                 gpu_specs["matched"], confidence, MARGIN),
 )  # fmt: skip
-for better, worse, cid in PAIRS[1:-1]:  # no study: this build's runs decide
+kept_matched, kept_basis = matched_study.deciding_runs(matched_study.kept(), profile)
+for better, worse, cid in PAIRS[1:-1]:  # the kept matched study where it trained both, else here
     c = matched_cmp[better, worse]
+    kept_pair = [(kept_matched or {}).get((n, matched_study.DOMAIN)) for n in (better, worse)]
+    studied = all(kept_pair)
+    deciding = (
+        ablation.compare_models(NAMES[better], kept_pair[0], NAMES[worse], kept_pair[1], confidence)
+        if studied else c
+    )  # fmt: skip
     grown = (
         f"exploratory: seeds added to the first {first_cmp[better, worse].difference.n} after "
         "they were judged, on their observed difference (not confirmatory); "
         if (better, worse) in exploratory else ""
     )  # fmt: skip
+    if studied:
+        grown = f"{kept_basis}; exploratory: its seed count was chosen on this build's difference; "
     CLAIMS.record(
         f"p_rope_headline.matched_{cid}",
-        show_recipes.ordering_verdict(c, MARGIN),
-        f"{c.a} {c.a_est.format(2)} vs {c.b} {c.b_est.format(2)}; paired Δ "
-        f"{c.difference.format(2)} (margin ±{MARGIN:g} %)"
-        + (f" ({c.bound})" if show_recipes.ordering_verdict(c, MARGIN) == "cannot decide" else ""),
-        seeds=c.difference.n,
+        show_recipes.ordering_verdict(deciding, MARGIN),
+        (
+            f"kept study: {show_recipes.ordering_measured(deciding, MARGIN)}; this build's "
+            f"{c.difference.n} seeds, beside: "
+            if studied
+            else ""
+        )
+        + show_recipes.ordering_measured(c, MARGIN),  # fmt: skip
+        seeds=deciding.difference.n,
         basis=f"{grown}matched regime, {matched_tokens:,} tokens/model; "
-        + show.resolution_text(c, confidence),
-        to_decide=decide.comparison_to_decide(c, seedplan.measured_sd("matched", (better, worse))),
-        exploratory=(better, worse) in exploratory,
+        + show.resolution_text(deciding, confidence),
+        to_decide=decide.comparison_to_decide(
+            deciding, seedplan.measured_sd("matched", (better, worse))
+        ),
+        exploratory=(better, worse) in exploratory or (studied and matched_study.EXPLORATORY),
     )
+glue("p_rope_headline.kept_basis",
+     kept_basis if kept_matched else f"this build's seeds ({kept_basis})", display=False)  # fmt: skip
 noise_n = min(c.difference.n for c in matched_cmp.values())  # the fewest paired seeds
 noise_verdict, noise_interval = show_noise.sd_target(matched_noise, noise_n, 1.0, confidence)
 paper_gap = (f" (the paper's median gap between encodings on Wiki: "
@@ -238,6 +255,13 @@ glue("p_rope_headline.exploratory", ", ".join(
 # evaluation noise is measured in {ref}`methods-noise-split`. Orderings whose seeds this step
 # bought after judging their first seeds, on their observed difference, are *exploratory*, not
 # confirmatory (the claims table says so): {glue:text}`p_rope_headline.exploratory`.
+#
+# A kept study (`data/results/matched_study.json`, made by `python -m ropebook matched_study`)
+# trained the ordering a CPU can resolve, 0.75-RoPE against its reversed twin, on more paired
+# seeds. Where it trained both encodings of an ordering and its runs are the models this build
+# trains, the ordering rests on it, with this build's seeds beside; its seed count was chosen on
+# this build's observed difference, so that verdict is *exploratory* too. Here:
+# {glue:text}`p_rope_headline.kept_basis`.
 
 # %% [markdown]
 # (p-rope-gpu-headline)=

@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,pe_zoo_study,apostrophe_study,head_share_study,verdicts,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,pe_zoo_study,apostrophe_study,head_share_study,task_study,matched_study,verdicts,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -153,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
             "head_share_study",
             "head_share_study",
             "measure each head's fastest-band share on many lesson seeds, write it",
+        ),
+        ("task_study", "task_study", "read two task findings on many task seeds, write them"),
+        (
+            "matched_study",
+            "matched_study",
+            "train Table 2 orderings in the matched regime on many seeds, write them",
         ),
         ("verdicts", "verdict_record", "what changed against the kept verdicts; --keep keeps them"),
     ):

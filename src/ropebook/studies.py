@@ -12,10 +12,12 @@ difference inside it; a disagreement is shown, never hidden). The studies:
 :mod:`ropebook.recipes` (training recipes on paired seeds) and
 :mod:`ropebook.layout_language` (the production layouts on language);
 :mod:`ropebook.layout_ratio` (Gemma's layouts at 5 : 1, the global layer last and first);
-:mod:`ropebook.table2_study` (the lesson regime's Table 2 on many paired seeds);
+:mod:`ropebook.table2_study` (the lesson regime's Table 2 on many paired seeds) and
+:mod:`ropebook.matched_study` (its orderings in the matched regime);
 :mod:`ropebook.decay_study` (trained decay), :mod:`ropebook.pe_zoo_study` (the PE zoo beyond its
 context), :mod:`ropebook.apostrophe_study` (the apostrophe head and its controls) and
 :mod:`ropebook.head_share_study` (the heads that use the fastest frequencies) on many lesson
+seeds; :mod:`ropebook.task_study` (Llama 4's chunk ceiling, the fine-tuned passkey) on many task
 seeds. :func:`why_not_deciding` says when a kept study may decide a run's
 verdicts, :func:`deciding` reads it where it may; a study on many seeds keeps only its
 measurement and its reading, the rest is here (:func:`kept`, :func:`load_checked`,

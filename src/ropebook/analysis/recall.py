@@ -18,7 +18,10 @@ in :mod:`ropebook.present.recall`.
 - :func:`plane_probes`: accuracy change when RoPE planes are removed (the book's probes:
   fastest, slowest and random quarter, and each single plane).
 - :func:`finetune`: a short fine-tune of a task model at a longer context with a
-  context-extension method applied (the PI paper's setting), cached like a zoo model.
+  context-extension method applied (the PI paper's setting), cached like a zoo model;
+  :func:`finetuned_sweeps` fine-tunes with PI, YaRN and none (the control) and tests each, and
+  :func:`finetune_wins` reads each rule's passkey gain over the control (what the chapter and
+  the kept :mod:`ropebook.task_study` both read).
 """
 
 from __future__ import annotations
@@ -499,7 +502,9 @@ def extension_sweep(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(passkey, recall)``, each ``[seeds, factors]``: passkey accuracy (mean over ``depths``)
     and recall accuracy at each length, with ``method`` applied at ``s = length / context`` (or
-    the fixed ``scale``; ``"none"``: as trained)."""
+    the fixed ``scale``; ``"none"``: as trained). Each length's sequences depend only on
+    ``(seed, length)``, so a length scores the same whichever others are tested;
+    ``n_sequences=0`` scores no recall (NaN), the passkey alone."""
     recall_task = tasks.get("recall")
     context = runs[0].config.context
     lengths = [f * context for f in factors]
@@ -507,8 +512,66 @@ def extension_sweep(
     passkey = passkey_grid(
         runs, recall_task, lengths, depths, n_sequences=n_passkey, seed=seed, intervention=at
     ).mean(-1)
-    overall = np.zeros((len(runs), len(factors)))
-    for j, length in enumerate(lengths):
+    overall = np.full((len(runs), len(factors)), np.nan)
+    for j, length in enumerate(lengths if n_sequences > 0 else ()):
         batch = task_batch(recall_task, length, n_sequences, seed)
         overall[:, j] = accuracy(runs, batch, (lambda c, n=length: at(c, n)) if at else None)
     return passkey, overall
+
+
+# ---------------------------------------------------------------- the fine-tune against its control
+
+FINETUNE_METHODS = ("none", "pi", "yarn")  # "none": plain RoPE fine-tuned alike, the control
+RULES = ("pi", "yarn")  # the rules each compared with the control
+
+
+def finetuned_sweeps(
+    runs: Sequence,
+    factors: Sequence[int],
+    depths: Sequence[float],
+    *,
+    scale: int,
+    steps: int,
+    lr_ratio: float,
+    train_config,
+    n_passkey: int,
+    n_sequences: int,
+    progress: bool = False,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{method: (passkey, recall)}`` (:func:`extension_sweep`, each ``[seeds, factors]``) for
+    every method of :data:`FINETUNE_METHODS`, after :func:`finetune` of each of ``runs`` (RoPE
+    trained on recall, one per seed) for ``steps`` steps at ``scale ×`` its context, on batches
+    of ``train_config``'s size over ``scale`` (at least 2) at its learning rate times
+    ``lr_ratio``, then tested at every length with the fixed ``s = scale``."""
+    if not 0 < lr_ratio <= 1:
+        raise ValueError(f"lr_ratio is in (0, 1], got {lr_ratio}")
+    batch_size = max(train_config.batch_size // scale, 2)
+    out = {}
+    for method in FINETUNE_METHODS:
+        tuned = [
+            finetune(m, tasks.get("recall"), method, scale, steps=steps, batch_size=batch_size,
+                     lr=train_config.lr * lr_ratio, progress=progress)
+            for m in runs
+        ]  # fmt: skip
+        out[method] = extension_sweep(
+            tuned, method, factors, depths, scale=scale, n_passkey=n_passkey,
+            n_sequences=n_sequences,
+        )  # fmt: skip
+    return out
+
+
+def finetune_wins(passkey: Mapping[str, Sequence[float]]) -> dict[str, Paired]:
+    """Each rule's passkey accuracy after the fine-tune minus the control's (plain RoPE
+    fine-tuned on the same steps), paired by seed, from ``{method: [seeds] passkey at the
+    fine-tune scale}``."""
+    if missing := [m for m in FINETUNE_METHODS if m not in passkey]:
+        raise ValueError(f"no passkey of {missing}")
+    return {m: paired(passkey[m], passkey["none"]) for m in RULES}
+
+
+def finetune_verdict(wins: Mapping[str, Paired]) -> str:
+    """``held`` where every rule's gain over the control lies above 0, and so on
+    (:func:`ropebook.claims.combine` of each one-sided verdict)."""
+    from ropebook import claims
+
+    return claims.combine([w.verdict(above=True) for w in wins.values()])

@@ -44,5 +44,7 @@ One module per idea, each named after its measurement module:
   perplexity and passkey by length, previous-token heads (``chapters/rope_scaling.py``);
 - :mod:`~ropebook.present.seedplan` — the seed plan as a table and a sentence;
 - :mod:`~ropebook.present.semantic` — semantic-channel curves, the proof's swaps, apostrophe and
-  sink heads (``chapters/semantic_channels.py``).
+  sink heads (``chapters/semantic_channels.py``);
+- :mod:`~ropebook.present.task_study` — the kept task study's plan and readings, as the layouts
+  and recall chapters glue them.
 """

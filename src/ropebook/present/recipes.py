@@ -349,6 +349,16 @@ def ordering_verdict(c: ablation.Comparison, margin: float | None = recipes.MARG
     return c.verdict(c.a, margin=margin)
 
 
+def ordering_measured(c: ablation.Comparison, margin: float = recipes.MARGIN) -> str:
+    """A Table 2 ordering's measured text: both perplexities, the paired difference against the
+    margin and, where it cannot decide, the bound its interval puts on the effect."""
+    bound = f" ({c.bound})" if ordering_verdict(c, margin) == "cannot decide" else ""
+    return (
+        f"{c.a} {c.a_est.format(2)} vs {c.b} {c.b_est.format(2)}; paired Δ "
+        f"{c.difference.format(2)} (margin ±{margin:g} %){bound}"
+    )
+
+
 def reading(c: ablation.Comparison, margin: float | None = recipes.MARGIN) -> str:
     """:func:`ordering_verdict`, with the bound the interval puts on the effect where it
     cannot decide."""
