@@ -107,3 +107,17 @@ def test_the_command_writes_the_runs_it_measured(monkeypatch, tmp_path):
         f"python -m ropebook matched_study --profile cpu --seeds 3 --names {P} {REVERSED}"
     )
     assert kept["models"] == [P, REVERSED] and kept["regime"] == "matched"
+
+
+def test_the_kept_matched_study_is_current_and_decides_the_cpu_build():
+    """data/results/matched_study.json: the cpu profile's matched 0.75-RoPE and its reversed twin
+    as the code trains them today, on 8 paired seeds (the build's 3 first)."""
+    results = matched_study.kept()
+    assert results is not None and results["profile"] == "cpu"
+    assert results["command"] == (
+        f"python -m ropebook matched_study --profile cpu --seeds 8 --names {P} {REVERSED}"
+    )
+    assert studies.stale(results) == []
+    kept, why = matched_study.deciding_runs(results, "cpu")
+    assert kept is not None and "8 paired seeds" in why and results["commit"][:7] in why
+    assert [r.seed for r in kept[P, "shakespeare"]] == list(range(8))
