@@ -453,3 +453,19 @@ def test_the_kept_command_writes_itself_again(monkeypatch, tmp_path):
     again = json.loads((tmp_path / f"{task_study.STUDY}.json").read_text())
     for field in set(kept) - {"measured", "commit", "machine"}:
         assert again[field] == kept[field], field
+
+
+def test_the_plans_pilot_numbers_are_the_kept_studys_first_seeds():
+    """The pilot the plan typed in (the first cpu build's seeds 0-2) is what the kept study
+    measured on those same models: the plan's inputs are data, not invented."""
+    results = task_study.kept()
+    ceiling = task_study.ceiling_of(results)
+    pilot = np.isin(ceiling.seeds, task_study.PILOT_SEEDS)
+    gap = ceiling.accuracy[pilot] - ceiling.ceiling
+    assert np.std(gap, ddof=1) == pytest.approx(task_study.PILOT_CEILING_SD, abs=0.0005)
+    assert np.mean(gap) == pytest.approx(task_study.PILOT_CEILING_GAP[0], abs=0.0005)
+    passkey = {m: v[pilot] for m, v in task_study.passkey_of(results).items()}
+    for rule in ("pi", "yarn"):
+        gain = passkey[rule] - passkey["none"]
+        assert np.mean(gain) == pytest.approx(task_study.PILOT_PASSKEY_GAP[0], abs=0.0005)
+        assert np.std(gain, ddof=1) == pytest.approx(task_study.PILOT_PASSKEY_SD, abs=0.005)
