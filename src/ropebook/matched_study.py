@@ -44,19 +44,7 @@ def measure(
         runs = zoo.load_seeds(
             name, tuple(seeds), profile=profile, regime=REGIME, domain=DOMAIN, progress=progress
         )
-        records += [
-            {
-                "model": name,
-                "domain": DOMAIN,
-                "seed": run.seed,
-                "overrides": {},
-                "spec_hash": run.spec_hash,
-                "seconds": run.seconds,
-                "val_ppl": run.val_ppl,
-                "provenance": studies.provenance(run),
-            }  # fmt: skip
-            for run in runs
-        ]
+        records += [table2_study.perplexity_record(run, name, DOMAIN) for run in runs]
     return records
 
 
@@ -65,15 +53,10 @@ def kept() -> dict[str, Any] | None:
     return studies.kept(STUDY, load)
 
 
-def _has_perplexity(run: dict[str, Any], results: dict[str, Any]) -> str | None:
-    ok = isinstance(run.get("val_ppl"), (int, float)) and run["val_ppl"] > 0
-    return None if ok else "has no perplexity"
-
-
 def load(path: Path | None = None) -> dict[str, Any]:
     """The kept results file, or a ValueError naming what is wrong with it (also a run without
     its perplexity, a model the file names but has no runs of, or fewer than two models)."""
-    results = studies.load_checked(STUDY, path, check_run=_has_perplexity, required=())
+    results = studies.load_checked(STUDY, path, check_run=table2_study.has_perplexity, required=())
     where = studies.path_of(STUDY) if path is None else path
     models = list(results.get("models") or [])
     if len(models) < 2:

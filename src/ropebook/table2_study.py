@@ -67,20 +67,18 @@ def measure(
                 name, tuple(seeds), profile=profile, regime=REGIME, domain=domain,
                 progress=progress,
             )  # fmt: skip
-            records += [
-                {
-                    "model": name,
-                    "domain": domain,
-                    "seed": run.seed,
-                    "overrides": {},
-                    "spec_hash": run.spec_hash,
-                    "seconds": run.seconds,
-                    "val_ppl": run.val_ppl,
-                    "provenance": studies.provenance(run),
-                }  # fmt: skip
-                for run in runs
-            ]
+            records += [perplexity_record(run, name, domain) for run in runs]
     return records
+
+
+def perplexity_record(run, name: str, domain: str) -> dict[str, Any]:
+    """A trained zoo model ``run`` of ``name`` on ``domain`` as a study keeps it: its seed, spec,
+    training seconds and provenance, and its validation perplexity."""
+    return {
+        "model": name, "domain": domain, "seed": run.seed, "overrides": {},
+        "spec_hash": run.spec_hash, "seconds": run.seconds, "val_ppl": run.val_ppl,
+        "provenance": studies.provenance(run),
+    }  # fmt: skip
 
 
 def kept() -> dict[str, Any] | None:
@@ -88,7 +86,8 @@ def kept() -> dict[str, Any] | None:
     return studies.kept(STUDY, load)
 
 
-def _has_perplexity(run: dict[str, Any], results: dict[str, Any]) -> str | None:
+def has_perplexity(run: dict[str, Any], results: dict[str, Any]) -> str | None:
+    """What is wrong with a kept run's perplexity, in words; ``None`` if nothing."""
     ok = isinstance(run.get("val_ppl"), (int, float)) and run["val_ppl"] > 0
     return None if ok else "has no perplexity"
 
@@ -97,7 +96,7 @@ def load(path: Path | None = None) -> dict[str, Any]:
     """The kept results file, or a ValueError naming what is wrong with it (also a run without
     its perplexity, or a model or corpus missing)."""
     return studies.load_checked(
-        STUDY, path, check_run=_has_perplexity,
+        STUDY, path, check_run=has_perplexity,
         required=[(n, d) for d in ablation.DOMAINS for n in zoo.TABLE2],
         key=lambda run: (run["model"], run.get("domain")),
     )  # fmt: skip
