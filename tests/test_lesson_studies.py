@@ -462,17 +462,17 @@ def test_the_chapter_reads_the_kept_lifts_as_estimates_or_says_why_not(tmp_path)
 
 def test_the_kept_apostrophe_study_is_current_and_decides_the_cpu_build():
     """data/results/apostrophe_study.json: the cpu profile's lesson RoPE and NoPE as the code
-    trains them today, 16 paired seeds, read on the semantic-channels chapter's default windows."""
+    trains them today, 56 paired seeds, read on the semantic-channels chapter's default windows."""
     results = apostrophe_study.kept()
     assert results is not None and results["profile"] == "cpu"
     assert results["command"] == (
-        "python -m ropebook apostrophe_study --profile cpu --seeds 16 --n-windows 48 "
+        "python -m ropebook apostrophe_study --profile cpu --seeds 56 --n-windows 48 "
         "--window-seed 0 --max-distance 32"
     )
     assert studies.stale(results) == []
     about = {"n_windows": 48, "window_seed": 0, "max_distance": 32}
     found, why = apostrophe_study.deciding_lifts(results, "cpu", **about)
-    assert found is not None and "16 paired seeds" in why and results["commit"][:7] in why
+    assert found is not None and "56 paired seeds" in why and results["commit"][:7] in why
     assert apostrophe_study.deciding_lifts(results, "smoke", **about)[0] is None
 
 
