@@ -455,7 +455,8 @@ lift, real_lift = lifts["rope"], real_apostrophe.lift if real_apostrophe else No
 over = "seeds" if lift.n > 1 else "windows of one seed"  # what the intervals are over
 glue("semantic_channels.kept.basis", kept_basis, display=False)
 CLAIMS.record("semantic_channels.apostrophe_head", **show.apostrophe_head_record(
-    lifts, real_lift, lift_threshold, kept and build_lift, len(seeds), kept_basis))  # fmt: skip
+    lifts, real_lift, lift_threshold, kept and build_lift, len(seeds), kept_basis),
+    exploratory=kept is not None)  # the study's seeds 16-55 were bought on its 16-seed lift  # fmt: skip
 # %% [markdown]
 # Every head of the `rope` models at a glance: the apostrophe lift (measuring half) against the
 # position R². An apostrophe head sits high on the left (content-driven, attends to apostrophes);
