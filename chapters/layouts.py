@@ -640,12 +640,12 @@ CLAIMS.record(
     + "; ".join(f"{LABELS['layout-' + g]} {p.text()}" for g, p in ratio_placement.items()),
     seeds=min(p.n for p in ratio_placement.values()),
     basis=f"study {ratio['study']} ({ratio['profile']} profile), measured {ratio['measured']}",
-    to_decide=f"more seeds of the study ({ratio['command']}, with a larger --seeds)",
+    to_decide=f"more seeds of the study ({ratio['command']}, a larger --placement-seeds)",
 )  # fmt: skip
 
 # %% [markdown]
-# Over {glue:text}`layouts.ratio.seeds` seed(s) of the study, global last − first on recall at
-# 1×: Gemma 3 {glue:text}`layouts.ratio.gemma3.recall.placement`, Gemma 4
+# Seeds of the study: {glue:text}`layouts.ratio.seeds` (planned: 3, the fewest that give an
+# interval). Global last − first on recall at 1×: Gemma 3 {glue:text}`layouts.ratio.gemma3.recall.placement`, Gemma 4
 # {glue:text}`layouts.ratio.gemma4.recall.placement`; the seeds that reached the criterion, last
 # and first: Gemma 3 {glue:text}`layouts.ratio.gemma3.recall.last.reached` and
 # {glue:text}`layouts.ratio.gemma3.recall.first.reached`, Gemma 4

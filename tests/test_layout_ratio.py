@@ -48,6 +48,70 @@ def test_bad_input_is_refused_before_training(tmp_path, monkeypatch):
         layout_ratio.measure((0,), profile="smoke", arms=("gemma2-last",))
     with pytest.raises(ValueError, match="unknown domain"):
         layout_ratio.measure((0,), profile="smoke", domains=("wikitext-2",))
+    with pytest.raises(SystemExit):  # fewer placement seeds than every arm has
+        layout_ratio.main(["--profile", "smoke", "--seeds", "2", "--placement-seeds", "1"])
+    with pytest.raises(ValueError, match="no results"):  # --keep needs a file to keep from
+        layout_ratio.main(["--profile", "smoke", "--keep", "--out", str(tmp_path / "r.json")])
+
+
+def test_study_plan_extends_only_the_placement_arms_on_recall():
+    assert (
+        layout_ratio.study_plan(3) == layout_ratio.study_plan(3, 3) == layout_ratio.plan(range(3))
+    )
+    extended = layout_ratio.study_plan(1, 3)
+    assert extended[:15] == layout_ratio.plan([0])
+    assert sorted(extended[15:]) == sorted(
+        (s, "recall", a) for s in (1, 2) for a in layout_ratio.PLACEMENT_ARMS
+    )
+    assert set(layout_ratio.PLACEMENT_ARMS) == {f"{g}-{w}" for g in layout_ratio.LAYOUTS
+                                                for w in ("last", "first")}  # fmt: skip
+
+
+def spec_records(runs, profile="smoke"):
+    """Run records carrying what :func:`layout_ratio.job` trains today for each planned run."""
+    return [{"arm": arm, "domain": domain, "seed": seed, "model": layout_ratio._arm(arm)[0],
+             "overrides": layout_ratio.overrides(arm, domain, profile),
+             "spec_hash": layout_ratio.job(arm, domain, seed, profile).spec_hash}
+            for seed, domain, arm in runs]  # fmt: skip
+
+
+def test_reused_runs_stand_as_measured_and_stale_ones_are_trained(monkeypatch):
+    trained = []
+
+    def no_training(job, *args, **kwargs):
+        trained.append(job.spec_hash)
+        raise RuntimeError("trained")
+
+    monkeypatch.setattr(zoo, "_load", no_training)
+    runs = layout_ratio.study_plan(1, 2)
+    kept = spec_records(runs)
+    out = layout_ratio.measure((), profile="smoke", progress=False, runs=runs, reuse=kept)
+    assert trained == [] and all(a is b for a, b in zip(out, kept, strict=True))
+    changed = [kept[0] | {"spec_hash": "0" * 16}, *kept[1:]]  # one run no longer today's spec
+    with pytest.raises(RuntimeError, match="trained"):
+        layout_ratio.measure((), profile="smoke", progress=False, runs=runs, reuse=changed)
+    assert trained == [kept[0]["spec_hash"]]
+
+
+def test_keep_rewrites_the_file_naming_the_measurement_it_kept(monkeypatch, tmp_path):
+    monkeypatch.setattr(zoo, "_load", lambda *a, **k: pytest.fail("trained"))
+    path = studies.write(
+        layout_ratio.STUDY, spec_records(layout_ratio.study_plan(1, 2)), profile="smoke",
+        regime="task and matched", domain="recall, kback, shakespeare", path=tmp_path / "r.json",
+        command="python -m ropebook layout_ratio --profile smoke --seeds 1 --placement-seeds 2",
+    )  # fmt: skip
+    before = layout_ratio.load(path)
+    argv = ["--profile", "smoke", "--seeds", "1", "--placement-seeds", "2", "--keep"]
+    assert layout_ratio.main([*argv, "--out", str(path)]) == 0
+    after = layout_ratio.load(path)
+    assert after["runs"] == before["runs"] and after["placement_seeds"] == 2
+    assert after["command"] == (
+        "python -m ropebook layout_ratio --profile smoke --seeds 1 --placement-seeds 2"
+    )
+    (earlier,) = after["earlier"]
+    assert earlier["commit"] == before["commit"] and earlier["runs"] == len(before["runs"])
+    assert "kept as measured at commit" in show.provenance(after)
+    assert layout_ratio.seeds_text(after) == "2 on recall, 1 on k-back and language"
 
 
 def test_measured_file_round_trips_with_values_from_the_runs(tiny_zoo, monkeypatch, tmp_path):
@@ -156,6 +220,21 @@ def test_layer_dicts_read_back_and_refuse_uniform_layouts():
     with pytest.raises(ValueError, match="uniform"):
         layouts.layer_dicts(layouts.layout("all-rope", n_layers=6, head_dim=32, context=128,
                                            base=500.0))  # fmt: skip
+
+
+def test_readings_pair_arms_on_the_seeds_both_have(monkeypatch):
+    base = dict.fromkeys((a for a, _, _ in layout_ratio.ARMS), 0.995)
+    results = synthetic(base | {"gemma4-last": 0.3}, noise=0.002)
+    more = synthetic(base | {"gemma4-last": 0.3}, n=6, noise=0.002)["runs"]
+    results["runs"] += [r for r in more if r["seed"] >= 4 and r["domain"] == "recall"
+                        and r["arm"] in layout_ratio.PLACEMENT_ARMS]  # fmt: skip
+    assert layout_ratio.placement(results, "recall", "gemma4").n == 6
+    assert layout_ratio.placement(results, "kback", "gemma4").n == 4
+    assert layout_ratio.against_rope(results, "recall", "gemma4-first", 8).n == 4
+    assert layout_ratio.common_seeds(results, "recall", ["gemma3-last", "rope"]) == [0, 1, 2, 3]
+    assert layout_ratio.seeds_text(results) == "6 on recall, 4 on k-back and language"
+    monkeypatch.setattr(show, "provenance", lambda results: "measured here")
+    assert show.values(results)["seeds"] == "6 on recall, 4 on k-back and language"
 
 
 def test_presentation_reads_the_file():

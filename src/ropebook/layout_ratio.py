@@ -42,6 +42,15 @@ every zoo model is; a second copy of the command started beside the first trains
 first has not locked, so two processes share the work) and writes ``data/results/layout_ratio.json``.
 Every run is a zoo job with this study's overrides (:func:`job`), and :func:`stale` checks the
 runs against what :func:`job` trains today.
+
+The study was planned for 3 seeds (the command's default, :data:`ropebook.studies.MIN_SEEDS`: the
+fewest that give an interval) and first measured on one for the budget. ``--placement-seeds N``
+takes the recall runs of the four Gemma placements (:data:`PLACEMENT_ARMS`: what the placement
+reading pairs) to seeds 0..N-1 while every other arm and domain keeps ``--seeds``; ``--keep``
+keeps the runs the results file already holds at today's spec as they were measured (each with
+its training provenance, the file naming the measurement they came from in ``earlier``) and
+trains and scores only the others. Readings pair arms on the seeds both have
+(:func:`common_seeds`).
 """
 
 from __future__ import annotations
@@ -67,6 +76,7 @@ ARMS: tuple[tuple[str, str, str | None], ...] = (
       for where in layouts.POSITIONS),
     ("rope", "rope", None),
 )  # fmt: skip
+PLACEMENT_ARMS: tuple[str, ...] = tuple(arm for arm, _, where in ARMS if where is not None)
 TASKS: tuple[str, ...] = tuple(tasks.TASKS)
 LANGUAGE, LANGUAGE_REGIME = layout_language.DOMAIN, layout_language.REGIME
 DOMAINS: tuple[str, ...] = (*TASKS, LANGUAGE)
@@ -81,6 +91,7 @@ N_SEQUENCES = {"recall": 64, "kback": 16}  # test sequences per length (the chap
 SMOKE_SEQUENCES = {"recall": 8, "kback": 2}
 BY = {"recall": "distance", "kback": "position"}  # what the chapter bins each task's answers by
 N_WINDOWS = layout_language.N_WINDOWS
+DOMAIN_WORDS = {"kback": "k-back", LANGUAGE: "language"}  # how a page names a domain
 PREDICTIONS: dict[str, str] = {
     "ratio": (
         "If the chapter's readings at 1:1 (tasks) and 3:1 (language) were an artefact of the "
@@ -154,6 +165,18 @@ def plan(
     return [(s, d, a) for s in seeds for d in domains for a in arms]
 
 
+def study_plan(seeds: int, placement_seeds: int = 0) -> list[tuple[int, str, str]]:
+    """:func:`plan` of every arm and domain on seeds 0..``seeds``-1, then the recall runs of
+    :data:`PLACEMENT_ARMS` on the further seeds up to ``placement_seeds``-1."""
+    full = plan(range(seeds))
+    return full + plan(range(seeds, placement_seeds), PLACEMENT_ARMS, ("recall",))
+
+
+def run_key(record: dict[str, Any]) -> tuple[int, str, str]:
+    """``(seed, domain, arm)`` of a run record, as :func:`plan` names runs."""
+    return record["seed"], record["domain"], record["arm"]
+
+
 def _none_if_nan(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
@@ -194,22 +217,34 @@ def language_record(model, held_out: np.ndarray, profile: str) -> dict[str, Any]
 
 
 def measure(
-    seeds: tuple[int, ...],
+    seeds: Sequence[int],
     *,
     profile: str = "cpu",
     progress: bool = True,
     arms: Sequence[str] | None = None,
     domains: Sequence[str] | None = None,
+    runs: Sequence[tuple[int, str, str]] | None = None,
+    reuse: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """Train (or load) every run on ``seeds`` (every arm and domain unless given); one record
-    per run. Runs another process holds are left to it on a first pass and loaded (waiting) on
-    the second."""
-    runs = plan(seeds, arms, domains)
+    """Train (or load) every run on ``seeds`` (every arm and domain unless given; or exactly
+    ``runs``, :func:`plan`'s keys); one record per run, in plan order. A record of ``reuse`` (a
+    results file's runs) whose spec hash is what :func:`job` trains today stands for its run,
+    neither trained nor scored again. Runs another process holds are left to it on a first pass
+    and loaded (waiting) on the second."""
+    runs = plan(seeds, arms, domains) if runs is None else list(runs)
     jobs = {key: job(key[2], key[1], key[0], profile) for key in runs}  # all valid before training
+    reused = {
+        run_key(r): r for r in reuse
+        if run_key(r) in jobs and r["spec_hash"] == jobs[run_key(r)].spec_hash
+    }  # fmt: skip
     for key in tqdm(runs, desc=f"{STUDY} runs", disable=not progress):
-        zoo._load(jobs[key], regime_of(key[1]), progress=progress, wait=False)
+        if key not in reused:
+            zoo._load(jobs[key], regime_of(key[1]), progress=progress, wait=False)
     records = []
     for key in tqdm(runs, desc=f"{STUDY} scoring", disable=not progress):
+        if key in reused:
+            records.append(reused[key])
+            continue
         seed, domain, arm = key
         model = zoo._load(jobs[key], regime_of(domain), progress=progress, wait=True)
         name, where = _arm(arm)
@@ -244,15 +279,36 @@ def load(path: Path | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------- readings
 
 
-def _runs(results: dict[str, Any], domain: str, arm: str) -> list[dict[str, Any]]:
+def _runs(
+    results: dict[str, Any], domain: str, arm: str, seeds: Sequence[int] | None = None
+) -> list[dict[str, Any]]:
     _arm(arm)
     runs = sorted(
-        (r for r in results["runs"] if r["domain"] == domain and r["arm"] == arm),
+        (r for r in results["runs"] if r["domain"] == domain and r["arm"] == arm
+         and (seeds is None or r["seed"] in seeds)),
         key=lambda r: r["seed"],
-    )
+    )  # fmt: skip
     if not runs:
         raise ValueError(f"{STUDY}: no run of {arm} on {domain}")
     return runs
+
+
+def common_seeds(results: dict[str, Any], domain: str, arms: Sequence[str]) -> list[int]:
+    """The seeds every one of ``arms`` has a run of on ``domain``: those a reading pairs on."""
+    have = [{r["seed"] for r in _runs(results, domain, arm)} for arm in arms]
+    return sorted(set.intersection(*have))
+
+
+def seeds_text(results: dict[str, Any]) -> str:
+    """How many seeds each domain's runs have, e.g. ``"3 on recall, 1 on k-back and language"``
+    (one number where every domain has the same)."""
+    counts: dict[int, list[str]] = {}
+    for domain in DOMAINS:
+        n = len({r["seed"] for r in results["runs"] if r["domain"] == domain})
+        counts.setdefault(n, []).append(DOMAIN_WORDS.get(domain, domain))
+    if len(counts) == 1:
+        return str(next(iter(counts)))
+    return ", ".join(f"{n} on {' and '.join(d)}" for n, d in counts.items())
 
 
 def factors(results: dict[str, Any]) -> list[int]:
@@ -261,14 +317,21 @@ def factors(results: dict[str, Any]) -> list[int]:
 
 
 def accuracy(
-    results: dict[str, Any], task: str, arm: str, factor: int = 1, *, beyond: bool = False
+    results: dict[str, Any],
+    task: str,
+    arm: str,
+    factor: int = 1,
+    *,
+    beyond: bool = False,
+    seeds: Sequence[int] | None = None,
 ) -> np.ndarray:
     """Per-seed final accuracy of ``arm`` on ``task`` at ``factor`` × the context, over every
-    answer or (``beyond``) over those past the training context (NaN where none), seed order."""
+    answer or (``beyond``) over those past the training context (NaN where none), seed order
+    (of ``seeds`` only, if given)."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
     field = "beyond_by_factor" if beyond else "accuracy_by_factor"
-    values = [r[field].get(str(factor), math.nan) for r in _runs(results, task, arm)]
+    values = [r[field].get(str(factor), math.nan) for r in _runs(results, task, arm, seeds)]
     return np.array([math.nan if v is None else v for v in values], np.float64)
 
 
@@ -282,8 +345,9 @@ def placement(
     results: dict[str, Any], task: str, layout: str, factor: int = 1, *, beyond: bool = False
 ) -> rc.Paired:
     """Global last − global first, accuracy paired by seed (points as a share)."""
-    last, first = (accuracy(results, task, f"{layout}-{where}", factor, beyond=beyond)
-                   for where in ("last", "first"))  # fmt: skip
+    arms = [f"{layout}-{where}" for where in ("last", "first")]
+    seeds = common_seeds(results, task, arms)
+    last, first = (accuracy(results, task, arm, factor, beyond=beyond, seeds=seeds) for arm in arms)
     return rc.paired(last, first)
 
 
@@ -291,8 +355,9 @@ def against_rope(
     results: dict[str, Any], task: str, arm: str, factor: int, *, beyond: bool = True
 ) -> rc.Paired:
     """``arm`` − the 6-layer all-RoPE, paired by seed: the chapter's hybrid − all-RoPE at 5 : 1."""
-    return rc.paired(accuracy(results, task, arm, factor, beyond=beyond),
-                     accuracy(results, task, "rope", factor, beyond=beyond))  # fmt: skip
+    seeds = common_seeds(results, task, [arm, "rope"])
+    return rc.paired(accuracy(results, task, arm, factor, beyond=beyond, seeds=seeds),
+                     accuracy(results, task, "rope", factor, beyond=beyond, seeds=seeds))  # fmt: skip
 
 
 def ppl(results: dict[str, Any], arm: str, factor: int) -> list[float]:
@@ -343,18 +408,43 @@ def main(argv: list[str] | None = None) -> int:
         STUDY, "Train Gemma 3's and 4's layouts at 5:1, global layer last and first, on recall, "
         "k-back and language, and write their results file.", seeds=3,
     )  # fmt: skip
+    parser.add_argument(
+        "--placement-seeds", type=int, default=None,
+        help="recall runs of the four Gemma placements on seeds 0..N-1 (default: --seeds)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep", action="store_true",
+        help="keep the results file's runs at today's spec as measured; train and score the rest",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="results file (default: kept)")
     args = studies.parse(  # 1 writes a first seed, read without intervals
         parser, argv, {"seeds": (1, "a first seed is read without intervals")}
     )
+    if args.placement_seeds is None:
+        args.placement_seeds = args.seeds
+    if args.placement_seeds < args.seeds:
+        parser.error(f"--placement-seeds must be at least --seeds ({args.seeds}), "
+                     f"got {args.placement_seeds}")  # fmt: skip
     out = studies.path_of(STUDY) if args.out is None else args.out
     if not out.parent.is_dir():
         parser.error(f"--out: no folder {out.parent} to write {out.name} in")
-    records = measure(tuple(range(args.seeds)), profile=args.profile)
+    earlier = load(out) if args.keep else None  # a missing or broken file stops here, not later
+    if earlier is not None and earlier["profile"] != args.profile:
+        parser.error(f"--keep: {out} was measured at the {earlier['profile']} profile")
+    runs = study_plan(args.seeds, args.placement_seeds)
+    records = measure((), profile=args.profile, runs=runs,
+                      reuse=earlier["runs"] if earlier else ())  # fmt: skip
+    kept = [r for r in records if earlier and any(r is e for e in earlier["runs"])]
+    sources = [] if not kept else [*earlier.get("earlier", []), {
+        "command": earlier["command"], "commit": earlier["commit"],
+        "measured": earlier["measured"], "machine": studies.measured_on(earlier),
+        "runs": len(kept),
+    }]  # fmt: skip
     studies.write_from(
         STUDY, args, records, regime=f"task and {LANGUAGE_REGIME}", domain=", ".join(DOMAINS),
-        path=out, n_layers=N_LAYERS, arms=[a for a, _, _ in ARMS], steps=STEPS[args.profile],
-        criterion=CRITERION, max_factor=MAX_FACTOR[args.profile], n_windows=N_WINDOWS,
-        predictions=PREDICTIONS,
+        settings=("placement_seeds",), path=out, n_layers=N_LAYERS,
+        arms=[a for a, _, _ in ARMS], steps=STEPS[args.profile], criterion=CRITERION,
+        max_factor=MAX_FACTOR[args.profile], n_windows=N_WINDOWS, predictions=PREDICTIONS,
+        **({"earlier": sources} if sources else {}),
     )  # fmt: skip
     return 0

@@ -36,8 +36,13 @@ def _mean_interval(values) -> str:
 
 
 def provenance(results: dict[str, Any]) -> str:
-    """Where, when and how the file was measured, and whether the code trains the same runs."""
-    return show_studies.provenance_text(results, ratio.stale(results))
+    """Where, when and how the file was measured, and whether the code trains the same runs; the
+    runs kept from an earlier measurement (``--keep``) name it."""
+    text = show_studies.provenance_text(results, ratio.stale(results), ratio.seeds_text(results))
+    for e in results.get("earlier", []):
+        text += (f"; {e['runs']} of its runs kept as measured at commit `{e['commit']}` on "
+                 f"{e['machine']} (`{e['command']}`)")  # fmt: skip
+    return text
 
 
 def task_rows(results: dict[str, Any], labels: Mapping[str, str] = LABELS) -> list[dict]:
@@ -135,7 +140,7 @@ def values(
     k-back and recall beyond the context; and, given the layouts-on-language study's results
     (3 : 1), whether its gap from all-RoPE at 1× agrees with the 5 : 1 one."""
     top = ratio.factors(results)[-1]
-    out = {"provenance": provenance(results), "seeds": str(len(results["seeds"]))}
+    out = {"provenance": provenance(results), "seeds": ratio.seeds_text(results)}
     for layout in ratio.LAYOUTS:
         for task in ratio.TASKS:
             out[f"{layout}.{task}.placement"] = ratio.placement(results, task, layout).text()

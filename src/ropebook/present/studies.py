@@ -8,9 +8,10 @@ from typing import Any
 from ropebook import studies
 
 
-def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
+def provenance_text(results: dict[str, Any], stale: list[str], seeds: str | None = None) -> str:
     """Where and when the results file was measured, the command that reproduces it, and
-    whether the code still trains the same specs."""
+    whether the code still trains the same specs; ``seeds`` words the seeds where not every
+    run has the same ones."""
     machine = results["machine"]
     jax = f"JAX {machine['versions'].get('jax', '?')}"
     if machine.get("matmul_precision", "default") != "default":  # float32 kept on a GPU
@@ -18,7 +19,8 @@ def provenance_text(results: dict[str, Any], stale: list[str]) -> str:
     n = len(results["seeds"])
     text = (
         f"measured at commit `{results['commit']}` on {studies.measured_on(results)} ({jax}); "
-        f"{n} seed{'s' if n != 1 else ''}; reproduce with `{results['command']}`"
+        f"{f'seeds: {seeds}' if seeds else f'{n} seed' + ('s' if n != 1 else '')}; "
+        f"reproduce with `{results['command']}`"
     )
     if stale:
         return text + f". **Stale**: the code now trains other specs for {', '.join(stale)}"
