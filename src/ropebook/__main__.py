@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,pe_zoo_study,apostrophe_study,head_share_study,task_study,matched_study,verdicts,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,decay_training_study,pe_zoo_study,apostrophe_study,head_share_study,task_study,matched_study,verdicts,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -143,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         ("layout_ratio", "layout_ratio", "train Gemma's layouts at 5:1, write their results"),
         ("table2_study", "table2_study", "train Table 2 on many lesson seeds, write their results"),
         ("decay_study", "decay_study", "measure trained decay on many lesson seeds, write it"),
+        (
+            "decay_training_study",
+            "decay_training_study",
+            "follow decay over training on many flagship seeds, write it",
+        ),
         ("pe_zoo_study", "pe_zoo_study", "measure the PE zoo's growth on many seeds, write it"),
         (
             "apostrophe_study",
