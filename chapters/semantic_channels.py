@@ -66,6 +66,7 @@ from IPython.display import display
 from myst_nb import glue
 
 from ropebook import apostrophe_study, claims, data, plots, real_model, rope, zoo
+from ropebook import checkpoint_apostrophe_study as smollm2_study
 from ropebook.analysis import ablation, frequencies
 from ropebook.analysis import dynamics as dy
 from ropebook.analysis import semantic as sem
@@ -406,7 +407,10 @@ print(
 # of its own tokens from the same held-out works, each led by its BOS token, half to select and
 # half to measure, with the apostrophe tokens of its own vocabulary. The three head claims below
 # are decided on both kinds of model wherever each can be read (its rows are marked SmolLM2; its
-# intervals are over windows of one model).
+# intervals are over windows of one model). Where a kept study (`python -m ropebook
+# checkpoint_apostrophe_study`) read this checkpoint with these settings on as many windows as its
+# plan set before its data, SmolLM2's part of the apostrophe head's two claims rests on it, this
+# build's windows beside. Here: {glue:text}`semantic_channels.smollm2.basis`.
 
 # %%
 real_folder = real_model.resolve(checkpoint, profile)
@@ -417,6 +421,8 @@ real_selected, real_measured = (
 )
 real_apostrophe = sem.apostrophe_heads(real_selected, real_measured) if real_folder else None
 real_content = sem.content_heads(real_measured) if real_folder else None
+smollm2 = smollm2_study.reading(real_folder, checkpoint_windows, context, seed, max_distance)
+glue("semantic_channels.smollm2.basis", smollm2.basis, display=False)
 print(f"SmolLM2-135M: {real_measured[0].n_class_prev} measuring queries follow an apostrophe token"
       if real_folder else f"no real checkpoint on the {profile} profile ({checkpoint=})")  # fmt: skip
 
@@ -451,7 +457,7 @@ kept, kept_basis = (None, "this build's seeds (n_seeds is set)") if n_seeds else
     apostrophe_study.deciding_estimates(apostrophe_study.kept(), profile, n_windows=n_windows,
                                         window_seed=seed, max_distance=max_distance))  # fmt: skip
 lifts = kept.lifts if kept else build_lift
-lift, real_lift = lifts["rope"], real_apostrophe.lift if real_apostrophe else None
+lift, real_lift = lifts["rope"], smollm2.lift(real_apostrophe.lift) if real_apostrophe else None
 over = "seeds" if lift.n > 1 else "windows of one seed"  # what the intervals are over
 glue("semantic_channels.kept.basis", kept_basis, display=False)
 CLAIMS.record("semantic_channels.apostrophe_head", **show.apostrophe_head_record(
@@ -510,7 +516,7 @@ plots.table(band_rows + (show.checkpoint_rows(real_bands[0]) if real_bands else 
 
 # %% tags=["remove-input"]
 apostrophe_found = sem.clears(lift, lift_threshold)
-real_low = real_bands[2] if real_bands else None
+real_low = smollm2.key_excess(real_bands[2]) if real_bands else None  # the lift's windows
 excess = kept.key_excess if kept else key_excess  # the runs whose lift gates it
 low_freq_parts = [  # a head's reading, gated on its lift: where that is open, so is the claim
     sem.gated_verdict(reading, sem.interval_verdict(head.low, head.high, lift_threshold))

@@ -60,12 +60,14 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # measurements (numbers only); analysing one's own checkpoint and the prompts it reads; the
     # layouts-on-language study, the study of Gemma's layouts at their 5:1 ratio, Table 2, trained
     # decay, the PE zoo's growth, the apostrophe head and the heads' fastest-band shares on many
-    # lesson seeds; decay over training on many flagship seeds; two task findings on many task
-    # seeds; Table 2 orderings in the matched regime
+    # lesson seeds; decay over training on many flagship seeds; a real checkpoint's apostrophe
+    # head on many held-out windows; two task findings on many task seeds; Table 2 orderings in
+    # the matched regime
     ("ropebook.analysis", "ropebook.analyse", "ropebook.prompts", "ropebook.layout_language",
      "ropebook.layout_ratio", "ropebook.table2_study", "ropebook.decay_study",
      "ropebook.decay_training_study", "ropebook.pe_zoo_study", "ropebook.apostrophe_study",
-     "ropebook.head_share_study", "ropebook.task_study", "ropebook.matched_study"),
+     "ropebook.head_share_study", "ropebook.checkpoint_apostrophe_study", "ropebook.task_study",
+     "ropebook.matched_study"),
     # shared figure helpers
     ("ropebook.plots",),
     # charts, tables and sentences of the measurements

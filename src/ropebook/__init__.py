@@ -33,13 +33,14 @@ functions included, and holds the floors below to it). Bottom to top:
   training recipes compared on paired seeds; each build's verdicts, kept for the next to diff.
 - ``analysis``, ``analyse``, ``prompts``, ``layout_language``, ``layout_ratio``,
   ``table2_study``, ``decay_study``, ``decay_training_study``, ``pe_zoo_study``,
-  ``apostrophe_study``, ``head_share_study``, ``task_study``, ``matched_study`` — measurements,
-  numbers only, one submodule per idea; analysing one's own checkpoint; the prompts a real
-  checkpoint reads; the production layouts trained on language, Gemma's at their 5:1 ratio, and
-  Table 2, trained decay, the PE zoo's growth, the apostrophe head and the heads' fastest-band
-  shares on many lesson seeds, decay over training on many flagship seeds, Llama 4's chunk
-  ceiling and the fine-tuned passkey on many task seeds, and Table 2's orderings in the matched
-  regime (ten studies).
+  ``apostrophe_study``, ``head_share_study``, ``checkpoint_apostrophe_study``, ``task_study``,
+  ``matched_study`` — measurements, numbers only, one submodule per idea; analysing one's own
+  checkpoint; the prompts a real checkpoint reads; the production layouts trained on language,
+  Gemma's at their 5:1 ratio, and Table 2, trained decay, the PE zoo's growth, the apostrophe
+  head and the heads' fastest-band shares on many lesson seeds, decay over training on many
+  flagship seeds, SmolLM2's apostrophe head on many held-out windows, Llama 4's chunk ceiling
+  and the fine-tuned passkey on many task seeds, and Table 2's orderings in the matched regime
+  (eleven studies).
 - ``plots`` — figure helpers shared by chapters (Altair, vendored for offline use).
 - ``present`` — the charts, tables and sentences of the measurements (same module names).
 - ``proofs``, ``sitecheck``, ``zoo_archive``, ``zoo_command``, ``__main__`` — sympy statements per

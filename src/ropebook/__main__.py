@@ -1,4 +1,4 @@
-"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,decay_training_study,pe_zoo_study,apostrophe_study,head_share_study,task_study,matched_study,verdicts,machine,stage} ...``."""
+"""Command line: ``python -m ropebook {run,proofs,data,zoo,check-site,analyse,layers,recipes,layout_language,layout_ratio,table2_study,decay_study,decay_training_study,pe_zoo_study,apostrophe_study,head_share_study,checkpoint_apostrophe_study,task_study,matched_study,verdicts,machine,stage} ...``."""
 
 from __future__ import annotations
 
@@ -158,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
             "head_share_study",
             "head_share_study",
             "measure each head's fastest-band share on many lesson seeds, write it",
+        ),
+        (
+            "checkpoint_apostrophe_study",
+            "checkpoint_apostrophe_study",
+            "find SmolLM2's apostrophe head on many held-out windows, write it",
         ),
         ("task_study", "task_study", "read two task findings on many task seeds, write them"),
         (
