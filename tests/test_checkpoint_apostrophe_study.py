@@ -228,6 +228,8 @@ def test_without_a_kept_file_the_chapter_reads_the_build_as_before(tiny, tmp_pat
     assert alone.lift(None) is None
     assert study.reading(None, 64, **SETTINGS) == study.Reading(None, "no checkpoint read here", 64)
     results = written(tmp_path, records, folder)
+    layer, head = records[0]["head"]  # the study's head may not be the build's: named
+    assert study.basis(results).startswith(f"head L{layer}H{head} in the kept study ")
     decided = study.Reading(study.estimates(results), "the kept study X", WINDOWS)
     lift = decided.lift(build.lift)
     assert lift[:3] == study.estimates(results).lift[:3] and lift.n == build.lift.n

@@ -239,11 +239,13 @@ def why_not_deciding(
 
 
 def basis(results: Mapping[str, Any]) -> str:
-    """What a deciding kept study rests on, for the page: its windows, checkpoint, machine,
+    """What a deciding kept study rests on, for the page: its head, windows, checkpoint, machine,
     date and commit."""
     machine = results["machine"]
+    layer, head = results["runs"][0]["head"]
     return (
-        f"the kept study {STUDY}'s {results['n_windows']} windows of {results['checkpoint']} "
+        f"head L{layer}H{head} in the kept study {STUDY}'s {results['n_windows']} windows of "
+        f"{results['checkpoint']} "
         f"({machine['cpu']}, {machine['cores']} cores, torch on the CPU; {results['measured']}, "
         f"commit {results['commit'][:7]})"
     )
