@@ -106,9 +106,12 @@ def test_the_landing_pages_table_of_kept_files_names_kept_verdicts_as_such(tmp_p
     (tmp_path / "decay_study.json").write_text(json.dumps(study))
     rows = show_studies.kept_table(tmp_path).splitlines()[2:]
     assert (
-        rows[0]
-        == "| `decay_study.json` | decay_study | lesson (cpu) | 3 | 2 × cpu | 2026-12-03 | `18fd517` |"
-    )
-    assert rows[1].startswith("| `verdicts-cpu.json` | a build's verdicts")
+        rows[0] == "| `decay_study.json` | lesson (cpu) | 3 | 2 × cpu | 2026-12-03 | `18fd517` |"
+    )  # the study is the file's name: said once
+    assert rows[1].startswith("| `verdicts-cpu.json` (a build's verdicts")
     assert "all chapters (cpu) | — |" in rows[1] and rows[1].endswith("| 2026-12-02 | `abc1234` |")
     assert "?" not in rows[1]
+    (tmp_path / "recipes-gpu-matched.json").write_text(json.dumps(study | {"study": "recipes"}))
+    other = [r for r in show_studies.kept_table(tmp_path).splitlines() if "recipes" in r]
+    assert other == [r"| `recipes-gpu-matched.json` (recipes) | lesson (cpu) | 3 | 2 × cpu "
+                     "| 2026-12-03 | `18fd517` |"]  # fmt: skip

@@ -28,14 +28,16 @@ def provenance_text(results: dict[str, Any], stale: list[str], seeds: str | None
 
 
 def kept_table(folder=None) -> str:
-    """Every results file kept in ``data/results`` as a Markdown table: the study, its regime and
-    profile, seeds, devices, date and commit, as the file records them. A build's kept verdicts
-    (:mod:`ropebook.verdict_record`: no runs, the scorecard's "before") are listed as such."""
+    """Every results file kept in ``data/results`` as a Markdown table: the file (with its study
+    where that is not the file's name), its regime and profile, seeds, devices, date and commit,
+    as the file records them. A build's kept verdicts (:mod:`ropebook.verdict_record`: no runs,
+    the scorecard's "before") are listed as such. One column names file and study, so the long
+    names fit a page's width."""
     from pathlib import Path
 
     folder = Path(folder) if folder is not None else studies.RESULTS_DIR
-    rows = ["| file | study | regime (profile) | seeds | devices | measured | commit |",
-            "|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = ["| file (study) | regime (profile) | seeds | devices | measured | commit |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
     for path in sorted(folder.glob("*.json")):
         results = json.loads(path.read_text())
         machine = results.get("machine", {})
@@ -43,13 +45,15 @@ def kept_table(folder=None) -> str:
         if "verdicts" in results:  # a build's verdicts: what the scorecard's changes are against
             commits = ", ".join(f"`{c}`" for c in results.get("commits", [])) or "?"
             rows.append(
-                f"| `{path.name}` | a build's verdicts (the scorecard lists what changed since) "
+                f"| `{path.name}` (a build's verdicts: the scorecard lists what changed since) "
                 f"| all chapters ({results.get('profile', '?')}) | — | {devices} | "
                 f"{results.get('measured', '?')} | {commits} |"
             )
             continue
+        study = results.get("study", "?")
+        named = f"`{path.name}`" + ("" if study == path.stem else f" ({study})")
         rows.append(
-            f"| `{path.name}` | {results.get('study', '?')} | {results.get('regime', '?')} "
+            f"| {named} | {results.get('regime', '?')} "
             f"({results.get('profile', '?')}) | {len(results.get('seeds', []))} | {devices} | "
             f"{results.get('measured', '?')} | `{results.get('commit', '?')}` |"
         )
