@@ -255,6 +255,146 @@ def test_the_kept_readings_reach_every_verdict_of_the_smollm2_parts(tiny, tmp_pa
         assert low_freq == {"held": "held", "not held": "not testable here"}.get(head, head)
 
 
+# ---------------------------------------------------------------- the confirmation
+
+
+def confirmed_file(tmp_path, records, folder, **about):
+    """A confirmation of the tiny study's head on fresh windows, kept as ``main --confirm``
+    keeps it and read back with :func:`study.load_confirmation`."""
+    head = tuple(records[0]["head"])
+    found = study.measure_confirmation(4, head, context=CONTEXT, seed=SEED, max_distance=DISTANCE,
+                                       used_windows=WINDOWS, folder=folder, progress=False)  # fmt: skip
+    path = tmp_path / f"{study.CONFIRM_STUDY}.json"
+    fields = {"n_windows": 4, **SETTINGS, "checkpoint": folder.name, "used_windows": WINDOWS,
+              "stream": study.CONFIRM_STREAM, "fingerprint": study.fingerprint(folder), **about}  # fmt: skip
+    studies.write(study.CONFIRM_STUDY, found, profile="cpu", regime=study.REGIME,
+                  domain=study.DOMAIN, command="python -m ropebook x", path=path, **fields)  # fmt: skip
+    return study.load_confirmation(path)
+
+
+def test_the_confirmations_plan_is_the_kept_studys_numbers():
+    """The confirmation's pilot typed in is the kept study's head and lifts (from its file), and
+    its windows are power.seeds_needed at a quarter of the line over the study's usable share."""
+    results = study.kept()
+    if results is None:
+        pytest.skip(f"no kept {study.STUDY}")
+    assert results["commit"] == study.STUDY_COMMIT
+    assert tuple(results["runs"][0]["head"]) == study.STUDY_HEAD
+    assert len(results["runs"][0]["window_lift"]) == study.STUDY_MEASURING
+    lift = study.estimates(results).lift
+    assert lift.n == study.STUDY_USABLE and lift[:3] == pytest.approx(study.STUDY_LIFT, abs=1e-4)
+    lifts = [v for v in results["runs"][0]["window_lift"] if v is not None]
+    assert np.std(lifts, ddof=1) == pytest.approx(study.STUDY_SD, abs=1e-4)
+    assert study.CONFIRM_TARGET == study.LIFT_LINE / 4 == 0.025
+    assert (study.CONFIRM_USABLE_NEEDED, study.CONFIRM_WINDOWS) == (594, 715)
+    usable = study.CONFIRM_WINDOWS * study.STUDY_USABLE / study.STUDY_MEASURING
+    assert usable >= study.CONFIRM_USABLE_NEEDED
+
+
+def test_the_confirmation_measures_the_head_on_fresh_windows(tiny, tmp_path):
+    """Its windows share no token with the study's (checkpoint_fresh_scan) and its run keeps the
+    fixed head's lift and key excess per window, all of them measuring."""
+    folder, records, _ = tiny
+    confirmed = confirmed_file(tmp_path, records, folder)
+    (run,) = confirmed["runs"]
+    assert run["head"] == records[0]["head"] and len(run["window_lift"]) == 4
+    _, documents, _, _ = sem.checkpoint_inputs(folder)
+    lengths = [len(d) for d in documents]
+    used = {span for stream in (71, 72) for span in sem.window_spans(
+        lengths, CONTEXT, WINDOWS // 2, np.random.default_rng([SEED, stream]))}  # fmt: skip
+    fresh = sem.disjoint_spans(lengths, CONTEXT, 4, np.random.default_rng([SEED, 75]), list(used))
+    assert not {(d, s) for d, s in fresh} & used
+    scan = sem.scan_semantic_checkpoint(
+        sem.checkpoint_inputs(folder)[0], sem.windows_at(documents, fresh, CONTEXT,
+        sem.checkpoint_inputs(folder)[3]), sem.checkpoint_inputs(folder)[2], max_distance=DISTANCE)  # fmt: skip
+    layer, head = run["head"]
+    lifts = [None if not np.isfinite(v) else v for v in scan.window_prev_lift[:, layer, head]]
+    assert run["window_lift"] == pytest.approx(lifts)
+    estimates = study.estimates(confirmed)
+    assert estimates.head == tuple(run["head"]) and estimates.n_windows == 4
+
+
+def test_the_confirmation_decides_only_on_the_studys_head_and_windows(tiny, tmp_path, monkeypatch):
+    folder, records, (selected, measured) = tiny
+    results = written(tmp_path, records, folder)
+    confirmed = confirmed_file(tmp_path, records, folder)
+    assert study.why_not_confirming(confirmed, results, folder, SETTINGS, min_windows=4) is None
+    why = study.why_not_confirming(confirmed, results, folder, SETTINGS)  # the plan's 715
+    assert (
+        why == f"the kept confirmation has 4 windows, fewer than its plan's {study.CONFIRM_WINDOWS}"
+    )
+    other = json.loads(json.dumps(results))
+    other["runs"][0]["head"] = [9, 9]
+    assert "not the kept study's L9H9" in study.why_not_confirming(
+        confirmed, other, folder, SETTINGS, min_windows=4)  # fmt: skip
+    other = dict(results, n_windows=WINDOWS + 2)
+    assert f"left out {WINDOWS} windows, not the kept study's {WINDOWS + 2}" in (
+        study.why_not_confirming(confirmed, other, folder, SETTINGS, min_windows=4))  # fmt: skip
+    assert "measured with context = 200 (this run: 64)" in study.why_not_confirming(
+        confirmed, results, folder, SETTINGS | {"context": 64}, min_windows=4)  # fmt: skip
+    assert study.why_not_confirming(None, results, folder, SETTINGS).startswith(
+        "no kept confirmation (python -m ropebook checkpoint_apostrophe_study --confirm"
+    )
+    assert study.why_not_confirming(confirmed, None, folder, SETTINGS, min_windows=4) == (
+        "the kept confirmation has no kept study to confirm"
+    )
+    # the chapter's reading: the confirmation where it decides, the study's lift in its basis
+    monkeypatch.setattr(studies, "path_of", lambda name: tmp_path / f"{name}.json")
+    monkeypatch.setattr(study, "CONFIRM_WINDOWS", 4)
+    monkeypatch.setattr(study, "WINDOWS", WINDOWS)
+    read = study.reading(folder, 64, **SETTINGS)
+    assert read.kept == study.estimates(confirmed)
+    assert read.basis == study.confirmation_basis(confirmed, results)
+    assert f"measured on {study.CONFIRM_STUDY}'s 4 fresh windows of tiny" in read.basis
+    assert f"the study's own {WINDOWS // 2} measuring windows: " in read.basis
+    (tmp_path / f"{study.CONFIRM_STUDY}.json").unlink()
+    alone = study.reading(folder, 64, **SETTINGS)  # the study decides, the confirmation is absent
+    assert alone.kept == study.estimates(results)
+    assert alone.basis == study.basis(results)  # as before the confirmation
+    confirmed_file(tmp_path, records, folder, context=64)  # one that cannot decide: said why
+    assert study.reading(folder, 64, **SETTINGS).basis == study.basis(results) + (
+        "; the kept confirmation measured with context = 64 (this run: 200)"
+    )
+
+
+def test_the_confirm_command_writes_the_file_or_refuses(tiny, tmp_path, monkeypatch):
+    folder, records, _ = tiny
+    monkeypatch.setattr(studies, "path_of", lambda name: tmp_path / f"{name}.json")
+    argv = ["--checkpoint", str(folder), "--confirm", "--windows", "4", "--context",
+            str(CONTEXT), "--window-seed", str(SEED), "--max-distance", str(DISTANCE)]  # fmt: skip
+    with pytest.raises(SystemExit):  # no kept study to confirm
+        study.main(argv)
+    written(tmp_path, records, folder)
+    monkeypatch.setattr(study, "WINDOWS", WINDOWS)
+    seen = {}
+
+    def fake(n, head, **kw):
+        seen.update(n=n, head=head, **kw)
+        return [dict(records[0], window_lift=[0.2, None, 0.3, 0.1], window_key_excess=[0.1] * 4)]
+
+    monkeypatch.setattr(study, "measure_confirmation", fake)
+    assert study.main(argv) == 0
+    assert seen["head"] == tuple(records[0]["head"]) and seen["used_windows"] == WINDOWS
+    confirmed = study.load_confirmation(tmp_path / f"{study.CONFIRM_STUDY}.json")
+    assert confirmed["used_windows"] == WINDOWS and confirmed["stream"] == study.CONFIRM_STREAM
+    assert (
+        confirmed["planned_windows"] == study.CONFIRM_WINDOWS
+        and "--confirm" in confirmed["command"]
+    )
+    assert (
+        confirmed["study_commit"]
+        == studies.load(study.STUDY, tmp_path / f"{study.STUDY}.json")["commit"]
+    )
+    broken = dict(confirmed, runs=[dict(confirmed["runs"][0], window_lift=[0.2] * 3)])
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    with pytest.raises(ValueError, match="has no lift for each of its 4 measuring windows"):
+        study.load_confirmation(tmp_path / "broken.json")
+    (tmp_path / "broken.json").write_text(json.dumps({k: v for k, v in confirmed.items()
+                                                      if k != "used_windows"}))  # fmt: skip
+    with pytest.raises(ValueError, match=r"no settings \['used_windows'\]"):
+        study.load_confirmation(tmp_path / "broken.json")
+
+
 # ---------------------------------------------------------------- SmolLM2 itself
 
 SMOLLM2 = real_model.folder()

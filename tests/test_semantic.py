@@ -224,6 +224,27 @@ def test_bos_windows_start_with_bos_and_copy_text():
     assert np.all(other[:, 0] == 7) and np.array_equal(other[:, 1:], windows[:, 1:])
 
 
+def test_disjoint_windows_share_no_token_with_each_other_or_the_used_ones():
+    """disjoint_spans cuts documents into runs of length - 1 tokens, drops those touching a used
+    span and draws without replacement; window_spans is where bos_windows cuts (same draws)."""
+    lengths = [30, 5, 300, 64]
+    used = semantic.window_spans(lengths, 8, 20, np.random.default_rng(3))
+    docs = [np.arange(n) + 1000 * d for d, n in enumerate(lengths)]
+    np.testing.assert_array_equal(
+        semantic.windows_at(docs, used, 8, bos=9),
+        semantic.bos_windows(docs, 8, 20, np.random.default_rng(3), bos=9),
+    )
+    free = semantic.disjoint_spans(lengths, 8, 25, np.random.default_rng(4), used)
+    assert len(set(free)) == 25 and all(lengths[d] >= 8 and s + 7 <= lengths[d] for d, s in free)
+    tokens = [{(d, s + i) for i in range(7)} for d, s in free]
+    taken = set().union(*({(d, s + i) for i in range(7)} for d, s in used))
+    assert sum(map(len, tokens)) == len(set().union(*tokens)) and not taken & set().union(*tokens)
+    every = semantic.disjoint_spans(lengths, 8, 1, np.random.default_rng(0))
+    assert every[0][0] != 1  # the 5-token document has no window
+    with pytest.raises(ValueError, match="only 55 windows of 8 tokens are disjoint"):
+        semantic.disjoint_spans(lengths, 8, 56, np.random.default_rng(0))  # 4 + 42 + 9
+
+
 def test_a_checkpoints_semantic_scan_reads_transformers_own_attention():
     """``scan_semantic_checkpoint`` on a transformers model (4 query heads over 2 KV heads): the
     attention on a previous class token and on another previous token are transformers' own."""

@@ -15,8 +15,9 @@ Conventions: attention ``probs [B, H, T, T]`` (rows = queries, causal), activati
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -325,6 +326,62 @@ def scan_semantic_internals(batches, windows, class_ids, *, max_distance: int = 
     )
 
 
+def window_spans(
+    lengths: Sequence[int], length: int, n_windows: int, rng: np.random.Generator
+) -> list[tuple[int, int]]:
+    """Where :func:`bos_windows` cuts its windows: ``(document, start)`` of ``n_windows`` runs of
+    ``length - 1`` tokens, each from a random document long enough (``lengths``: every
+    document's token count; ``document`` indexes them) at a random offset."""
+    docs = [i for i, n in enumerate(lengths) if n >= length]
+    if not docs:
+        raise ValueError(f"no document has {length} tokens")
+    spans = []
+    for _ in range(n_windows):
+        doc = docs[rng.integers(len(docs))]
+        spans.append((doc, int(rng.integers(0, lengths[doc] - (length - 1) + 1))))
+    return spans
+
+
+def disjoint_spans(
+    lengths: Sequence[int],
+    length: int,
+    n_windows: int,
+    rng: np.random.Generator,
+    used: Sequence[tuple[int, int]] = (),
+) -> list[tuple[int, int]]:
+    """``n_windows`` spans like :func:`window_spans`, but none shares a token with another or with
+    a ``used`` span: the documents long enough are cut into consecutive runs of ``length - 1``
+    tokens, those touching a used span are dropped, and ``n_windows`` of the rest are drawn
+    without replacement (a ValueError where fewer are left)."""
+    step = length - 1
+    taken: dict[int, list[int]] = {}
+    for doc, start in used:
+        taken.setdefault(doc, []).append(start)
+    free = [
+        (doc, start)
+        for doc, n in enumerate(lengths) if n >= length
+        for start in range(0, n - step + 1, step)
+        if all(abs(start - other) >= step for other in taken.get(doc, ()))
+    ]  # fmt: skip
+    if len(free) < n_windows:
+        raise ValueError(
+            f"only {len(free)} windows of {length} tokens are disjoint from the {len(used)} used "
+            f"and from each other, fewer than the {n_windows} asked for"
+        )
+    return [free[i] for i in rng.choice(len(free), n_windows, replace=False)]
+
+
+def windows_at(
+    texts_tokens: list[np.ndarray], spans: Sequence[tuple[int, int]], length: int, bos: int = 0
+) -> np.ndarray:
+    """``[len(spans), length]`` int32 windows: ``bos`` then the ``length - 1`` tokens of each
+    ``(document, start)`` span."""
+    out = np.full((len(spans), length), bos, np.int32)
+    for w, (doc, start) in enumerate(spans):
+        out[w, 1:] = texts_tokens[doc][start : start + length - 1]
+    return out
+
+
 def bos_windows(
     texts_tokens: list[np.ndarray],
     length: int,
@@ -334,16 +391,9 @@ def bos_windows(
 ) -> np.ndarray:
     """``[n_windows, length]`` int32 windows: ``bos`` (the book's BOS id 0 by default) then
     ``length - 1`` consecutive tokens from a random document (uniform over documents long
-    enough) at a random offset."""
-    docs = [np.asarray(d) for d in texts_tokens if len(d) >= length]
-    if not docs:
-        raise ValueError(f"no document has {length} tokens")
-    out = np.full((n_windows, length), bos, np.int32)
-    for w in range(n_windows):
-        doc = docs[rng.integers(len(docs))]
-        start = rng.integers(0, len(doc) - (length - 1) + 1)
-        out[w, 1:] = doc[start : start + length - 1]
-    return out
+    enough) at a random offset (:func:`window_spans`)."""
+    spans = window_spans([len(d) for d in texts_tokens], length, n_windows, rng)
+    return windows_at([np.asarray(d) for d in texts_tokens], spans, length, bos)
 
 
 def scan_models(models: dict, windows, class_ids, *, max_distance: int = 32) -> dict:
@@ -355,13 +405,13 @@ def scan_models(models: dict, windows, class_ids, *, max_distance: int = 32) -> 
     }
 
 
-def checkpoint_scans(
-    folder, n_windows: int, length: int, seed: int, *, max_distance: int = 32
-) -> tuple[dict[int, SemanticScan], dict[int, SemanticScan]]:
-    """A real checkpoint's scans on the selection and the measuring half of ``n_windows``
-    windows, as the chapter scans the book's models (``{0: scan}`` each): the book's held-out
-    Shakespeare in the checkpoint's own tokenizer, each window led by its BOS token, the
-    apostrophe class read from its own vocabulary."""
+CHAPTER_STREAMS = (71, 72)  # the chapter's selection and measuring windows' generator streams
+
+
+def checkpoint_inputs(folder) -> tuple[Any, list[np.ndarray], np.ndarray, int]:
+    """What a scan of a real checkpoint reads: its model, the book's held-out Shakespeare in its
+    own tokenizer (one token array per work), the apostrophe class from its own vocabulary and
+    its BOS token id."""
     from transformers import AutoTokenizer
 
     from ropebook import capture, data
@@ -372,13 +422,44 @@ def checkpoint_scans(
     documents = [np.asarray(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
     class_ids = class_token_ids(tokenizer.decode, len(tokenizer))
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else 0
+    return model, documents, class_ids, bos
+
+
+def checkpoint_scans(
+    folder, n_windows: int, length: int, seed: int, *, max_distance: int = 32
+) -> tuple[dict[int, SemanticScan], dict[int, SemanticScan]]:
+    """A real checkpoint's scans on the selection and the measuring half of ``n_windows``
+    windows, as the chapter scans the book's models (``{0: scan}`` each): the book's held-out
+    Shakespeare in the checkpoint's own tokenizer, each window led by its BOS token, the
+    apostrophe class read from its own vocabulary (:func:`checkpoint_inputs`)."""
+    model, documents, class_ids, bos = checkpoint_inputs(folder)
     halves = []
-    for stream in (71, 72):  # the chapter's selection and measuring streams
+    for stream in CHAPTER_STREAMS:
         rng = np.random.default_rng([seed, stream])
         windows = bos_windows(documents, length, n_windows // 2, rng, bos=bos)
         scan = scan_semantic_checkpoint(model, windows, class_ids, max_distance=max_distance)
         halves.append({0: scan})
     return halves[0], halves[1]
+
+
+def checkpoint_fresh_scan(
+    folder, n_windows: int, length: int, seed: int, *, used_windows: int, stream: int,
+    max_distance: int = 32,
+) -> SemanticScan:  # fmt: skip
+    """A real checkpoint's scan, as :func:`checkpoint_scans` makes it, on ``n_windows`` fresh
+    windows (:func:`disjoint_spans`, drawn from generator ``stream`` of ``seed``): none shares a
+    token with another nor with the ``used_windows`` windows :func:`checkpoint_scans` reads at
+    this ``seed`` (both halves)."""
+    model, documents, class_ids, bos = checkpoint_inputs(folder)
+    lengths = [len(d) for d in documents]
+    used = [
+        span for chapter_stream in CHAPTER_STREAMS
+        for span in window_spans(lengths, length, used_windows // 2,
+                                 np.random.default_rng([seed, chapter_stream]))
+    ]  # fmt: skip
+    spans = disjoint_spans(lengths, length, n_windows, np.random.default_rng([seed, stream]), used)
+    windows = windows_at(documents, spans, length, bos)
+    return scan_semantic_checkpoint(model, windows, class_ids, max_distance=max_distance)
 
 
 # ---------------------------------------------------------------- past the training length
