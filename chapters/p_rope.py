@@ -340,7 +340,7 @@ for name, value in {
 # | | NoPE | RoPE | p-RoPE |
 # |---|---|---|---|
 # | **positional** | ✗ [Prop. 5.2](positional_heads.ipynb), {ref}`here <p-rope-positional>` | ✓ [Thm 5.3](positional_heads.ipynb), {ref}`here <p-rope-positional>` | ✓ fast planes, {ref}`here <p-rope-positional>` |
-# | **semantic** | ✓ no rotation, {ref}`here <p-rope-semantic>` | ✗ [Thm 6.1](semantic_channels.ipynb), {ref}`here <p-rope-semantic>` | ✓ free planes, {ref}`here <p-rope-semantic>` |
+# | **semantic** | ✓ no rotation, {ref}`here <p-rope-semantic>` | ✗ [Thm 6.1](semantic_theory.ipynb), {ref}`here <p-rope-semantic>` | ✓ free planes, {ref}`here <p-rope-semantic>` |
 #
 # *Positional*: a sharp diagonal or previous-token head (for NoPE, "here" shows the uniform
 # attention; for p-RoPE, Thm 5.3 on its fast planes). *Semantic*: channels whose scores do not

@@ -70,8 +70,10 @@ QUOTED: dict[str, dict[str, str]] = {
     "scorecard": {"0.05": "the test level of a 95 % interval"},
     "semantic_channels": {
         "0.1": "lift_threshold, fixed before the data (a tenth of Gemma's lift, a parameter)",
-        "1.1": "the lengths the table probes (half, 1.1 and four times N*), a design",
         "0.5": "an even split of the two halves, by definition",
+    },
+    "semantic_theory": {
+        "1.1": "the lengths the table probes (half, 1.1 and four times N*), a design",
         "0.01": "Lemma A.2's threshold, fixed before the data",
         "0.05": "the slope's tolerance, fixed before the data",
     },

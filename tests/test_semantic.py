@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ropebook.analysis import semantic
 from ropebook.present import semantic as show
-from ropebook.proofs import semantic_channels as proofs
+from ropebook.proofs import semantic_theory as proofs
 
 G = math.sqrt(2) / 10  # an irrational rotation: g / 2 pi is irrational
 N_STAR = 23  # ceil(pi / G)

@@ -1,7 +1,7 @@
 """Lemma A.2, Lemma A.3 and Thm. 6.1 of Barbero et al. (2025) as numerics, in two dimensions.
 
 A head with one RoPE frequency ``g`` scores a key ``j`` from the query at ``i`` as
-``|q||k| cos(theta + g(j - i))`` (proofs.semantic_channels.polar_score). The query at the last
+``|q||k| cos(theta + g(j - i))`` (proofs.semantic_theory.polar_score). The query at the last
 position ``N`` sees keys at distances ``m = 0 .. N``, i.e. at angles ``{g m mod 2 pi}``
 (Lemma A.2: dense for irrational ``g / 2 pi``, as every RoPE frequency is).
 
