@@ -1,7 +1,7 @@
 """The positional-encoding zoo beyond its context on many seeds: a study kept in the repository
 (:mod:`ropebook.studies`).
 
-The pe_zoo chapter orders RoPE, ALiBi, Kerple and FIRE by how much their perplexity grows from 1×
+The pe_zoo_length chapter orders RoPE, ALiBi, Kerple and FIRE by how much their perplexity grows from 1×
 to ``max_factor`` × the training context (CABLE's Table 4), on paired seeds: each ordering needs
 its paired ln-ratio differences' intervals over seeds to lie above 0, which the profile's three
 seeds rarely show. This study measures the same quantity (each window's mean loss over its first
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,37 @@ from ropebook.analysis import biases
 
 STUDY, REGIME = "pe_zoo_study", "lesson"
 MODELS = zoo.PE_ZOO  # rope, alibi, kerple, fire
+
+
+@dataclass(frozen=True)
+class ZooRuns:
+    """The zoo as the pe_zoo chapters read it: ``models[name][seed]``, every encoding on
+    ``seeds`` (those all of them were trained with, ``zoo.SEED_BUDGET``) and RoPE on
+    ``rope_seeds`` (every seed the profile trains for it: Fig. 15 reads RoPE alone, not only the
+    seeds the bias models share; not the seed plan's extra ones); ``one_seed``: the encodings
+    the profile trains with one seed, so no comparison with them can be decided."""
+
+    seeds: tuple[int, ...]
+    rope_seeds: tuple[int, ...]
+    models: dict[str, dict[int, Any]]
+    one_seed: tuple[str, ...]
+
+
+def zoo_runs(profile: str, domain: str = "shakespeare") -> ZooRuns:
+    """Every model of :data:`MODELS` the chapters read, trained or loaded (:class:`ZooRuns`)."""
+    seeds = tuple(
+        sorted(set.intersection(*(set(zoo.seeds_for(n, profile=profile)) for n in MODELS)))
+    )
+    rope_seeds = tuple(zoo.seeds_for("rope", profile=profile, domain=domain, planned=False))
+    models = {
+        name: {
+            s: zoo.load(name, seed=s, profile=profile, domain=domain, progress=False)
+            for s in (rope_seeds if name == "rope" else seeds)
+        }
+        for name in MODELS
+    }
+    one_seed = tuple(n for n in MODELS if len(zoo.seeds_for(n, profile=profile, domain=domain)) < 2)
+    return ZooRuns(seeds, rope_seeds, models, one_seed)
 
 
 def factors(max_factor: int) -> list[int]:
