@@ -12,7 +12,7 @@ import re
 
 from ropebook import pipeline
 
-APPENDIX = ("methods",)
+APPENDIX = ("methods", "methods_recipe")
 LABEL = re.compile(r"^# \(([\w-]+)\)=$", re.MULTILINE)
 REF = re.compile(r"\{ref\}`(?:[^`<]*<([\w-]+)>|([\w-]+))`")
 LINK = re.compile(r"\[([^\]]*)\]\(([\w-]+)\.ipynb(?:#[\w-]*)?\)")
