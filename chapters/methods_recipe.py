@@ -11,7 +11,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # Methods: can a recipe cut the noise?
 #
@@ -61,7 +60,7 @@ CLAIMS = claims.ClaimSet(
 
 # %% [markdown]
 # (methods-recipe)=
-# ### Can the recipe cut the noise?
+# ## Can the recipe cut the noise?
 #
 # Our recipe ends its cosine schedule at a tenth of the peak learning rate and reports the last
 # iterate. If the noise is the last iterate's jitter, two levers aim at it, each measured on
@@ -178,7 +177,7 @@ else:
 
 # %% [markdown]
 # (methods-headline-study)=
-# ### Does the candidate recipe change the headline?
+# ## Does the candidate recipe change the headline?
 #
 # The comparison this section owns is the recipe's: the matched headline pair under the
 # candidate the recipe study named for confirmation, beside the same pair under today's recipe

@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # p-RoPE's Table 2: seven encodings, trained identically
+# # p-RoPE's Table 2: which encoding trains best?
 #
 # {glue:md}`in_short`
 

@@ -11,7 +11,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # p-RoPE: keep the fast frequencies, free the slow ones
 #

@@ -11,7 +11,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # The PE zoo past its context: CABLE's Table 4
 #

@@ -175,7 +175,9 @@ print(
 # intervals are over windows of one model). Where a kept study (`python -m ropebook
 # checkpoint_apostrophe_study`) read this checkpoint with these settings on as many windows as its
 # plan set before its data, SmolLM2's part of the apostrophe head's two claims rests on it, this
-# build's windows beside. Here: {glue:text}`semantic_channels.smollm2.basis`.
+# build's windows beside; where its confirmation (`--confirm`) measured the head it chose on
+# fresh windows, disjoint from its own, as many as a plan made from the study set, on that
+# confirmation, judged alone. Here: {glue:text}`semantic_channels.smollm2.basis`.
 
 # %%
 real_folder = real_model.resolve(checkpoint, profile)

@@ -11,7 +11,6 @@
 #     name: python3
 # ---
 
-
 # %% [markdown]
 # # Why slow planes break: Sec. 6's theorems
 #
