@@ -19,7 +19,7 @@ context), :mod:`ropebook.apostrophe_study` (the apostrophe head and its controls
 :mod:`ropebook.head_share_study` (the heads that use the fastest frequencies) on many lesson
 seeds; :mod:`ropebook.decay_training_study` (the least-decaying layer over training, RoPE against
 NoPE) on many flagship seeds; :mod:`ropebook.checkpoint_apostrophe_study` (SmolLM2's apostrophe
-head) on many held-out windows of one checkpoint; :mod:`ropebook.task_study` (Llama 4's chunk
+head) on many held-out windows of one checkpoint, and its confirmation on fresh ones; :mod:`ropebook.task_study` (Llama 4's chunk
 ceiling, the fine-tuned passkey) on many task seeds. :func:`why_not_deciding` says when a kept
 study may decide a run's verdicts, :func:`deciding` reads it where it may; a study on many seeds
 keeps only its measurement and its reading, the rest is here (:func:`kept`,
