@@ -130,7 +130,9 @@ if confirmed:  # every seed the candidate has, discovery ones included (which fl
     pooled_values = {
         "pooled_seeds": len(every_seed),
         "pooled_ratio": str(pooled[fresh.recipe].sd_ratio),
-        "decision": show_recipes.adoption_text(CLAIMS.records["methods_recipe.recipe"].verdict, cost),
+        "decision": show_recipes.adoption_text(
+            CLAIMS.records["methods_recipe.recipe"].verdict, cost
+        ),
     }
 for name, value in pooled_values.items():
     glue(f"methods_recipe.recipe.{name}", value, display=False)

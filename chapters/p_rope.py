@@ -38,7 +38,7 @@
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu
 confidence = 0.95  # in (0, 1): level of every interval over seeds
-max_factor = 8  # in [1, inf): longest context the freed planes' turn is read at, in training contexts
+max_factor = 8  # in [1, inf): longest context the freed planes' turn is read at, in contexts
 max_seeds = 8  # in [1, inf): most seeds an undecided ordering buys, chosen by power
 
 # %% tags=["hide-input"]

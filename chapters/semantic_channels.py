@@ -419,9 +419,7 @@ plots.table(sinks.rows)
 # slowest quarter of the chunks is not rotated at all).
 
 # %%
-gemma_g = 10_000 ** (-2 * 118 / 256)  # App. E.1's chunk 119 of Gemma 7B's 128
-gemma_row = show.gemma_sink_row(gemma_g, sem.breaking_length_closed_form(gemma_g))
-display(plots.table([*sinks.chunk_rows, gemma_row]))
+display(plots.table([*sinks.chunk_rows, show.gemma_sink_row()]))
 show.sink_chart(sinks, seed=seeds[0])
 
 # %%

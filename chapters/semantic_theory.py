@@ -188,7 +188,7 @@ _ = CLAIMS.record(
 # column is $N^*$ in units of the model's context.
 
 # %%
-gemma_g, gemma_context = 10_000 ** (-2 * 118 / 256), 8192
+gemma_g, gemma_context = sem.GEMMA_G119, sem.GEMMA_CONTEXT
 breaking = sem.breaking_table(grid, context, reference=("Gemma 7B, 119", gemma_g, gemma_context))
 display(plots.table(breaking.rows))
 print(

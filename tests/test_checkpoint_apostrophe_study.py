@@ -298,15 +298,14 @@ def test_the_confirmation_measures_the_head_on_fresh_windows(tiny, tmp_path):
     confirmed = confirmed_file(tmp_path, records, folder)
     (run,) = confirmed["runs"]
     assert run["head"] == records[0]["head"] and len(run["window_lift"]) == 4
-    _, documents, _, _ = sem.checkpoint_inputs(folder)
+    model, documents, class_ids, bos = sem.checkpoint_inputs(folder)
     lengths = [len(d) for d in documents]
     used = {span for stream in (71, 72) for span in sem.window_spans(
         lengths, CONTEXT, WINDOWS // 2, np.random.default_rng([SEED, stream]))}  # fmt: skip
     fresh = sem.disjoint_spans(lengths, CONTEXT, 4, np.random.default_rng([SEED, 75]), list(used))
     assert not {(d, s) for d, s in fresh} & used
-    scan = sem.scan_semantic_checkpoint(
-        sem.checkpoint_inputs(folder)[0], sem.windows_at(documents, fresh, CONTEXT,
-        sem.checkpoint_inputs(folder)[3]), sem.checkpoint_inputs(folder)[2], max_distance=DISTANCE)  # fmt: skip
+    windows = sem.windows_at(documents, fresh, CONTEXT, bos)
+    scan = sem.scan_semantic_checkpoint(model, windows, class_ids, max_distance=DISTANCE)
     layer, head = run["head"]
     lifts = [None if not np.isfinite(v) else v for v in scan.window_prev_lift[:, layer, head]]
     assert run["window_lift"] == pytest.approx(lifts)

@@ -155,18 +155,26 @@ def measure(
         folder, n_windows, context, seed, max_distance=max_distance
     )
     layer, head = sem.apostrophe_heads(selected, measured).heads[0]
-    scan = measured[0]
-    lifts = scan.window_prev_lift[:, layer, head]
-    record = {
-        "model": folder.name, "seed": seed, "overrides": {}, "spec_hash": found,
-        "head": [layer, head],
-        "window_lift": [float(v) if np.isfinite(v) else None for v in lifts],
-        "window_key_excess": [float(v) for v in key_excess_by_window(scan, layer, head)],
-        "n_class_prev": scan.n_class_prev, "seconds": round(time.perf_counter() - start, 1),
-    }  # fmt: skip
+    record = head_record(measured[0], (layer, head), folder.name, seed, found, start)
     if progress:
         print(f"{STUDY}: head L{layer}H{head}, {record['seconds']} s", flush=True)
     return [record]
+
+
+def head_record(
+    scan: sem.SemanticScan, head: tuple[int, int], model: str, seed: int, found: str, start: float
+) -> dict[str, Any]:
+    """One run record of a checkpoint's ``head`` on a ``scan``'s windows: its lift per window
+    (``None`` where the window has no apostrophe query) and its key excess, with the checkpoint's
+    name and fingerprint ``found`` and the seconds since ``start``."""
+    layer, index = head
+    lifts = scan.window_prev_lift[:, layer, index]
+    return {
+        "model": model, "seed": seed, "overrides": {}, "spec_hash": found, "head": [layer, index],
+        "window_lift": [float(v) if np.isfinite(v) else None for v in lifts],
+        "window_key_excess": [float(v) for v in key_excess_by_window(scan, layer, index)],
+        "n_class_prev": scan.n_class_prev, "seconds": round(time.perf_counter() - start, 1),
+    }  # fmt: skip
 
 
 def measure_confirmation(
@@ -193,15 +201,7 @@ def measure_confirmation(
         folder, n_windows, context, seed, used_windows=used_windows, stream=CONFIRM_STREAM,
         max_distance=max_distance,
     )  # fmt: skip
-    layer, index = head
-    record = {
-        "model": folder.name, "seed": seed, "overrides": {}, "spec_hash": found,
-        "head": [layer, index],
-        "window_lift": [float(v) if np.isfinite(v) else None
-                        for v in scan.window_prev_lift[:, layer, index]],
-        "window_key_excess": [float(v) for v in key_excess_by_window(scan, layer, index)],
-        "n_class_prev": scan.n_class_prev, "seconds": round(time.perf_counter() - start, 1),
-    }  # fmt: skip
+    record = head_record(scan, head, folder.name, seed, found, start)
     if progress:
         print(f"{CONFIRM_STUDY}: {record['seconds']} s", flush=True)
     return [record]
@@ -302,14 +302,15 @@ def why_not_deciding(
     settings: Mapping[str, Any],
     min_windows: int | None = None,
     name: str = "the kept study",
+    command: str = STUDY,
 ) -> str | None:
     """Why the kept study (``name``) cannot decide this run's SmolLM2 parts, in words; ``None``
     where it can: it read this very checkpoint (:func:`fingerprint`), with ``settings`` (the
     chapter's ``context``, ``window_seed``, ``max_distance``), on at least ``min_windows``
-    windows (the plan's: :data:`WINDOWS` where ``None``)."""
+    windows (the plan's: :data:`WINDOWS` where ``None``); without a file, it names the
+    ``command`` that makes one."""
     min_windows = WINDOWS if min_windows is None else min_windows
     if results is None:
-        command = f"{STUDY} --confirm" if name != "the kept study" else STUDY
         return f"no {name.removeprefix('the ')} (python -m ropebook {command} makes it)"
     if folder is None:
         return "no checkpoint read here"
@@ -337,7 +338,7 @@ def why_not_confirming(
     it can: as :func:`why_not_deciding` (this checkpoint, these settings, its plan's windows),
     on the head the kept study ``results`` chose, with all of the study's windows left out."""
     name, least = "the kept confirmation", CONFIRM_WINDOWS if min_windows is None else min_windows
-    if why := why_not_deciding(confirmed, folder, settings, least, name):
+    if why := why_not_deciding(confirmed, folder, settings, least, name, f"{STUDY} --confirm"):
         return why
     if results is None:
         return f"{name} has no kept study to confirm"

@@ -416,10 +416,15 @@ def raw_score_table(scores, is_class, label: str) -> list[dict]:
 # ---------------------------------------------------------------- trained models: the BOS sink
 
 
-def gemma_sink_row(g: float, n_star: int) -> dict:
-    """App. E.1's numbers for Gemma 7B's apostrophe head, as a row of ``SinkHeads.chunk_rows``."""
-    return {"model": "Gemma 7B (paper)", "seed": "—", "top chunk": "119 of 128", "its g": g,
-            "N* = ⌈π/g⌉": n_star, "q·k to BOS": 24.9, "q·k to others": -85.5}  # fmt: skip
+def gemma_sink_row() -> dict:
+    """App. E.1's numbers for Gemma 7B's apostrophe head, as a row of ``SinkHeads.chunk_rows``
+    (its chunk's breaking length from the closed form)."""
+    from ropebook.analysis.semantic import GEMMA_G119, breaking_length_closed_form
+
+    n_star = breaking_length_closed_form(GEMMA_G119)
+    return {"model": "Gemma 7B (paper)", "seed": "—", "top chunk": "119 of 128",
+            "its g": GEMMA_G119, "N* = ⌈π/g⌉": n_star, "q·k to BOS": 24.9,
+            "q·k to others": -85.5}  # fmt: skip
 
 
 def sink_chart(sinks: SinkHeads, seed: int):

@@ -73,6 +73,8 @@ from ropebook.analysis.semantic.scan import (
     windows_at,
 )
 from ropebook.analysis.semantic.theory import (
+    GEMMA_CONTEXT,
+    GEMMA_G119,
     TWO_PI,
     BestHeadCurves,
     BreakingTable,
@@ -107,6 +109,8 @@ from ropebook.analysis.semantic.theory import (
 __all__ = [
     "Estimate",
     "interval_text",
+    "GEMMA_CONTEXT",
+    "GEMMA_G119",
     "TWO_PI",
     "circle_points",
     "max_gap",

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 TWO_PI = 2.0 * np.pi
+# App. E.1's low-frequency chunk of Gemma 7B (chunk 119 of 128, θ = 10k) and its 8k context
+GEMMA_G119, GEMMA_CONTEXT = 10_000 ** (-2 * 118 / 256), 8192
 
 
 # ---------------------------------------------------------------- Lemma A.2: dense rotations
